@@ -1,0 +1,173 @@
+"""Grading throughput: rlrecipes' GradingPool against single-process math-verify.
+
+Prints ONE JSON line (progress goes to stderr):
+
+- ``math_verify_single_aps``: answers/s of plain math-verify in this process
+  (``parse(gold)``, ``parse(response)``, ``verify``: its defaults, one item at a time);
+- ``rlrecipes_single_aps``: answers/s of ``rlrecipes.grading.grade`` in this process;
+- ``rlrecipes_pool_aps``: answers/s of ``GradingPool`` with ``--workers`` processes,
+  all three on the *same* unique (response, gold) items, in the same run;
+- ``ratio_pool_vs_math_verify`` (the issue's target: >= 1.8 on 2 cores) and
+  ``ratio_pool_vs_rlrecipes_single`` (the pure multi-process speed-up);
+- ``wall_500x16_s``: grading 500 problems x 16 responses with a started pool, and
+  ``pool_start_s``, the time to start that pool.
+
+Responses are synthetic: MATH-500 gold answers (from ``--data-dir`` when the file is
+there, else built-in ones) written in equivalent and wrong forms inside CoT-like text,
+with some responses lacking any answer, as a sampled eval produces them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+_FALLBACK_GOLDS = ["25", "\\frac{1}{2}", "2\\sqrt{2}", "(3, \\frac{\\pi}{2})", "\\text{Evelyn}",
+                   "x^2+1", "[2, 5)", "\\{1, 2\\}", "0.75", "336^\\circ", "10\\%", "-4"]
+_FILLER = ("We first rewrite the expression and simplify both sides. Substituting the value "
+           "into the equation gives a consistent system, so we can solve for the unknown. ")
+
+
+def _golds(data_dir: Path, n: int) -> list[str]:
+    path = data_dir / "math500" / "One-Shot-RLVR" / "test.jsonl"
+    if path.is_file():
+        golds = [json.loads(line)["answer"] for line in path.read_text().splitlines() if line.strip()]
+    else:
+        golds = _FALLBACK_GOLDS
+    return [golds[i % len(golds)] for i in range(n)]
+
+
+def _variants(gold: str, rng: random.Random, others: list[str]) -> list[str]:
+    """Equivalent and wrong ways of writing an answer."""
+    from rlrecipes.grading import parse_answer
+
+    a = parse_answer(gold)
+    right = [gold, a.latex, f"x = {a.latex}" if "=" not in a.latex else a.latex]
+    if a.value is not None:
+        v = Fraction(a.value)
+        right += [f"\\dfrac{{{v.numerator}}}{{{v.denominator}}}", f"{float(v):.6f}".rstrip("0").rstrip(".")]
+        wrong = [str(v + 1), str(-v - 2), f"\\frac{{{v.numerator + 1}}}{{{v.denominator + 2}}}"]
+    else:
+        right += [a.latex.replace("\\frac", "\\dfrac"), "\\left(" + a.latex[1:-1] + "\\right)"
+                  if a.latex.startswith("(") and a.latex.endswith(")") else a.latex + " "]
+        wrong = [a.latex + "+1", "2" + a.latex if not a.is_text else "Bob", rng.choice(others)]
+    return right, wrong
+
+
+def make_items(golds: list[str], samples: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    items = []
+    for gold in golds:
+        right, wrong = _variants(gold, rng, golds)
+        for _ in range(samples):
+            text = _FILLER * rng.randint(2, 8)
+            roll = rng.random()
+            if roll < 0.1:  # truncated: no final answer
+                items.append((text, gold))
+                continue
+            answer = rng.choice(right) if roll < 0.6 else rng.choice(wrong)
+            items.append((text + f"Therefore the answer is $\\boxed{{{answer}}}$.", gold))
+    return items
+
+
+def _math_verify_single(items: list[tuple[str, str]]) -> float:
+    from math_verify import parse, verify
+
+    start = time.perf_counter()
+    for response, gold in items:
+        verify(parse("$" + gold + "$"), parse(response))
+    return time.perf_counter() - start
+
+
+def _rlrecipes_single(items: list[tuple[str, str]]) -> float:
+    from rlrecipes.grading import grade
+
+    start = time.perf_counter()
+    for response, gold in items:
+        grade(response, gold)
+    return time.perf_counter() - start
+
+
+def _timed_fresh(fn_name: str, warmup: list, items: list) -> float:
+    """Warm up, then time, in a fresh process: no sympy cache carried between contenders."""
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    from rlrecipes.grading.equivalence import WARMUP_PAIRS
+
+    fn = globals()[fn_name]
+    fn(warmup + [(f"$\\boxed{{{p}}}$", g) for p, g in WARMUP_PAIRS])
+    return fn(items)
+
+
+def _in_fresh_process(fn_name: str, warmup: list, items: list) -> float:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
+        return ex.submit(_timed_fresh, fn_name, warmup, items).result()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--items", type=int, default=1200, help="unique items for the ratio")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    from rlrecipes.grading import GradingPool, grade_many
+
+    items_500x16 = make_items(_golds(args.data_dir, 500), 16, args.seed)
+    unique = list(dict.fromkeys(items_500x16))
+    random.Random(args.seed).shuffle(unique)
+    warmup, ratio_items = unique[:60], unique[60 : 60 + args.items]
+
+    print(f"[bench] {len(ratio_items)} unique items", file=sys.stderr)
+    t_mv = _in_fresh_process("_math_verify_single", warmup, ratio_items)
+    t_own = _in_fresh_process("_rlrecipes_single", warmup, ratio_items)
+    with GradingPool(workers=args.workers) as pool:
+        pool.start()
+        pool.grade_many([r for r, _ in warmup], [g for _, g in warmup])
+        start = time.perf_counter()
+        pool.grade_many([r for r, _ in ratio_items], [g for _, g in ratio_items])
+        t_pool = time.perf_counter() - start
+
+    print("[bench] 500 x 16", file=sys.stderr)
+    start = time.perf_counter()
+    pool = GradingPool(workers=args.workers).start()
+    t_start = time.perf_counter() - start
+    start = time.perf_counter()
+    verdicts = grade_many([r for r, _ in items_500x16], [g for _, g in items_500x16], pool=pool)
+    t_500x16 = time.perf_counter() - start
+    pool.close()
+
+    n = len(ratio_items)
+    result = {
+        "bench": "grading",
+        "workers": args.workers,
+        "ratio_items": n,
+        "math_verify_single_aps": round(n / t_mv, 1),
+        "rlrecipes_single_aps": round(n / t_own, 1),
+        "rlrecipes_pool_aps": round(n / t_pool, 1),
+        "ratio_pool_vs_math_verify": round(t_mv / t_pool, 2),
+        "ratio_pool_vs_rlrecipes_single": round(t_own / t_pool, 2),
+        "target_ratio": 1.8,
+        "wall_500x16_s": round(t_500x16, 2),
+        "answers_500x16": len(items_500x16),
+        "accuracy_500x16": round(sum(verdicts) / len(verdicts), 3),
+        "pool_start_s": round(t_start, 2),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The `rlrecipes` command line (Typer front door; Hydra composes the configs)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rlrecipes.errors import UserError
+
+console = Console()
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Reproduce the 2025 RL recipes for LLM reasoning on one TRL engine.")
+config_app = typer.Typer(no_args_is_help=True, help="Inspect configurations.")
+app.add_typer(config_app, name="config")
+_OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@app.command()
+def recipes() -> None:
+    """Table of the registered recipes: name, paper, idea, status."""
+    from rlrecipes.recipes import load_all
+
+    table = Table(title="rlrecipes recipes")
+    for col in ("name", "paper", "idea", "status"):
+        table.add_column(col, overflow="fold")
+    for name, cls in sorted(load_all().items()):
+        table.add_row(name, cls.paper, cls.idea, cls.status)
+    console.print(table)
+
+
+@app.command(context_settings=_OVERRIDES)
+def train(
+    ctx: typer.Context,
+    multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
+) -> None:
+    """Train with RL (no arguments: the CPU quick-start). Takes Hydra overrides key=value."""
+    from rlrecipes.config.hydra_app import run_hydra
+
+    run_hydra("train", _train_job, list(ctx.args), multirun)
+
+
+def _train_job(cfg: Any) -> Optional[float]:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from rlrecipes.engine.run import train as run_training
+    from rlrecipes.rundir import create_run_dir, write_manifest
+
+    hc = HydraConfig.get()
+    is_multirun = hc.mode == RunMode.MULTIRUN
+    run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{cfg.data.name}",
+                             job_num=hc.job.num if is_multirun else None,
+                             sweep_dir=hc.sweep.dir if is_multirun else None)
+    write_manifest(run_dir, cfg)
+    console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
+    try:
+        summary = run_training(cfg, run_dir, log=console.log)
+    except UserError as exc:
+        _fail(str(exc))
+    _print_summary(summary, run_dir)
+    return summary.get("accuracy_after")
+
+
+def _print_summary(summary: dict, run_dir: Any) -> None:
+    table = Table(title=f"run {run_dir}")
+    table.add_column("held-out accuracy (greedy)")
+    table.add_column("value", justify="right")
+    for key in ("accuracy_before", "accuracy_after"):
+        if key in summary:
+            table.add_row(key.replace("_", " "), f"{summary[key]:.3f}")
+    if "accuracy_before" in summary and "accuracy_after" in summary:
+        gain = 100 * (summary["accuracy_after"] - summary["accuracy_before"])
+        table.add_row("gain (points)", f"{gain:+.1f}")
+    table.add_row("wall seconds", f"{summary.get('wall_seconds', 0):.0f}")
+    console.print(table)
+
+
+@config_app.command("show", context_settings=_OVERRIDES)
+def config_show(ctx: typer.Context,
+                name: str = typer.Option("train", "--name", help="Root config: train or eval.")) -> None:
+    """Print the fully resolved config for the given overrides."""
+    from omegaconf import OmegaConf
+
+    from rlrecipes.config.compose import compose_config
+
+    cfg = compose_config(name, list(ctx.args))
+    typer.echo(OmegaConf.to_yaml(cfg, resolve=True), nl=False)
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise SystemExit(2)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry point: user errors become one line and exit status 2."""
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], standalone_mode=True)
+    except UserError as exc:
+        _fail(str(exc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Compose configs outside `@hydra.main` (for `config show`, validation and tests),
+turning Hydra's multi-line exceptions into one line that names the valid choices."""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(UserError):
+    """A user-facing configuration mistake; its message is a single line."""
+
+
+def conf_dir() -> Path:
+    """The `conf/` folder: inside the installed package, or at the source checkout's root."""
+    here = Path(__file__).resolve().parent.parent  # .../rlrecipes
+    for candidate in (here / "conf", here.parent / "conf"):
+        if (candidate / "train.yaml").is_file():
+            return candidate
+    raise ConfigError(f"rlrecipes config folder not found next to {here}; reinstall the package")
+
+
+def group_options(group: str) -> list[str]:
+    folder = conf_dir() / group
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose `conf/<config_name>.yaml` with overrides; raise `ConfigError` on mistakes."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rlrecipes.config.store import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose(config_name=config_name, overrides=list(overrides))
+            OmegaConf.resolve(cfg)
+            return cfg
+    except ConfigError:
+        raise
+    except Exception as exc:  # Hydra/OmegaConf raise many types; all become one line
+        raise ConfigError(explain(exc, config_name, overrides)) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ()) -> str:
+    """One line describing a composition error, with the valid keys or options."""
+    from hydra.errors import MissingConfigException
+
+    if isinstance(exc, MissingConfigException):
+        for ov in overrides:
+            key = ov.lstrip("+~").split("=", 1)[0]
+            if "." not in key and (conf_dir() / key).is_dir():
+                value = ov.split("=", 1)[-1]
+                if value not in group_options(key):
+                    return f"unknown {key} {value!r}; valid: {', '.join(group_options(key))}"
+        options = getattr(exc, "options", None)
+        if options:
+            return f"{_first_line(exc)}; valid: {', '.join(options)}"
+        return _first_line(exc)
+    text = str(exc)
+    # the interesting OmegaConf error is usually the cause of Hydra's wrapper
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and "Key '" in str(cause):
+        text = str(cause)
+    match = re.search(r"Key '([^']+)' not in '([^']+)'", text)
+    if match:
+        key = match.group(1)
+        full = re.search(r"full_key: ([\w.]+)", text)
+        full_key = full.group(1) if full else key
+        return f"unknown key {full_key!r}; valid keys here: {', '.join(_valid_keys(full_key, config_name, overrides))}"
+    if "Could not override" in text or "Could not append" in text:
+        match = re.search(r"Key '([^']+)' is not in struct", text)
+        if match:
+            key = _override_key_for(match.group(1), overrides)
+            return f"unknown key {key!r}; valid keys here: {', '.join(_valid_keys(key, config_name, overrides))}"
+    if cause is not None:
+        return f"{_first_line(exc)}: {_first_line(cause)}"
+    return _first_line(exc)
+
+
+def _override_key_for(leaf: str, overrides: Sequence[str]) -> str:
+    for ov in overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        if key.endswith(leaf):
+            return key
+    return leaf
+
+
+def _valid_keys(full_key: str, config_name: str, overrides: Sequence[str]) -> list[str]:
+    """Keys that exist next to `full_key`, read from the config composed without it."""
+    parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
+    kept = [ov for ov in overrides if ov.split("=", 1)[0].lstrip("+~") != full_key]
+    try:
+        cfg = compose_config(config_name, kept)
+    except ConfigError:
+        return []
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    return sorted(node.keys()) if isinstance(node, DictConfig) else []
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,1 @@
+"""Training data: synthetic tasks, file/hub loaders, prompt templates."""

@@ -1,0 +1,148 @@
+"""Load problem/answer datasets from the hub or local jsonl/json/parquet files.
+
+Field names differ between sources (`problem` vs `prompt` vs `question`, answers nested
+under `reward_model.ground_truth`, prompts stored as chat messages), so a config maps
+them; a dotted field name reaches into nested records. Rows without a usable problem
+or answer are counted and reported, never silently dropped or trained on.
+"""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+class DataError(UserError):
+    """A one-line, user-facing data problem (names the file/row/field)."""
+
+
+@dataclass
+class LoadedProblems:
+    items: list[dict[str, Any]]
+    source: str
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (row index, reason)
+    duplicates_removed: int = 0
+
+    def report(self) -> str:
+        text = f"{len(self.items)} problems from {self.source}"
+        if self.duplicates_removed:
+            text += f", {self.duplicates_removed} duplicates removed"
+        if self.skipped:
+            rows = ", ".join(f"row {i} ({why})" for i, why in self.skipped[:5])
+            more = f" and {len(self.skipped) - 5} more" if len(self.skipped) > 5 else ""
+            text += f"; {len(self.skipped)} rows left out: {rows}{more}"
+        return text
+
+
+def read_records(path: str, subset: str | None = None, split: str = "train") -> tuple[list[dict], str]:
+    """Rows of a local file/folder, or of a hub dataset split (`datasets.load_dataset`)."""
+    local = Path(path).expanduser()
+    if local.exists():
+        file = _pick_file(local, split)
+        return _read_file(file), str(file)
+    if path.startswith((".", "/", "~")) or Path(path).suffix in DATA_SUFFIXES:
+        raise DataError(f"data file {path} does not exist")
+    from datasets import load_dataset  # the real hub path; unreachable offline
+
+    try:
+        ds = load_dataset(path, subset, split=split)
+    except Exception as exc:  # network, unknown id, unknown split...
+        raise DataError(f"could not load hub dataset {path!r} (split {split!r}): {str(exc).splitlines()[0]}") from None
+    return [dict(r) for r in ds], f"{path}:{split}"
+
+
+def _pick_file(folder: Path, split: str) -> Path:
+    if folder.is_file():
+        return folder
+    files = sorted(p for p in folder.rglob("*") if p.suffix in DATA_SUFFIXES)
+    preferred = [p for p in files if p.stem.startswith(split)] or files
+    if not preferred:
+        raise DataError(f"no {'/'.join(DATA_SUFFIXES)} file under {folder}")
+    return preferred[0]
+
+
+def _read_file(file: Path) -> list[dict]:
+    if file.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(file).to_pylist()
+    text = file.read_text(encoding="utf-8")
+    if file.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if isinstance(data, dict):
+            data = next((v for v in data.values() if isinstance(v, list)), [data])
+        return list(data)
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{file}:{lineno}: not a JSON object ({exc.msg})") from None
+    return rows
+
+
+def get_field(row: dict, name: str) -> Any:
+    """`row[name]`, following dots into nested dicts; chat messages become their last user text."""
+    value: Any = row
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "content" in value[0]:
+        users = [m["content"] for m in value if m.get("role") == "user"] or [value[-1]["content"]]
+        return users[-1]
+    return value
+
+
+def normalise_answer(value: Any) -> str | None:
+    """Gold answers as strings; lists (OlympiadBench) joined; empty → None."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        parts = [str(v).strip() for v in value if str(v).strip()]
+        return ", ".join(parts) if parts else None
+    text = str(value).strip()
+    return text or None
+
+
+def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_field: str,
+                id_field: str | None = None, dedup: bool = False,
+                limit: int | None = None) -> LoadedProblems:
+    rows = list(rows)
+    if rows:
+        for fname in (problem_field, answer_field):
+            if all(get_field(r, fname) is None for r in rows):
+                keys = ", ".join(sorted(rows[0].keys()))
+                raise DataError(f"{source}: no row has field {fname!r}; columns are: {keys}")
+    out = LoadedProblems([], source)
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        problem = get_field(row, problem_field)
+        answer = normalise_answer(get_field(row, answer_field))
+        if not isinstance(problem, str) or not problem.strip():
+            out.skipped.append((index, f"no {problem_field}"))
+            continue
+        if answer is None:
+            out.skipped.append((index, f"no {answer_field}"))
+            continue
+        if dedup:
+            if problem in seen:
+                out.duplicates_removed += 1
+                continue
+            seen.add(problem)
+        ident = get_field(row, id_field) if id_field else None
+        out.items.append({"id": str(ident if ident is not None else index), "problem": problem,
+                          "answer": answer})
+        if limit is not None and len(out.items) >= limit:
+            break
+    return out

@@ -1,0 +1,55 @@
+"""One entry point for training data: problems, held-out problems, and their verifier."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rlrecipes.data.loader import LoadedProblems, read_records, to_problems
+from rlrecipes.data.synthetic import SyntheticTask, make_task
+from rlrecipes.errors import UserError
+
+
+@dataclass
+class ProblemSet:
+    train: list[dict[str, Any]]
+    eval: list[dict[str, Any]]
+    verify: Callable[[str, Any], bool]
+    task: SyntheticTask | None  # set for synthetic data (the toy model warm-starts on it)
+    report: str
+
+
+def load_problem_set(data_cfg: Any) -> ProblemSet:
+    if data_cfg.source == "synthetic":
+        task = make_task(data_cfg.synthetic)
+        train = task.train[: data_cfg.max_examples] if data_cfg.max_examples else task.train
+        held_out = task.eval[: data_cfg.max_eval_examples] if data_cfg.max_eval_examples else task.eval
+        report = f"{len(train)} train / {len(held_out)} held-out {task.name} problems (disjoint)"
+        return ProblemSet(train, held_out, task.verify, task, report)
+    if data_cfg.source not in ("hub", "file"):
+        raise UserError(f"data.source={data_cfg.source!r}; valid: synthetic, hub, file")
+    if not data_cfg.path:
+        raise UserError(f"data.source={data_cfg.source} needs data.path (a hub id or a local file)")
+    train = _load(data_cfg, data_cfg.path, data_cfg.split, data_cfg.max_examples)
+    held_out = (_load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples)
+                if data_cfg.eval_path else LoadedProblems([], "none"))
+    report = f"train: {train.report()}; held-out: {held_out.report()}"
+    return ProblemSet(train.items, held_out.items, answer_verifier(data_cfg.answer_style), None, report)
+
+
+def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProblems:
+    rows, source = read_records(path, data_cfg.subset, split)
+    return to_problems(rows, source, data_cfg.problem_field, data_cfg.answer_field, data_cfg.id_field,
+                       dedup=data_cfg.dedup, limit=limit)
+
+
+def answer_verifier(style: str) -> Callable[[str, Any], bool]:
+    """Verifier for math datasets: extract the final answer in `style`, then grade it."""
+
+    def verify(completion: str, gold: Any) -> bool:
+        from rlrecipes.grading import extract_answer, grade
+
+        predicted = extract_answer(completion, style=style)
+        return predicted is not None and grade(predicted, str(gold))
+
+    return verify

@@ -1,0 +1,223 @@
+"""Synthetic verifiable tasks generated in-process: arithmetic and Countdown.
+
+Each task yields problems `{"id", "problem", "answer"}` split into disjoint train and
+held-out sets (split by problem identity, so no held-out problem is ever trained on),
+a verifier `verify(completion, answer) -> bool`, and demonstrations from a *flawed
+teacher* for the supervised warm-start of the toy model: with probability
+`teacher_error_rate` the teacher makes the task's systematic mistake (arithmetic: it
+forgets carries; Countdown: it writes one wrong operator). Imitation copies the flaw;
+RL with the verifier can remove it, which is what the quick-start demonstrates.
+
+Completions use the answer-line format "Answer: <answer>" (DAPO's format), so every
+recipe's reward, including DAPO's, reads them the same way.
+"""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import itertools
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_ANSWER_LINE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
+
+
+def answer_line(text: str) -> str | None:
+    """The text after the last "Answer:" in the last 300 characters (DAPO's rule)."""
+    matches = _ANSWER_LINE.findall(text[-300:])
+    return matches[-1].strip() if matches else None
+
+
+@dataclass
+class SyntheticTask:
+    name: str
+    train: list[dict[str, Any]]
+    eval: list[dict[str, Any]]
+    verify: Callable[[str, Any], bool]
+    demonstration: Callable[[dict[str, Any], random.Random], str]  # flawed-teacher completion
+    solution: Callable[[dict[str, Any]], str]  # the correct completion
+
+
+def make_task(cfg: Any) -> SyntheticTask:
+    """Build the task described by a `SyntheticTaskConfig` node."""
+    makers = {"arithmetic": _arithmetic, "countdown": _countdown}
+    if cfg.task not in makers:
+        raise UserError(f"data.synthetic.task={cfg.task!r} is unknown; valid: {', '.join(makers)}")
+    return makers[cfg.task](cfg)
+
+
+def _split(keys: list[Any], cfg: Any) -> tuple[list[Any], list[Any]]:
+    rng = random.Random(cfg.seed)
+    keys = list(keys)
+    rng.shuffle(keys)
+    if cfg.num_eval + cfg.num_train > len(keys):
+        raise UserError(
+            f"data.synthetic asks for {cfg.num_train} train + {cfg.num_eval} eval problems "
+            f"but the task has only {len(keys)} distinct ones; raise operand_max or lower the counts"
+        )
+    return keys[cfg.num_eval : cfg.num_eval + cfg.num_train], keys[: cfg.num_eval]
+
+
+# --------------------------------------------------------------------------- arithmetic
+_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
+
+
+def _no_carry(a: int, b: int, op: str) -> int:
+    """The flawed teacher's result: digit-wise + or - with carries/borrows dropped."""
+    if op == "*":
+        return a * b + 10  # a misplaced carry
+    digits, place = 0, 1
+    while a or b:
+        da, db = a % 10, b % 10
+        d = (da + db) % 10 if op == "+" else abs(da - db)
+        digits += d * place
+        a, b, place = a // 10, b // 10, place * 10
+    return digits
+
+
+def _arithmetic(cfg: Any) -> SyntheticTask:
+    ops = [op for op in cfg.operations if op in _OPS]
+    if not ops or len(ops) != len(cfg.operations):
+        raise UserError(f"data.synthetic.operations={cfg.operations!r}; valid characters: + - *")
+    if len(cfg.operand_max) != 2:
+        raise UserError("data.synthetic.operand_max must list two maxima for arithmetic, e.g. [99, 99]")
+    hi_a, hi_b = (int(x) for x in cfg.operand_max)
+    keys = [(a, op, b) for a in range(hi_a + 1) for b in range(hi_b + 1) for op in ops
+            if not (op == "-" and b > a)]
+    train_keys, eval_keys = _split(keys, cfg)
+
+    def item(key: tuple[int, str, int]) -> dict[str, Any]:
+        a, op, b = key
+        return {"id": f"{a}{op}{b}", "problem": f"{a}{op}{b}", "answer": str(_OPS[op](a, b)),
+                "flawed": str(_no_carry(a, b, op))}
+
+    def verify(completion: str, gold: Any) -> bool:
+        pred = answer_line(completion)
+        return pred is not None and pred.strip() == str(gold).strip()
+
+    def demonstration(it: dict[str, Any], rng: random.Random) -> str:
+        wrong = rng.random() < cfg.teacher_error_rate
+        return f"Answer: {it['flawed'] if wrong else it['answer']}"
+
+    return SyntheticTask("arithmetic", [item(k) for k in train_keys], [item(k) for k in eval_keys],
+                         verify, demonstration, lambda it: f"Answer: {it['answer']}")
+
+
+# ---------------------------------------------------------------------------- countdown
+def _countdown(cfg: Any) -> SyntheticTask:
+    n, hi = int(cfg.num_numbers), int(cfg.operand_max[0])
+    if n < 2:
+        raise UserError("data.synthetic.num_numbers must be at least 2 for countdown")
+    rng = random.Random(cfg.seed + 1)
+    keys: dict[tuple[tuple[int, ...], int], str] = {}
+    pool = list(itertools.combinations_with_replacement(range(1, hi + 1), n))
+    rng.shuffle(pool)
+    for numbers in pool:
+        order = list(numbers)
+        rng.shuffle(order)
+        expr = str(order[0])
+        for x in order[1:]:
+            expr = f"({expr}{rng.choice('+-*')}{x})" if len(expr) > 1 else f"{expr}{rng.choice('+-*')}{x}"
+        expr = expr[1:-1] if expr.startswith("(") and _balanced(expr[1:-1]) else expr
+        target = evaluate(expr)
+        if target is not None and target >= 0:
+            keys.setdefault((tuple(sorted(numbers)), target), expr)
+        if len(keys) >= cfg.num_train + cfg.num_eval:
+            break
+    train_keys, eval_keys = _split(sorted(keys), cfg)
+
+    def item(key: tuple[tuple[int, ...], int]) -> dict[str, Any]:
+        numbers, target = key
+        nums = ",".join(map(str, numbers))
+        return {"id": f"{nums}->{target}", "problem": f"{' '.join(map(str, numbers))} -> {target}",
+                "answer": f"{nums}={target}", "solution_expr": keys[key]}
+
+    def verify(completion: str, gold: Any) -> bool:
+        pred = answer_line(completion)
+        nums, target = str(gold).split("=")
+        return pred is not None and check_countdown(pred, [int(x) for x in nums.split(",")], int(target))
+
+    def demonstration(it: dict[str, Any], rng_: random.Random) -> str:
+        expr = it["solution_expr"]
+        if rng_.random() < cfg.teacher_error_rate:
+            positions = [i for i, ch in enumerate(expr) if ch in "+-*"]
+            i = rng_.choice(positions)
+            expr = expr[:i] + rng_.choice([op for op in "+-*" if op != expr[i]]) + expr[i + 1:]
+        return f"Answer: {expr}"
+
+    return SyntheticTask("countdown", [item(k) for k in train_keys], [item(k) for k in eval_keys],
+                         verify, demonstration, lambda it: f"Answer: {it['solution_expr']}")
+
+
+def _balanced(expr: str) -> bool:
+    depth = 0
+    for ch in expr:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+_TOKEN = re.compile(r"\s*(\d+|[-+*()])")
+
+
+def evaluate(expr: str) -> int | None:
+    """Value of an integer expression over + - * and parentheses, or None if malformed.
+
+    A small recursive-descent parser: model output is never handed to Python's eval.
+    """
+    tokens, pos = [], 0
+    expr = expr.strip()
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if not m:
+            return None
+        tokens.append(m.group(1))
+        pos = m.end()
+    if len(tokens) > 64:
+        return None
+    value, rest = _parse_sum(tokens)
+    return value if value is not None and not rest else None
+
+
+def _parse_sum(tokens: list[str]) -> tuple[int | None, list[str]]:
+    value, tokens = _parse_product(tokens)
+    while value is not None and tokens and tokens[0] in "+-":
+        op, (rhs, tokens) = tokens[0], _parse_product(tokens[1:])
+        value = None if rhs is None else (value + rhs if op == "+" else value - rhs)
+    return value, tokens
+
+
+def _parse_product(tokens: list[str]) -> tuple[int | None, list[str]]:
+    value, tokens = _parse_atom(tokens)
+    while value is not None and tokens and tokens[0] == "*":
+        rhs, tokens = _parse_atom(tokens[1:])
+        value = None if rhs is None or abs(value * rhs) > 10**12 else value * rhs
+    return value, tokens
+
+
+def _parse_atom(tokens: list[str]) -> tuple[int | None, list[str]]:
+    if not tokens:
+        return None, tokens
+    if tokens[0] == "(":
+        value, rest = _parse_sum(tokens[1:])
+        if value is None or not rest or rest[0] != ")":
+            return None, rest
+        return value, rest[1:]
+    if tokens[0].isdigit():
+        return int(tokens[0]), tokens[1:]
+    return None, tokens
+
+
+def check_countdown(expr: str, numbers: list[int], target: int) -> bool:
+    """True if `expr` uses exactly the given numbers (each once) and equals `target`."""
+    used = sorted(int(x) for x in re.findall(r"\d+", expr))
+    return used == sorted(numbers) and evaluate(expr) == target

@@ -1,0 +1,130 @@
+"""The one place that builds `trl.GRPOConfig`: an explicit field-by-field mapping.
+
+TRL 1.16's defaults differ from the papers (token-level `dapo` loss, bf16 on, gradient
+checkpointing on, vLLM importance-sampling correction on), so every field a recipe
+relies on is set here from the resolved config instead of being left to TRL.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from rlrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How one rollout step's B x G completions map onto devices and optimizer steps."""
+
+    per_device_batch: int
+    grad_accum: int
+    steps_per_generation: int
+    completions_per_rollout: int
+    completions_per_update: int
+
+
+def plan_batches(trainer: Any, num_processes: int = 1) -> BatchPlan:
+    """Derive TRL's batch fields from prompts x generations x updates (verl's vocabulary)."""
+    total = trainer.prompts_per_rollout * trainer.num_generations
+    if trainer.num_generations < 2:
+        raise UserError("trainer.num_generations must be at least 2 (advantages are relative to the group)")
+    if total % trainer.updates_per_rollout:
+        raise UserError(
+            f"trainer.updates_per_rollout={trainer.updates_per_rollout} must divide the "
+            f"{total} completions of a rollout step (prompts_per_rollout x num_generations)"
+        )
+    per_update = total // trainer.updates_per_rollout
+    per_device = min(trainer.micro_batch_size, per_update // num_processes)
+    if per_device < 1 or per_update % (per_device * num_processes):
+        raise UserError(
+            f"trainer.micro_batch_size={trainer.micro_batch_size} x {num_processes} processes must divide "
+            f"the {per_update} completions of each optimizer update"
+        )
+    grad_accum = per_update // (per_device * num_processes)
+    return BatchPlan(per_device, grad_accum, grad_accum * trainer.updates_per_rollout, total, per_update)
+
+
+def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
+                      reward_weights: list[float]) -> Any:
+    from trl import GRPOConfig
+
+    t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
+    plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
+    args: dict[str, Any] = dict(
+        output_dir=str(run_dir / "checkpoints"),
+        seed=cfg.seed,
+        report_to="none",
+        disable_tqdm=True,
+        logging_steps=t.logging_steps,
+        save_strategy="steps" if t.save_steps else "no",
+        save_steps=t.save_steps or 500,
+        save_only_model=True,
+        max_steps=t.max_steps,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler_type,
+        warmup_steps=t.warmup_steps,
+        weight_decay=t.weight_decay,
+        adam_beta1=t.adam_beta1,
+        adam_beta2=t.adam_beta2,
+        max_grad_norm=t.max_grad_norm,
+        per_device_train_batch_size=plan.per_device_batch,
+        gradient_accumulation_steps=plan.grad_accum,
+        steps_per_generation=plan.steps_per_generation,
+        num_generations=t.num_generations,
+        num_iterations=t.num_iterations,
+        max_completion_length=t.max_completion_length,
+        temperature=t.temperature,
+        top_p=t.top_p,
+        top_k=t.top_k,
+        bf16=t.bf16,
+        fp16=False,
+        use_cpu=t.use_cpu,
+        remove_unused_columns=False,  # reward functions need the answer/id columns
+        dataloader_num_workers=0,
+        loss_type=r.loss_type,
+        beta=r.beta,
+        epsilon=r.epsilon,
+        epsilon_high=r.epsilon_high,
+        scale_rewards=r.scale_rewards,
+        mask_truncated_completions=r.mask_truncated_completions,
+        entropy_coef=r.entropy_coef,
+        reward_weights=reward_weights,
+        use_vllm=ro.backend == "vllm",
+        vllm_mode=ro.vllm_mode,
+        vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
+        vllm_tensor_parallel_size=ro.vllm_tensor_parallel_size,
+        vllm_server_host=ro.vllm_server_host,
+        vllm_server_port=ro.vllm_server_port,
+        vllm_max_model_length=ro.vllm_max_model_length,
+        vllm_importance_sampling_correction=ro.importance_sampling_correction,
+    )
+    # transformers 5 renamed gradient_checkpointing; set whichever this version has
+    known = {f.name for f in fields(GRPOConfig)}
+    ckpt_field = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
+    args[ckpt_field] = t.gradient_checkpointing
+    if t.warmup_ratio:
+        # transformers 5 folded warmup_ratio into warmup_steps (a float < 1 is a ratio)
+        if "warmup_ratio" in known:
+            args["warmup_ratio"] = t.warmup_ratio
+        else:
+            args["warmup_steps"] = float(t.warmup_ratio)
+    args.update(recipe_overrides)
+    unknown = sorted(set(args) - known)
+    if unknown:
+        raise UserError(f"this TRL version has no GRPOConfig field(s) {', '.join(unknown)}")
+    if ro.backend == "vllm":
+        _require_vllm()
+    if ro.backend not in ("hf", "vllm"):
+        raise UserError(f"rollout.backend={ro.backend!r}; valid: hf, vllm")
+    return GRPOConfig(**args)
+
+
+def _require_vllm() -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        raise UserError("rollout=vllm needs vLLM and a CUDA GPU: pip install 'rlrecipes[vllm]' "
+                        "(or use rollout=hf)") from None

@@ -1,0 +1,125 @@
+"""Training callbacks: `metrics.jsonl` (one object per logged step) and the live display."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+# TRL's metric names -> the names rlrecipes documents in metrics.jsonl
+_RENAMES = {
+    "reward": "reward_mean",
+    "reward_std": "reward_std",
+    "rewards/accuracy/mean": "accuracy",
+    "kl": "kl",
+    "entropy": "entropy",
+    "clip_ratio/low_mean": "clip_ratio_low",
+    "clip_ratio/high_mean": "clip_ratio_high",
+    "clip_ratio/region_mean": "clip_ratio_region",
+    "completions/mean_length": "completion_length_mean",
+    "completions/max_length": "completion_length_max",
+    "completions/clipped_ratio": "truncated_fraction",
+    "frac_reward_zero_std": "frac_groups_zero_std",
+    "grad_norm": "grad_norm",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+}
+
+
+class MetricsWriter(TrainerCallback):
+    """Appends every log event to `metrics.jsonl` with step time and tokens/s added."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._last_time = time.time()
+        self._last_step = 0
+        self._last_tokens = 0.0
+        self.rows: list[dict[str, Any]] = []
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last_time = time.time()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "train_runtime" in logs:
+            return
+        now = time.time()
+        steps = max(state.global_step - self._last_step, 1)
+        step_time = (now - self._last_time) / steps
+        tokens = float(logs.get("num_tokens", self._last_tokens))
+        row: dict[str, Any] = {"step": state.global_step, "step_time": round(step_time, 4),
+                               "tokens_per_second": round((tokens - self._last_tokens) / max(now - self._last_time, 1e-9), 1)}
+        for key, value in logs.items():
+            row[_RENAMES.get(key, key)] = value
+        self._last_time, self._last_step, self._last_tokens = now, state.global_step, tokens
+        self.rows.append(row)
+        with self.path.open("a") as f:
+            f.write(json.dumps(row, default=_jsonable) + "\n")
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class RichProgress(TrainerCallback):
+    """A one-line live display: step, reward, accuracy, step time, ETA (and recipe extras)."""
+
+    def __init__(self, writer: MetricsWriter, extra_keys: tuple[str, ...] = ()):
+        self.writer = writer
+        self.extra_keys = extra_keys
+        self.progress = None
+        self.task = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), TextColumn("ETA"), TimeRemainingColumn(),
+            transient=False,
+        )
+        self.task = self.progress.add_task("train", total=state.max_steps, stats="")
+        self.progress.start()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.progress is None or not self.writer.rows:
+            return
+        row = self.writer.rows[-1]
+        parts = [f"reward {_fmt(row.get('reward_mean'))}", f"acc {_fmt(row.get('accuracy'))}",
+                 f"{_fmt(row.get('step_time'), 2)}s/step"]
+        parts += [f"{k.split('/')[-1]} {_fmt(row.get(k))}" for k in self.extra_keys if k in row]
+        self.progress.update(self.task, completed=state.global_step, stats="  ".join(parts))
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+            self.progress.stop()
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{float(value):.{digits}f}"
+
+
+class HeldOutEvaluator(TrainerCallback):
+    """Measures held-out greedy accuracy every `every` steps and logs it as `heldout_accuracy`.
+
+    Lets training and held-out accuracy be plotted on one axis (one-shot RLVR's
+    post-saturation generalisation) without a separate evaluation job.
+    """
+
+    def __init__(self, every: int, measure: Any):
+        self.every = every
+        self.measure = measure
+        self.trainer: Any = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.trainer is not None and state.global_step % self.every == 0:
+            self.trainer.log_metric("heldout_accuracy", self.measure())

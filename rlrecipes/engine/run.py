@@ -1,0 +1,136 @@
+"""`train(cfg)`: one RL run from a resolved config to a finished run directory.
+
+Steps: data -> model (built/cached if needed) -> prompts -> held-out accuracy before
+-> RecipeGRPOTrainer.train() -> held-out accuracy after -> model + summary on disk.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlrecipes.data.problems import ProblemSet, load_problem_set
+from rlrecipes.rewards import RewardContext
+from rlrecipes.rundir import write_json
+
+
+def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.engine.grpo_args import build_grpo_config
+    from transformers import PrinterCallback
+
+    from rlrecipes.engine.progress import HeldOutEvaluator, MetricsWriter, RichProgress
+    from rlrecipes.engine.trainer import RecipeGRPOTrainer
+    from rlrecipes.generation import greedy_accuracy
+    from rlrecipes.models import load_model, resolve_model_path
+    from rlrecipes.recipes import get_recipe
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own display reports progress
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
+    started = time.time()
+    _seed_everything(cfg.seed)
+    problems = load_problem_set(cfg.data)
+    log(f"data: {problems.report}")
+    path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log)
+    model, tokenizer = load_model(path, cfg.model)
+    log(f"model: {path}")
+
+    def prompt_of(item: dict[str, Any]) -> str:
+        return render_prompt(item["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
+
+    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
+    ctx = RewardContext(verify=problems.verify, answer_style=cfg.data.answer_style,
+                        max_completion_length=cfg.trainer.max_completion_length, seed=cfg.seed,
+                        params=cfg.recipe)
+    reward_fns = recipe.reward_functions(ctx)
+    reward_fns = _with_accuracy_monitor(reward_fns, ctx)
+    train_rows = [{"prompt": prompt_of(it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
+    eval_prompts = [prompt_of(it) for it in problems.eval]
+    eval_answers = [it["answer"] for it in problems.eval]
+
+    def held_out_accuracy() -> float:
+        return greedy_accuracy(model, tokenizer, eval_prompts, eval_answers, problems.verify,
+                               max_new_tokens=cfg.trainer.max_completion_length,
+                               batch_size=cfg.trainer.eval_batch_size)
+
+    summary: dict[str, Any] = {"recipe": cfg.recipe.name, "model": path, "data": cfg.data.name,
+                               "seed": cfg.seed, "num_train_problems": len(train_rows),
+                               "num_heldout_problems": len(eval_prompts)}
+    if cfg.trainer.eval_before and eval_prompts:
+        summary["accuracy_before"] = held_out_accuracy()
+        log(f"held-out accuracy before RL: {summary['accuracy_before']:.3f}")
+
+    args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
+    writer = MetricsWriter(run_dir / "metrics.jsonl")
+    callbacks: list[Any] = [writer]
+    if cfg.trainer.progress:
+        callbacks.append(RichProgress(writer, extra_keys=getattr(recipe, "progress_keys", ())))
+    evaluator = HeldOutEvaluator(cfg.trainer.eval_every, held_out_accuracy) if cfg.trainer.eval_every else None
+    hooks = recipe.hooks(ctx)
+    if cfg.trainer.record_accuracy_history:
+        from rlrecipes.engine.history import AccuracyHistory
+
+        hooks.append(AccuracyHistory(run_dir / "accuracy_history.json"))
+    trainer = RecipeGRPOTrainer(
+        model=model, reward_funcs=[fn for fn, _ in reward_fns], args=args,
+        train_dataset=Dataset.from_list(train_rows), processing_class=tokenizer, callbacks=callbacks,
+        hooks=hooks, dynamic_sampling=cfg.recipe.dynamic_sampling,
+    )
+    trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
+    if evaluator is not None:
+        evaluator.trainer = trainer
+        trainer.add_callback(evaluator)
+    train_started = time.time()
+    trainer.train()
+    summary["train_seconds"] = round(time.time() - train_started, 2)
+    summary["steps"] = trainer.state.global_step
+
+    if cfg.trainer.eval_after and eval_prompts:
+        summary["accuracy_after"] = held_out_accuracy()
+        log(f"held-out accuracy after RL:  {summary['accuracy_after']:.3f}")
+    trainer.save_model(str(run_dir / "model"))
+    tokenizer.save_pretrained(str(run_dir / "model"))
+    summary["wall_seconds"] = round(time.time() - started, 2)
+    summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
+    write_json(run_dir / "summary.json", summary)
+    torch.set_grad_enabled(True)
+    return summary
+
+
+def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:
+    """Always log correctness: add the accuracy reward with weight 0 if the recipe lacks it.
+
+    Label-free recipes (TTRL, INTUITOR) train without it; the paper's diagnostics and
+    our progress display still need it, as INTUITOR's own config does (weight 0.0).
+    """
+    from rlrecipes.rewards import build_reward
+
+    if any(fn.__name__ == "accuracy" for fn, _ in reward_fns):
+        return reward_fns
+    return [*reward_fns, (build_reward("accuracy", ctx), 0.0)]
+
+
+def _seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def describe(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg, resolve=True)
+
+
+__all__ = ["train", "ProblemSet"]

@@ -1,0 +1,5 @@
+"""User-facing errors: the CLI prints their message as one line, never a traceback."""
+
+
+class UserError(ValueError):
+    """A mistake in the user's input (config key, data file, row, path) with a one-line message."""

@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks, generation, grading into metrics, run directories, reports."""

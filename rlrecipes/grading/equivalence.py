@@ -1,0 +1,187 @@
+"""Are two answers the same mathematical object?
+
+``is_equivalent(pred, gold)`` compares two *answers*; ``grade(prediction, gold)``
+first extracts the answer from a full response. Both go, in order:
+
+1. clean both with the MATH conventions (``normalize.py``); equal keys -> True;
+2. plain numbers, integer fractions, scientific notation: exact rational comparison,
+   except that a number written with a decimal point may differ by a relative 1e-4
+   (Qwen2.5-Math's ``math_equal`` tolerance); a percent sign on either side also
+   accepts the value divided by 100 (``10\\%`` == ``0.1``);
+3. text answers (names, words, choice letters): case-insensitive string equality,
+   never symbolic (sympy would read "Evelyn" as a product of commuting symbols);
+4. otherwise math-verify (``parse`` with the LaTeX extractor only + ``verify``).
+
+Safety: only math-verify's LaTeX parser (an ANTLR grammar) reads model text. Its
+``ExprExtractionConfig`` is never used because it calls sympy's ``parse_expr``, which
+``eval``s Python. math-verify's timeouts use ``signal.alarm``: they are armed only in
+the main thread. Elsewhere (a TRL async reward, a thread pool) the comparison is sent
+to a ``GradingPool`` worker process, which also hard-kills anything the alarm misses.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from fractions import Fraction
+from functools import lru_cache
+
+from rlrecipes.grading.extract import extract_answer, has_answer_marker
+from rlrecipes.grading.normalize import Answer, parse_answer
+
+DEFAULT_TIMEOUT_S = 3
+# Decimals are equal within a relative 1e-4, as in Qwen2.5-Math's math_equal (the grader
+# behind the one-shot RLVR / TTRL numbers); integers and fractions compare exactly.
+_REL_TOL = Fraction(1, 10**4)
+# A single short line without an answer marker is taken as the answer itself.
+_BARE_ANSWER_MAX_CHARS = 80
+
+
+def _numbers_equal(a: Fraction, b: Fraction, approximate: bool) -> bool:
+    if a == b:
+        return True
+    return approximate and abs(a - b) <= _REL_TOL * max(1, abs(b))
+
+
+def _numeric_equal(pred: Answer, gold: Answer) -> bool:
+    assert pred.value is not None and gold.value is not None
+    approximate = pred.decimal or gold.decimal
+    candidates = [gold.value]
+    if gold.percent:
+        candidates.append(gold.value / 100)
+    if pred.percent:
+        candidates.append(gold.value * 100)
+    return any(_numbers_equal(pred.value, c, approximate) for c in candidates)
+
+
+def quiet_math_verify() -> None:
+    """Silence math-verify's per-answer warnings: it logs every timed-out *response*
+    in full at WARNING level, which floods an eval; a timeout is simply graded False."""
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@lru_cache(maxsize=8192)
+def _parse_latex(latex: str, timeout_s: int) -> tuple:
+    from math_verify import LatexExtractionConfig, parse
+
+    quiet_math_verify()
+    # Boxing makes the whole (already extracted) answer the extraction target.
+    config = [LatexExtractionConfig(boxed_match_priority=0)]
+    return tuple(parse("\\boxed{" + latex + "}", extraction_config=config,
+                       parsing_timeout=timeout_s))
+
+
+def symbolic_equal(pred_latex: str, gold_latex: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
+    """math-verify's verdict, main thread only (its timeouts need ``signal.alarm``)."""
+    from math_verify import verify
+
+    if not _in_main_thread():
+        raise RuntimeError("symbolic_equal needs the main thread; use grade()/GradingPool")
+    try:
+        gold = list(_parse_latex(gold_latex, timeout_s))
+        pred = list(_parse_latex(pred_latex, timeout_s))
+        if not gold or not pred:
+            return False
+        return bool(verify(gold, pred, timeout_seconds=timeout_s))
+    except BaseException as exc:  # math-verify's TimeoutException is a BaseException
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        logging.getLogger(__name__).debug("symbolic comparison failed: %r", exc)
+        return False
+
+
+def fast_verdict(pred: str, gold: str) -> bool | None:
+    """The verdict when no symbolic work is needed, else None."""
+    p, g = parse_answer(pred), parse_answer(gold)
+    if not p.key or not g.key:
+        return False
+    if p.key == g.key:
+        return True
+    if p.value is not None and g.value is not None:
+        return _numeric_equal(p, g)
+    if p.is_text or g.is_text:
+        return p.key.casefold() == g.key.casefold()
+    return None
+
+
+def _equivalent_here(pred: str, gold: str, timeout_s: int) -> bool:
+    verdict = fast_verdict(pred, gold)
+    if verdict is not None:
+        return verdict
+    return symbolic_equal(parse_answer(pred).latex, parse_answer(gold).latex, timeout_s)
+
+
+def is_equivalent(pred: str | None, gold: str | None, *,
+                  timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
+    """True when the answers ``pred`` and ``gold`` denote the same thing.
+
+    Not symmetric in edge cases (math-verify treats gold and prediction differently,
+    e.g. for ``x = 5`` vs ``5``); pass the reference as ``gold``.
+    """
+    if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
+        return False
+    pred, gold = str(pred), str(gold)
+    verdict = fast_verdict(pred, gold)
+    if verdict is not None:
+        return verdict
+    if _in_main_thread():
+        return _equivalent_here(pred, gold, timeout_s)
+    from rlrecipes.grading.pool import default_pool
+
+    return default_pool(timeout_s=timeout_s).equivalent_many([pred], [gold])[0]
+
+
+def answer_of(prediction: str | None, style: str = "auto") -> str | None:
+    """The answer a response gives: extracted by ``style``, or the text itself when it
+    is a single short line without any answer marker (an already-extracted answer)."""
+    if prediction is None:
+        return None
+    text = str(prediction).strip()
+    if not text:
+        return None
+    if (style == "auto" and "\n" not in text and len(text) <= _BARE_ANSWER_MAX_CHARS
+            and not has_answer_marker(text)):
+        return text
+    return extract_answer(text, style)
+
+
+# One pair per kind of object sympy builds for MATH answers. A fresh process pays
+# ~10 ms extra on the first comparison of each kind; workers pay it once at start.
+WARMUP_PAIRS: tuple[tuple[str, str], ...] = (
+    ("\\frac{\\sqrt{3}}{2}", "0.5\\sqrt{3}"),
+    ("(-\\infty, 3]", "(-\\infty, 3)"),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "(3, \\pi/2)"),
+    ("\\{1, 2\\}", "\\{2, 1\\}"),
+    ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 3 \\end{pmatrix}"),
+    ("x^2 + 2x + 1", "(x+1)^2"),
+    ("2\\pi", "6.2832"),
+    ("x \\in [-2, 7]", "[-2, 7]"),
+    ("y = 2x + 3", "2x+4"),
+    ("3^{10}", "59049"),
+)
+
+
+def warm_up(timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
+    """Compare ``WARMUP_PAIRS`` once so sympy's caches are hot (main thread only)."""
+    for pred, gold in WARMUP_PAIRS:
+        is_equivalent(pred, gold, timeout_s=timeout_s)
+
+
+def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
+          timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
+    """True when the answer in ``prediction`` is equivalent to ``gold``.
+
+    ``prediction`` may be a full response (its final answer is extracted with
+    ``style``) or a bare answer such as ``"\\frac{1}{2}"``. Never raises on model text;
+    anything unparsable or slower than ``timeout_s`` seconds is graded False.
+
+    >>> grade("... so the total is $\\\\boxed{025}$.", "25")
+    True
+    >>> grade("27.0", "27")
+    True
+    """
+    return is_equivalent(answer_of(prediction, style), gold, timeout_s=timeout_s)

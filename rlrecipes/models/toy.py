@@ -1,0 +1,151 @@
+"""The `toy` model: a character tokenizer and a tiny Qwen3/Llama, built in-process.
+
+It is warm-started by supervised learning on the run's synthetic task (imitating the
+task's flawed teacher) until greedy accuracy on a dev split stops improving, and the
+result is cached on disk keyed by everything that determines it.
+"""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import json
+import math
+import random
+import string
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+SPECIALS = ["<|pad|>", "<|eos|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>"]
+ALPHABET = list(string.ascii_letters + string.digits + string.punctuation + " \n")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}<|system|>{{ m['content'] }}"
+    "{% elif m['role'] == 'user' %}<|user|>{{ m['content'] }}"
+    "{% else %}<|assistant|>{{ m['content'] }}<|eos|>{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def build_tokenizer() -> Any:
+    """A character-level tokenizer trained with `tokenizers` (BPE with no merges)."""
+    from tokenizers import Tokenizer, decoders, models, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<|unk|>"))
+    tok.decoder = decoders.Fuse()
+    trainer = trainers.BpeTrainer(vocab_size=len(SPECIALS) + len(ALPHABET), special_tokens=SPECIALS,
+                                  initial_alphabet=ALPHABET, show_progress=False)
+    tok.train_from_iterator(["".join(ALPHABET)], trainer=trainer)
+    # padding_side must go through the constructor: an attribute set later is not saved.
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|eos|>", pad_token="<|pad|>", unk_token="<|unk|>",
+        padding_side="left", chat_template=CHAT_TEMPLATE,
+    )
+
+
+def build_model(cfg: Any, tokenizer: Any) -> Any:
+    """A randomly initialised tiny causal LM (Qwen3 or Llama; never Qwen2, see DEVELOPERS)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+    classes = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
+    if cfg.architecture not in classes:
+        raise UserError(f"model.toy.architecture={cfg.architecture!r}; valid: {', '.join(classes)}")
+    config_cls, model_cls = classes[cfg.architecture]
+    config = config_cls(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
+        head_dim=cfg.hidden_size // cfg.num_heads, intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=512, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(cfg.seed)
+    return model_cls(config)
+
+
+def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any,
+               log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Supervised warm-start on the task's (flawed) demonstrations until dev accuracy plateaus.
+
+    Returns the learning curve; the model is left as it is at the plateau.
+    """
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.generation import greedy_accuracy
+
+    dev = task.train[-cfg.sft_dev_size:]
+    sft_items = task.train[:-cfg.sft_dev_size]
+    rng = random.Random(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_learning_rate, weight_decay=0.0)
+    dev_prompts = [render_prompt(it["problem"], "chat", tokenizer) for it in dev]
+    dev_answers = [it["answer"] for it in dev]
+    curve: list[dict[str, Any]] = []
+    start = time.time()
+    for step in range(1, cfg.sft_max_steps + 1):
+        batch = rng.sample(sft_items, min(cfg.sft_batch_size, len(sft_items)))
+        loss = _sft_loss(model, tokenizer, batch, task, rng)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % cfg.sft_eval_every == 0 or step == cfg.sft_max_steps:
+            acc = greedy_accuracy(model, tokenizer, dev_prompts, dev_answers, task.verify,
+                                  max_new_tokens=16)
+            curve.append({"step": step, "loss": round(loss.item(), 4), "dev_accuracy": acc,
+                          "seconds": round(time.time() - start, 1)})
+            log(f"warm-start step {step}: loss {loss.item():.3f}, dev accuracy {acc:.3f}")
+            if _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance):
+                break
+    plateau = _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance)
+    return {"curve": curve, "dev_accuracy": curve[-1]["dev_accuracy"] if curve else float("nan"),
+            "plateaued": plateau, "steps": curve[-1]["step"] if curve else 0}
+
+
+def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool:
+    """True once the last `patience` + 1 dev accuracies all lie within `tolerance` of each other.
+
+    A window rather than "no new best": the flawed teacher makes accuracy rise and then
+    fall as imitation sharpens, and stopping at the best point would hand RL a model
+    that more SFT would still change.
+    """
+    window = accuracies[-(patience + 1):]
+    return len(window) == patience + 1 and max(window) - min(window) <= tolerance
+
+
+def _sft_loss(model: Any, tokenizer: Any, batch: list[dict], task: Any, rng: random.Random) -> Any:
+    from rlrecipes.data.templates import render_prompt
+
+    seqs, prompt_lens = [], []
+    for it in batch:
+        prompt = tokenizer(render_prompt(it["problem"], "chat", tokenizer), add_special_tokens=False)["input_ids"]
+        completion = tokenizer(task.demonstration(it, rng), add_special_tokens=False)["input_ids"]
+        seqs.append(prompt + completion + [tokenizer.eos_token_id])
+        prompt_lens.append(len(prompt))
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id)
+    labels = torch.full((len(seqs), width), -100)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, (seq, plen) in enumerate(zip(seqs, prompt_lens)):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        labels[i, plen : len(seq)] = torch.tensor(seq[plen:])
+        attn[i, : len(seq)] = 1
+    return model(input_ids=ids, attention_mask=attn, labels=labels).loss
+
+
+def build_toy(folder: Path, model_cfg: Any, task: Any, log: Callable[[str], None] = print) -> None:
+    """Build, warm-start and save the toy model into `folder`."""
+    tokenizer = build_tokenizer()
+    model = build_model(model_cfg.toy, tokenizer)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"building toy model ({n_params / 1e6:.2f}M parameters), warm-start on {task.name}")
+    report = warm_start(model, tokenizer, task, model_cfg.toy, log)
+    report["parameters"] = n_params
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    (folder / "warm_start.json").write_text(json.dumps(report, indent=2))
+    if not math.isfinite(report["dev_accuracy"]):
+        raise RuntimeError("toy warm-start produced no evaluation")

@@ -1,0 +1,39 @@
+"""What a recipe is: typed knobs, reward functions, and optional engine hooks.
+
+The engine (`rlrecipes.engine`) knows nothing about any particular recipe. A recipe
+is one module (a `Recipe` subclass with `@register_recipe`) plus one YAML file in
+`conf/recipe/`; it states only how it differs from plain GRPO.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.rewards import RewardContext, RewardFn, build_reward
+
+if TYPE_CHECKING:
+    from rlrecipes.engine.hooks import EngineHook
+
+
+class Recipe:
+    name: ClassVar[str]
+    paper: ClassVar[str]  # short citation, e.g. "DeepSeekMath (Shao et al., 2024)"
+    idea: ClassVar[str]  # one line shown by `rlrecipes recipes`
+    status: ClassVar[str] = "ready"
+    config_cls: ClassVar[type[RecipeConfig]] = RecipeConfig
+
+    def __init__(self, cfg: Any):
+        self.cfg = cfg  # the resolved `recipe` config node
+
+    def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
+        """Reward functions with their weights, from `recipe.rewards` by default."""
+        return [(build_reward(spec.name, ctx), float(spec.weight)) for spec in self.cfg.rewards]
+
+    def hooks(self, ctx: RewardContext) -> list["EngineHook"]:
+        """Engine hooks this recipe needs (group-aware rewards, advantage edits...)."""
+        return []
+
+    def grpo_overrides(self) -> dict[str, Any]:
+        """Extra `trl.GRPOConfig` fields beyond the shared `RecipeConfig` mapping."""
+        return {}

@@ -1,0 +1,76 @@
+"""Reward functions: plain, typed callables with TRL's reward-function contract.
+
+A reward function receives one entry per completion:
+`fn(prompts: list[str], completions: list[str], answer: list[str | None], **columns)`
+and returns `list[float | None]` (None = "does not apply", TRL excludes it).
+
+Recipes refer to rewards by name (`recipe.rewards: [{name: accuracy, weight: 1}]`);
+a factory registered here turns the name plus a `RewardContext` into the callable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+RewardFn = Callable[..., list]
+Verifier = Callable[[str, Any], bool]
+
+
+@dataclass
+class RewardContext:
+    """What reward factories may need to know about the run."""
+
+    verify: Verifier  # (completion text, gold answer) -> correct?
+    answer_style: str = "auto"
+    max_completion_length: int = 512
+    seed: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict)  # the recipe's config node
+
+
+RewardFactory = Callable[[RewardContext], RewardFn]
+_FACTORIES: dict[str, RewardFactory] = {}
+
+
+def register_reward(name: str) -> Callable[[RewardFactory], RewardFactory]:
+    def decorate(factory: RewardFactory) -> RewardFactory:
+        _FACTORIES[name] = factory
+        return factory
+
+    return decorate
+
+
+def reward_names() -> list[str]:
+    _load_builtin()
+    return sorted(_FACTORIES)
+
+
+def build_reward(name: str, ctx: RewardContext) -> RewardFn:
+    _load_builtin()
+    if name not in _FACTORIES:
+        raise KeyError(f"unknown reward {name!r}; valid: {', '.join(sorted(_FACTORIES))}")
+    fn = _FACTORIES[name](ctx)
+    fn.__name__ = name  # TRL logs rewards/<__name__>/mean
+    return fn
+
+
+def _load_builtin() -> None:
+    # Imported lazily so `rlrecipes.rewards` stays importable without torch.
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def __getattr__(name: str) -> Any:
+    # Public formula functions live in submodules; expose them at package level
+    # (`rlrecipes.rewards.overlong_penalty`) without importing torch eagerly.
+    _public = {
+        "accuracy_reward": "accuracy",
+    }
+    if name in _public:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_public[name]}"), name)
+    raise AttributeError(name)

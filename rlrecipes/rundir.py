@@ -1,0 +1,97 @@
+"""Run directories that never overwrite an earlier run, and the reproducibility manifest."""
+
+from __future__ import annotations
+
+from rlrecipes.errors import UserError
+
+import json
+import platform
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+MARKER = "config.yaml"  # a directory holding this file holds a run
+
+
+class RunDirError(UserError):
+    """One-line, user-facing: the requested run directory cannot be used."""
+
+
+def create_run_dir(requested: str | None, output_root: str, label: str,
+                   job_num: int | None = None, sweep_dir: str | None = None) -> Path:
+    """Create and return a fresh run directory.
+
+    An explicit `run_dir` must not already hold a run (one-line error otherwise); in a
+    multirun it is a parent and each job gets a numbered subfolder. Default names are
+    `<output_root>/<timestamp>-<label>`, with a suffix if that name is taken.
+    """
+    if requested:
+        path = Path(requested).expanduser()
+        if job_num is not None:
+            path = path / str(job_num)
+        if (path / MARKER).exists() or (path / "summary.json").exists():
+            raise RunDirError(f"run_dir={path} already holds a run; choose another path "
+                              "(runs are never overwritten)")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if job_num is not None and sweep_dir:
+        base = Path(sweep_dir) / f"{job_num}-{label}"
+    else:
+        base = Path(output_root) / f"{datetime.now():%Y-%m-%d_%H-%M-%S}-{label}"
+    path, n = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+            return path
+        except FileExistsError:
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+
+
+def git_commit() -> str | None:
+    """The commit of the rlrecipes checkout in use (with `-dirty`), if it is one."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for pkg in ("rlrecipes", "torch", "transformers", "trl", "peft", "accelerate", "datasets",
+                "math-verify", "hydra-core", "vllm"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    try:
+        import torch
+
+        out["cuda"] = torch.version.cuda if torch.cuda.is_available() else None
+        out["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except ImportError:
+        pass
+    out["git_commit"] = git_commit()
+    out["command"] = " ".join(sys.argv)
+    return out
+
+
+def write_manifest(run_dir: Path, cfg: DictConfig) -> None:
+    """`config.yaml` (fully resolved) and `versions.json` (packages, git commit, command)."""
+    (run_dir / MARKER).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    write_json(run_dir / "versions.json", versions())
+
+
+def write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=str) + "\n")

@@ -1,0 +1,58 @@
+"""Model text is untrusted: never evaluated, pathological input times out, threads are safe."""
+
+import threading
+import time
+
+import pytest
+
+from rlrecipes.grading import GradingPool, grade, is_equivalent
+
+
+def test_pathological_factorial_times_out_and_is_wrong():
+    start = time.monotonic()
+    assert grade("\\boxed{(10^{7})!}", "5", timeout_s=1) is False
+    assert time.monotonic() - start < 6
+
+
+def test_python_in_an_answer_is_never_run(tmp_path, monkeypatch):
+    import math_verify.parser
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("sympy parse_expr (which eval()s) must not see model text")
+
+    monkeypatch.setattr(math_verify.parser, "parse_expr", forbidden)
+    marker = tmp_path / "pwned"
+    payload = f"__import__('os').system('touch {marker}')"
+    for response in (payload, f"\\boxed{{{payload}}}", f"Answer: {payload}"):
+        assert grade(response, "12345") is False
+    assert not marker.exists()
+    assert grade("\\boxed{2+3}", "5") is True  # plain arithmetic still works without it
+
+
+def test_grading_from_a_thread_uses_a_worker_process():
+    # math-verify's signal.alarm cannot be armed outside the main thread; grade()
+    # must still work (and keep its timeouts) when a thread calls it.
+    results = {}
+
+    def run():
+        results["sym"] = is_equivalent("\\sqrt{8}", "2\\sqrt{2}")
+        results["fast"] = grade("\\boxed{025}", "25")
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=120)
+    assert results == {"sym": True, "fast": True}
+
+
+def test_pool_hard_deadline_kills_and_recovers():
+    with GradingPool(workers=1, timeout_s=1, hard_timeout_s=0.5) as pool:
+        pool.start()
+        verdicts = pool.grade_many(["\\boxed{(10^{7})!}", "\\boxed{\\sqrt{8}}", "\\boxed{3}"],
+                                   ["5", "2\\sqrt{2}", "3"])
+        assert verdicts == [False, True, True]
+        assert pool.killed >= 1
+
+
+@pytest.mark.parametrize("junk", ["\\boxed{", "}}}{{{", "\\frac{", "\\begin{pmatrix}", "$$$$", "\x00\x01"])
+def test_malformed_latex_is_just_wrong(junk):
+    assert grade(junk, "1") is False
