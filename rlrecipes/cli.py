@@ -79,6 +79,35 @@ def _print_summary(summary: dict, run_dir: Any) -> None:
     console.print(table)
 
 
+@app.command("eval", context_settings=_OVERRIDES)
+def eval_(
+    ctx: typer.Context,
+    multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
+) -> None:
+    """Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."""
+    from rlrecipes.eval.command import eval_command
+
+    eval_command(list(ctx.args), multirun)
+
+
+@app.command()
+def report(run_dirs: List[str] = typer.Argument(..., help="Run directories (or folders holding runs).")) -> None:
+    """Comparison table of runs (eval: each benchmark's headline metric; train: accuracy before/after)."""
+    from rlrecipes.eval.report import comparison_table
+
+    console.print(comparison_table(run_dirs))
+
+
+# One-shot RLVR's tools; their options are declared next to their code (no torch imports).
+from rlrecipes.eval.checkpoints import eval_checkpoints_command  # noqa: E402
+from rlrecipes.plots import plot_command  # noqa: E402
+from rlrecipes.selection import select_command  # noqa: E402
+
+app.command("select")(select_command)
+app.command("plot")(plot_command)
+app.command("eval-checkpoints", context_settings=_OVERRIDES)(eval_checkpoints_command)
+
+
 @config_app.command("show", context_settings=_OVERRIDES)
 def config_show(ctx: typer.Context,
                 name: str = typer.Option("train", "--name", help="Root config: train or eval.")) -> None:

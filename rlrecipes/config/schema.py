@@ -34,6 +34,7 @@ class ToyModelConfig:
     sft_learning_rate: float = 3e-3
     sft_eval_every: int = 100
     sft_dev_size: int = 400  # training problems held back to measure the plateau
+    sft_max_new_tokens: int = 12  # greedy decoding length when measuring dev accuracy
     # Plateau rule: stop once the last `sft_patience` + 1 dev accuracies lie within
     # `sft_tolerance` of each other (the final model is kept, not the best point).
     sft_patience: int = 4
@@ -128,6 +129,7 @@ class TrainerConfig:
     bf16: bool = False
     gradient_checkpointing: bool = False
     use_cpu: bool = True
+    cpu_threads: Optional[int] = None  # torch intra-op threads; None = torch's default
     eval_before: bool = True
     eval_after: bool = True
     eval_every: Optional[int] = None  # also measure held-out accuracy every N steps (logged)
@@ -159,16 +161,6 @@ class RewardSpec:
 
 
 @dataclass
-class DynamicSamplingConfig:
-    """DAPO-style group filtering with refill (an engine capability any recipe may use)."""
-
-    enabled: bool = False
-    max_generation_rounds: int = 10
-    # which reward decides whether a group is informative (DAPO: correctness, not shaped score)
-    filter_reward: str = "accuracy"
-
-
-@dataclass
 class RecipeConfig:
     """Algorithm knobs shared by every recipe; each recipe subclasses this."""
 
@@ -181,7 +173,13 @@ class RecipeConfig:
     mask_truncated_completions: bool = False
     entropy_coef: float = 0.0
     rewards: List[RewardSpec] = field(default_factory=list)
-    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    # Dynamic sampling (DAPO; an engine capability any recipe may switch on): drop groups whose
+    # `dynamic_sampling_filter` reward is the same for every completion, and generate more
+    # prompts until the batch holds trainer.prompts_per_rollout mixed groups.
+    dynamic_sampling: bool = False
+    dynamic_sampling_filter: str = "accuracy"  # DAPO filters on correctness, not the shaped score
+    max_generation_rounds: int = 10  # generation rounds per step before giving up with an error
+    prompts_per_generation_round: Optional[int] = None  # None = trainer.prompts_per_rollout
 
 
 @dataclass

@@ -118,18 +118,18 @@ def _countdown(cfg: Any) -> SyntheticTask:
     rng = random.Random(cfg.seed + 1)
     keys: dict[tuple[tuple[int, ...], int], str] = {}
     pool = list(itertools.combinations_with_replacement(range(1, hi + 1), n))
-    rng.shuffle(pool)
-    for numbers in pool:
-        order = list(numbers)
-        rng.shuffle(order)
-        expr = str(order[0])
-        for x in order[1:]:
-            expr = f"({expr}{rng.choice('+-*')}{x})" if len(expr) > 1 else f"{expr}{rng.choice('+-*')}{x}"
-        expr = expr[1:-1] if expr.startswith("(") and _balanced(expr[1:-1]) else expr
-        target = evaluate(expr)
-        if target is not None and target >= 0:
-            keys.setdefault((tuple(sorted(numbers)), target), expr)
-        if len(keys) >= cfg.num_train + cfg.num_eval:
+    wanted = cfg.num_train + cfg.num_eval
+    # Several passes: each number set reaches several targets with different expressions.
+    for _ in range(24):
+        rng.shuffle(pool)
+        for numbers in pool:
+            expr = _random_expression(list(numbers), rng)
+            target = evaluate(expr)
+            if target is not None and target >= 0:
+                keys.setdefault((tuple(sorted(numbers)), target), expr)
+            if len(keys) >= wanted:
+                break
+        if len(keys) >= wanted:
             break
     train_keys, eval_keys = _split(sorted(keys), cfg)
 
@@ -156,14 +156,13 @@ def _countdown(cfg: Any) -> SyntheticTask:
                          verify, demonstration, lambda it: f"Answer: {it['solution_expr']}")
 
 
-def _balanced(expr: str) -> bool:
-    depth = 0
-    for ch in expr:
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth < 0:
-            return False
-    return depth == 0
+def _random_expression(numbers: list[int], rng: random.Random) -> str:
+    """A left-nested expression using each number once, e.g. "(3*5)+7"."""
+    rng.shuffle(numbers)
+    expr = str(numbers[0])
+    for i, x in enumerate(numbers[1:]):
+        expr = f"{expr}{rng.choice('+-*')}{x}" if i == 0 else f"({expr}){rng.choice('+-*')}{x}"
+    return expr
 
 
 _TOKEN = re.compile(r"\s*(\d+|[-+*()])")

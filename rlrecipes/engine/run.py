@@ -27,6 +27,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     from rlrecipes.engine.grpo_args import build_grpo_config
     from transformers import PrinterCallback
 
+    from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
     from rlrecipes.engine.progress import HeldOutEvaluator, MetricsWriter, RichProgress
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
     from rlrecipes.generation import greedy_accuracy
@@ -38,6 +39,8 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     hf_logging.disable_progress_bar()  # our own display reports progress
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
     started = time.time()
+    if cfg.trainer.cpu_threads:
+        torch.set_num_threads(cfg.trainer.cpu_threads)
     _seed_everything(cfg.seed)
     problems = load_problem_set(cfg.data)
     log(f"data: {problems.report}")
@@ -55,6 +58,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     reward_fns = recipe.reward_functions(ctx)
     reward_fns = _with_accuracy_monitor(reward_fns, ctx)
     train_rows = [{"prompt": prompt_of(it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
+    train_rows = recipe.training_rows(train_rows)
     eval_prompts = [prompt_of(it) for it in problems.eval]
     eval_answers = [it["answer"] for it in problems.eval]
 
@@ -84,7 +88,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     trainer = RecipeGRPOTrainer(
         model=model, reward_funcs=[fn for fn, _ in reward_fns], args=args,
         train_dataset=Dataset.from_list(train_rows), processing_class=tokenizer, callbacks=callbacks,
-        hooks=hooks, dynamic_sampling=cfg.recipe.dynamic_sampling,
+        hooks=hooks, dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
     if evaluator is not None:

@@ -23,7 +23,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
         self.last_rewards: torch.Tensor | None = None  # global (N, n_funcs) of the latest scoring
         self.last_inputs: list[dict[str, Any]] | None = None  # local dataset rows, one per completion
         self.dynamic_sampling = None
-        if dynamic_sampling is not None and dynamic_sampling.enabled:
+        if dynamic_sampling is not None:  # a DynamicSamplingSettings (None: off)
             from rlrecipes.engine.dynamic_sampling import DynamicSampler
 
             self.dynamic_sampling = DynamicSampler(self, dynamic_sampling)

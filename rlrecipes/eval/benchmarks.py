@@ -14,83 +14,22 @@ DAPO AIME parquet, 30 problems x 32 copies for avg@32) are merged and counted.
 
 from __future__ import annotations
 
-import ast
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
+from rlrecipes.eval.items import (
+    BenchmarkItem,
+    BenchmarkItems,
+    BenchmarkSpec,
+    SkippedRow,
+    gold_to_str,
+    items_from_rows,
+)
 from rlrecipes.eval.readers import BenchmarkError, read_rows
-from rlrecipes.grading.extract import last_boxed
 
-
-@dataclass(frozen=True)
-class BenchmarkItem:
-    """One problem: what the model is asked and what it must answer."""
-
-    id: str
-    problem: str
-    gold: str
-    subject: str | None = None
-    level: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True)
-class SkippedRow:
-    row: int  # 0-based row index in the source
-    reason: str
-
-
-class BenchmarkItems(list):
-    """``list[BenchmarkItem]`` plus where it came from and what was left out."""
-
-    def __init__(self, items: Iterable[BenchmarkItem], *, name: str, source: str,
-                 skipped: list[SkippedRow] | None = None, duplicates: int = 0) -> None:
-        super().__init__(items)
-        self.name, self.source = name, source
-        self.skipped = skipped or []
-        self.duplicates = duplicates
-
-    def report(self) -> str:
-        """One line: how many problems, from where, and what was skipped or merged."""
-        line = f"{self.name}: {len(self)} problems from {self.source}"
-        if self.duplicates:
-            line += f"; {self.duplicates} duplicate rows merged"
-        if self.skipped:
-            reasons = sorted({s.reason for s in self.skipped})
-            rows = ", ".join(str(s.row) for s in self.skipped[:5])
-            more = "" if len(self.skipped) <= 5 else ", ..."
-            line += (f"; {len(self.skipped)} rows skipped (rows {rows}{more}: "
-                     f"{'; '.join(reasons)})")
-        return line
-
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    """Where a benchmark lives and how to read it."""
-
-    name: str
-    hub_id: str
-    split: str
-    size: int | None  # the expected number of problems (a sanity note, not enforced)
-    answer_style: str = "auto"
-    hub_config: str | None = None
-    local_files: tuple[str, ...] = ()  # relative to data_dir, preferred first
-    problem_fields: tuple[str, ...] = ("problem", "question", "extra_info.raw_problem", "prompt")
-    gold_fields: tuple[str, ...] = ("answer", "final_answer", "gold", "reward_model.ground_truth")
-    gold_from: str = "field"  # "field" | "solution_boxed" (Minerva) | "gsm8k" ("... #### 42")
-    id_fields: tuple[str, ...] = ("unique_id", "id", "idx")
-    subject_fields: tuple[str, ...] = ()
-    level_fields: tuple[str, ...] = ()
-    description: str = ""
-    # Synthetic tasks (registered by rlrecipes.data) build their items in code.
-    builder: Callable[[], list[BenchmarkItem]] | None = field(default=None, compare=False)
-
-    @property
-    def breakdowns(self) -> tuple[str, ...]:
-        return tuple(k for k, f in (("subject", self.subject_fields),
-                                    ("level", self.level_fields)) if f)
+__all__ = ["BENCHMARKS", "SUITES", "BenchmarkError", "BenchmarkItem", "BenchmarkItems",
+           "BenchmarkSpec", "SkippedRow", "benchmark_names", "find_local_file", "gold_to_str",
+           "items_from_rows", "load_benchmark", "register_benchmark", "resolve_benchmarks"]
 
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {}
@@ -138,6 +77,11 @@ for _spec in (
     BenchmarkSpec("gsm8k", "openai/gsm8k", "test", 1319, hub_config="main",
                   answer_style="gsm8k", gold_from="gsm8k", local_files=("gsm8k/test.jsonl",),
                   description="GSM8K grade-school maths"),
+    # Synthetic tasks: their template and answer style come from the `data` config.
+    BenchmarkSpec("arithmetic", "", "", None, synthetic=True, max_new_tokens=32,
+                  description="held-out split of the synthetic arithmetic task"),
+    BenchmarkSpec("countdown", "", "", None, synthetic=True, max_new_tokens=48,
+                  description="held-out split of the synthetic Countdown task"),
 ):
     register_benchmark(_spec)
 
@@ -160,120 +104,6 @@ def resolve_benchmarks(names: str | Iterable[str]) -> list[str]:
             if member not in out:
                 out.append(member)
     return out
-
-
-# -- row parsing ---------------------------------------------------------------------
-def _get(row: dict[str, Any], dotted: str) -> Any:
-    value: Any = row
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _first(row: dict[str, Any], fields: Iterable[str]) -> Any:
-    for f in fields:
-        v = _get(row, f)
-        if v is not None and not (isinstance(v, str) and not v.strip()):
-            return v
-    return None
-
-
-def _as_problem(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, (list, tuple)):  # chat messages: the last user turn
-        users = [m.get("content") for m in value if isinstance(m, dict) and m.get("role") == "user"]
-        return _as_problem(users[-1]) if users else None
-    return None
-
-
-def gold_to_str(value: Any) -> str | None:
-    """A dataset gold answer as a string: floats like 27.0 -> "27", lists joined.
-
-    OlympiadBench stores ``final_answer`` as a list (sometimes a stringified one,
-    "['2']"); several answers are joined with ", ".
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*\[.*\]\s*", value, re.S):
-        try:  # a repr()'d list of strings; literal_eval reads literals only, runs nothing
-            parsed = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, list):
-            value = parsed
-    if isinstance(value, (list, tuple)):
-        parts = [p for p in (gold_to_str(v) for v in value) if p]
-        return ", ".join(p.strip().strip("$").strip() for p in parts) or None
-    text = str(value).strip()
-    return text or None
-
-
-def _gold(spec: BenchmarkSpec, row: dict[str, Any]) -> tuple[str | None, str]:
-    if spec.gold_from == "solution_boxed":
-        gold = gold_to_str(_first(row, spec.gold_fields))
-        if gold:
-            return gold, ""
-        solution = _get(row, "solution")
-        if not isinstance(solution, str):
-            return None, "no answer field and no 'solution' to take the last \\boxed{} from"
-        boxed = last_boxed(solution)
-        return (boxed, "") if boxed else (None, "no \\boxed{} answer in 'solution'")
-    raw = _first(row, spec.gold_fields)
-    if spec.gold_from == "gsm8k" and isinstance(raw, str):
-        m = re.search(r"####\s*(.+)\s*$", raw)
-        raw = m.group(1).replace(",", "") if m else raw
-    gold = gold_to_str(raw)
-    if gold is None:
-        return None, f"no gold answer (looked for {', '.join(spec.gold_fields)})"
-    return gold, ""
-
-
-def items_from_rows(spec: BenchmarkSpec, rows: Iterable[dict[str, Any]], source: str) -> BenchmarkItems:
-    """Turn raw rows into items; rows without a problem or gold are reported, not dropped."""
-    items: list[BenchmarkItem] = []
-    skipped: list[SkippedRow] = []
-    seen: set[tuple[str, str]] = set()
-    duplicates = 0
-    for i, row in enumerate(rows):
-        problem = _as_problem(_first(row, spec.problem_fields))
-        if problem is None:
-            skipped.append(SkippedRow(i, f"no problem text (looked for {', '.join(spec.problem_fields)})"))
-            continue
-        gold, why = _gold(spec, row)
-        if gold is None:
-            skipped.append(SkippedRow(i, why))
-            continue
-        if (problem, gold) in seen:
-            duplicates += 1
-            continue
-        seen.add((problem, gold))
-        rid = _first(row, spec.id_fields)
-        subject, level = _first(row, spec.subject_fields), _first(row, spec.level_fields)
-        items.append(BenchmarkItem(
-            id=str(rid) if rid is not None else f"{spec.name}-{i}",
-            problem=problem, gold=gold,
-            subject=None if subject is None else str(subject),
-            level=None if level is None else str(level),
-            meta={"row": i},
-        ))
-    _dedupe_ids(items, spec.name)
-    return BenchmarkItems(items, name=spec.name, source=source, skipped=skipped,
-                          duplicates=duplicates)
-
-
-def _dedupe_ids(items: list[BenchmarkItem], name: str) -> None:
-    """Ids must be unique (they key resumable samples); fall back to row numbers."""
-    if len({it.id for it in items}) != len(items):
-        for k, it in enumerate(items):
-            items[k] = BenchmarkItem(f"{name}-{it.meta['row']}", it.problem, it.gold,
-                                     it.subject, it.level, it.meta)
 
 
 # -- locating and loading ------------------------------------------------------------
@@ -319,24 +149,37 @@ def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:
         ) from exc
 
 
-def load_benchmark(name: str, data_dir: str | Path | None = None,
-                   limit: int | None = None) -> BenchmarkItems:
+def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:
+    from omegaconf import OmegaConf
+
+    from rlrecipes.config.schema import SyntheticTaskConfig
+    from rlrecipes.data.synthetic import make_task
+
+    base = OmegaConf.structured(SyntheticTaskConfig) if synthetic_cfg is None else synthetic_cfg
+    task = make_task(OmegaConf.merge(base, {"task": name}))
+    items = [BenchmarkItem(id=str(it["id"]), problem=it["problem"], gold=str(it["answer"]),
+                           meta={"row": i}) for i, it in enumerate(task.eval)]
+    return BenchmarkItems(items, name=name, source=f"synthetic {name} task (held-out split)",
+                          verify=task.verify)
+
+
+def load_benchmark(name: str, data_dir: str | Path | None = None, limit: int | None = None,
+                   synthetic: Any = None) -> BenchmarkItems:
     """Load benchmark ``name`` from ``data_dir`` (a directory or a file) or the hub.
 
     ``limit`` keeps the first ``limit`` problems (after skipping and merging).
+    Synthetic tasks are built from ``synthetic`` (a ``SyntheticTaskConfig``; the
+    ``data.synthetic`` node of the run), whose ``task`` is set to ``name``.
     """
     if name not in BENCHMARKS:
         valid = ", ".join(benchmark_names())
         raise BenchmarkError(f"unknown benchmark {name!r}; valid: {valid}")
     spec = BENCHMARKS[name]
-    if spec.builder is not None and data_dir is None:
-        items = BenchmarkItems(spec.builder(), name=name, source="built-in synthetic task")
+    if spec.synthetic:
+        items = _synthetic(name, synthetic)
     elif data_dir is not None:
         path = find_local_file(spec, data_dir)
         items = items_from_rows(spec, read_rows(path), str(path))
     else:
         items = items_from_rows(spec, _load_hub(spec), f"hub:{spec.hub_id}")
-    if limit is not None and limit >= 0:
-        items = BenchmarkItems(items[:limit], name=items.name, source=items.source,
-                               skipped=items.skipped, duplicates=items.duplicates)
-    return items
+    return items.head(limit)

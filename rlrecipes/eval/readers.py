@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from rlrecipes.errors import UserError
 
-class BenchmarkError(ValueError):
+
+class BenchmarkError(UserError):
     """Bad benchmark name, missing file or malformed row: the message is one line."""
 
 

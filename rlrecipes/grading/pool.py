@@ -19,97 +19,26 @@ import atexit
 import math
 import multiprocessing as mp
 import os
-import signal
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Sequence
 
-from rlrecipes.grading.equivalence import (
-    DEFAULT_TIMEOUT_S,
-    answer_of,
-    fast_verdict,
-    is_equivalent,
-    quiet_math_verify,
-    warm_up,
+from rlrecipes.grading.equivalence import DEFAULT_TIMEOUT_S, answer_of
+from rlrecipes.grading.workers import (
+    NeedsSymbolic,
+    fallback,
+    quick,
+    quick_or_raise,
+    worker_main,
 )
 
 # Budget for one comparison: 2 parses + up to 4 verify calls, each alarm-limited.
 _STEPS_PER_COMPARISON = 6
 _STARTUP_GRACE_S = 60.0  # a fresh worker imports sympy before its first answer
 _MAX_CHUNK = 64
-
-
-def _limit_memory(limit_mb: int) -> None:
-    if limit_mb <= 0:
-        return
-    try:
-        import resource
-
-        limit = limit_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, ValueError, OSError):  # not on this platform: rely on the kill
-        pass
-
-
-class _NeedsSymbolic(Exception):
-    pass
-
-
-def _quick(pred: str | None, gold: str | None) -> bool | None:
-    if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
-        return False
-    return fast_verdict(str(pred), str(gold))
-
-
-def _quick_or_raise(pred: str, gold: str) -> bool:
-    verdict = _quick(pred, gold)
-    if verdict is None:
-        raise _NeedsSymbolic
-    return verdict
-
-
-def _run_task(kind: str, args: tuple, timeout_s: int) -> Any:
-    if kind == "eq":
-        return is_equivalent(args[0], args[1], timeout_s=timeout_s)
-    if kind == "vote":
-        from rlrecipes.metrics import majority_vote
-
-        return majority_vote(list(args[0]), equivalent=lambda p, g: is_equivalent(
-            p, g, timeout_s=timeout_s))
-    raise ValueError(f"unknown grading task {kind!r}")
-
-
-def _worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _limit_memory(memory_limit_mb)
-    quiet_math_verify()
-    warm_up(timeout_s)
-    while True:
-        try:
-            chunk = conn.recv()
-        except (EOFError, OSError):
-            return
-        if chunk is None:
-            return
-        for idx, kind, args in chunk:
-            try:
-                result = _run_task(kind, args, timeout_s)
-            except BaseException:  # MemoryError, math-verify's TimeoutException, ...
-                result = None
-            conn.send((idx, result))
-
-
-def _fallback(kind: str, args: tuple) -> Any:
-    """The verdict for a task that crashed or ran out of time."""
-    if kind == "vote":  # vote by exact cleaned string only: no symbolic work at all
-        from rlrecipes.grading.normalize import normalize_answer
-        from rlrecipes.metrics import majority_vote
-
-        return majority_vote(list(args[0]),
-                             equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
-    return False
+_MAX_STARTUP_FAILURES = 3
 
 
 @dataclass
@@ -141,6 +70,7 @@ class GradingPool:
         self._ctx = mp.get_context(start_method)
         self._pool: list[_Worker] = []
         self.killed = 0  # workers killed for overrunning a hard deadline (or crashing)
+        self._startup_failures = 0
 
     # -- public API ---------------------------------------------------------------
     def equivalent_many(self, preds: Sequence[str | None], golds: Sequence[str | None]) -> list[bool]:
@@ -149,7 +79,7 @@ class GradingPool:
         The cheap verdicts (equal keys, plain numbers, text answers) are reached here;
         only pairs that need sympy travel to the workers.
         """
-        verdicts = [_quick(p, g) for p, g in zip(preds, golds, strict=True)]
+        verdicts = [quick(p, g) for p, g in zip(preds, golds, strict=True)]
         pending = [i for i, v in enumerate(verdicts) if v is None]
         for i, v in zip(pending, self._map_unique("eq", [(preds[i], golds[i]) for i in pending])):
             verdicts[i] = v
@@ -167,8 +97,8 @@ class GradingPool:
         out: list[tuple[str | None, int] | None] = []
         for answers in answer_lists:
             try:  # most votes need no sympy: settle them here
-                out.append(majority_vote(list(answers), equivalent=_quick_or_raise))
-            except _NeedsSymbolic:
+                out.append(majority_vote(list(answers), equivalent=quick_or_raise))
+            except NeedsSymbolic:
                 out.append(None)
         pending = [i for i, v in enumerate(out) if v is None]
         tasks = [(tuple(answer_lists[i]),) for i in pending]
@@ -221,10 +151,15 @@ class GradingPool:
             self._ensure_workers()
             busy: dict[int, _Worker] = {}
             while todo or busy:
-                for w in self._pool:
+                for w in list(self._pool):
                     if id(w) not in busy and todo:
-                        self._dispatch(w, todo.popleft(), kind, tasks)
                         busy[id(w)] = w
+                        try:
+                            self._dispatch(w, todo.popleft(), kind, tasks)
+                        except OSError:  # BrokenPipeError: it died before reading
+                            self._abandon(w, kind, tasks, results, todo, busy, died=True)
+                if not busy:
+                    continue
                 deadline = min(self._deadline(w, kind, tasks) for w in busy.values())
                 ready = wait([w.conn for w in busy.values()], max(0.0, deadline - time.monotonic()))
                 for w in [w for w in busy.values() if w.conn in ready]:
@@ -235,7 +170,7 @@ class GradingPool:
         except BaseException:
             self.close()  # a Ctrl-C must not leave workers behind
             raise
-        return [(_fallback(kind, tasks[i]) if r is None else r) for i, r in enumerate(results)]
+        return [(fallback(kind, tasks[i]) if r is None else r) for i, r in enumerate(results)]
 
     def _dispatch(self, w: _Worker, chunk: list[int], kind: str, tasks: list[tuple]) -> None:
         w.chunk, w.pos, w.last = chunk, 0, time.monotonic()
@@ -254,19 +189,29 @@ class GradingPool:
         try:
             idx, result = w.conn.recv()
         except (EOFError, OSError):  # the worker died (e.g. the memory limit)
-            self._abandon(w, kind, tasks, results, todo, busy)
+            self._abandon(w, kind, tasks, results, todo, busy, died=True)
             return
         results[idx] = result
+        self._startup_failures = 0
         w.warm, w.pos, w.last = True, w.pos + 1, time.monotonic()
         if w.pos >= len(w.chunk):
             busy.pop(id(w))
 
     def _abandon(self, w: _Worker, kind: str, tasks: list[tuple], results: list[Any],
-                 todo: deque[list[int]], busy: dict[int, _Worker]) -> None:
+                 todo: deque[list[int]], busy: dict[int, _Worker], died: bool = False) -> None:
         """Kill an overrunning/dead worker: its current task fails, the rest re-queue."""
+        if died and not w.warm:  # it never answered: it cannot start, do not grade all False
+            self._startup_failures += 1
+            if self._startup_failures >= _MAX_STARTUP_FAILURES:
+                code = w.process.exitcode
+                self.close()
+                raise RuntimeError(f"grading worker processes exit before answering (exit code "
+                                   f"{code}); grade in-process with workers=0 to see why")
         busy.pop(id(w), None)
-        if w.pos < len(w.chunk):
-            results[w.chunk[w.pos]] = _fallback(kind, tasks[w.chunk[w.pos]])
+        if died and not w.warm:  # nothing was attempted for sure: retry the whole chunk
+            todo.appendleft(w.chunk[w.pos :])
+        elif w.pos < len(w.chunk):
+            results[w.chunk[w.pos]] = fallback(kind, tasks[w.chunk[w.pos]])
             rest = w.chunk[w.pos + 1 :]
             if rest:
                 todo.appendleft(rest)
@@ -281,7 +226,7 @@ class GradingPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, daemon=True, name="rlrecipes-grader",
+        proc = self._ctx.Process(target=worker_main, daemon=True, name="rlrecipes-grader",
                                  args=(child, self.timeout_s, self.memory_limit_mb))
         proc.start()
         child.close()

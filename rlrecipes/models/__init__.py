@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rlrecipes.errors import UserError
 
+import fcntl
 import hashlib
 import json
 import os
@@ -57,10 +58,22 @@ def _digest(obj: Any) -> str:
 
 
 def _cached(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
-    """`folder` if already built; otherwise build into a temp dir and move it in atomically."""
+    """`folder` if already built; otherwise build into a temp dir and move it in atomically.
+
+    A lock file serialises concurrent builders (parallel tests, sweeps): the second one
+    waits and then finds the finished folder instead of training the same model again.
+    """
     if (folder / "config.json").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "config.json").is_file():
+            return folder
+        return _build(folder, key, build, log)
+
+
+def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     try:
         build(tmp)

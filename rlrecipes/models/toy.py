@@ -73,6 +73,17 @@ def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any,
 
     Returns the learning curve; the model is left as it is at the plateau.
     """
+    # One intra-op thread: for a model this small, thread hand-offs cost more than they
+    # save, and with other processes on the machine two threads per process thrash.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _warm_start(model, tokenizer, task, cfg, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None]) -> dict[str, Any]:
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import greedy_accuracy
 
@@ -94,7 +105,7 @@ def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any,
         opt.step()
         if step % cfg.sft_eval_every == 0 or step == cfg.sft_max_steps:
             acc = greedy_accuracy(model, tokenizer, dev_prompts, dev_answers, task.verify,
-                                  max_new_tokens=16)
+                                  max_new_tokens=cfg.sft_max_new_tokens)
             curve.append({"step": step, "loss": round(loss.item(), 4), "dev_accuracy": acc,
                           "seconds": round(time.time() - start, 1)})
             log(f"warm-start step {step}: loss {loss.item():.3f}, dev accuracy {acc:.3f}")
@@ -117,12 +128,11 @@ def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool
 
 
 def _sft_loss(model: Any, tokenizer: Any, batch: list[dict], task: Any, rng: random.Random) -> Any:
-    from rlrecipes.data.templates import render_prompt
-
+    """Cross-entropy on the demonstration tokens only (prompt tokens are masked out)."""
     seqs, prompt_lens = [], []
     for it in batch:
-        prompt = tokenizer(render_prompt(it["problem"], "chat", tokenizer), add_special_tokens=False)["input_ids"]
-        completion = tokenizer(task.demonstration(it, rng), add_special_tokens=False)["input_ids"]
+        prompt = _encode(tokenizer, it["problem"], as_prompt=True)
+        completion = _encode(tokenizer, task.demonstration(it, rng), as_prompt=False)
         seqs.append(prompt + completion + [tokenizer.eos_token_id])
         prompt_lens.append(len(prompt))
     width = max(map(len, seqs))
@@ -134,6 +144,20 @@ def _sft_loss(model: Any, tokenizer: Any, batch: list[dict], task: Any, rng: ran
         labels[i, plen : len(seq)] = torch.tensor(seq[plen:])
         attn[i, : len(seq)] = 1
     return model(input_ids=ids, attention_mask=attn, labels=labels).loss
+
+
+_ENCODED: dict[tuple[int, str, bool], list[int]] = {}
+
+
+def _encode(tokenizer: Any, text: str, as_prompt: bool) -> list[int]:
+    """Token ids, memoised: the same few thousand prompts and answers recur every step."""
+    key = (id(tokenizer), text, as_prompt)
+    if key not in _ENCODED:
+        from rlrecipes.data.templates import render_prompt
+
+        rendered = render_prompt(text, "chat", tokenizer) if as_prompt else text
+        _ENCODED[key] = tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    return _ENCODED[key]
 
 
 def build_toy(folder: Path, model_cfg: Any, task: Any, log: Callable[[str], None] = print) -> None:

@@ -37,3 +37,7 @@ class Recipe:
     def grpo_overrides(self) -> dict[str, Any]:
         """Extra `trl.GRPOConfig` fields beyond the shared `RecipeConfig` mapping."""
         return {}
+
+    def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows TRL trains on, from the loaded ones (one-shot RLVR duplicates a few)."""
+        return rows

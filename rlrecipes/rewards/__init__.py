@@ -68,6 +68,9 @@ def __getattr__(name: str) -> Any:
     # (`rlrecipes.rewards.overlong_penalty`) without importing torch eagerly.
     _public = {
         "accuracy_reward": "accuracy",
+        "overlong_penalty": "overlong",
+        "dapo_score": "dapo",
+        "normalize_final_answer": "dapo",
     }
     if name in _public:
         import importlib

@@ -56,3 +56,30 @@ def test_pool_hard_deadline_kills_and_recovers():
 @pytest.mark.parametrize("junk", ["\\boxed{", "}}}{{{", "\\frac{", "\\begin{pmatrix}", "$$$$", "\x00\x01"])
 def test_malformed_latex_is_just_wrong(junk):
     assert grade(junk, "1") is False
+
+
+def test_workers_that_cannot_start_fail_loudly(monkeypatch):
+    # A pool whose workers die at start must raise, not grade everything False.
+    pool = GradingPool(workers=1, timeout_s=1, memory_limit_mb=0)
+    monkeypatch.setattr(pool, "_spawn", _dead_worker_spawner(pool))
+    with pytest.raises(RuntimeError, match="exit before answering"):
+        pool.equivalent_many(["\\sqrt{8}"], ["2\\sqrt{2}"])
+
+
+def _dead_worker_spawner(pool):
+    import multiprocessing as mp
+
+    from rlrecipes.grading.pool import _Worker
+
+    def spawn():
+        parent, child = mp.get_context("spawn").Pipe()
+        proc = mp.get_context("spawn").Process(target=_exit_now, daemon=True)
+        proc.start()
+        child.close()
+        return _Worker(proc, parent, time.monotonic())
+
+    return spawn
+
+
+def _exit_now() -> None:
+    raise SystemExit(3)

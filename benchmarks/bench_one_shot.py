@@ -1,0 +1,151 @@
+"""One-shot RLVR on the synthetic task: does training on ONE example raise held-out accuracy?
+
+The paper's pipeline, at CPU scale, on the quick-start toy model (arithmetic, warm-started
+on a teacher that forgets carries):
+
+1. history: plain GRPO on a pool of `--pool` training problems with
+   `trainer.record_accuracy_history=true` (the paper's 500-step DSR-sub run);
+2. selection: `rank(history, "variance")`: π1 is the top example (also reported: the
+   lowest-variance one, the paper's π_last);
+3. one-shot: `recipe=one_shot` on π1 duplicated to fill the batch, for seeds 0, 1, 2,
+   held-out accuracy measured every `--eval-every` steps and before/after (greedy, the
+   300 held-out problems), checkpoints saved every `--save-every` steps;
+4. the suite command: `eval_checkpoints(run, "synthetic")` (greedy + avg@8 at t=0.6 on
+   the held-out split) over base + saved checkpoints: best-average and last step.
+
+Prints ONE JSON line. The baseline is the same model before training (difference in
+points, per seed, with mean and spread). `post_saturation_gain_points` is held-out
+accuracy gained after training accuracy on π1 first reached `--saturation` (the paper's
+post-saturation generalisation); the seed-0 plot goes to outputs/bench/one_shot_seed0.svg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rlrecipes.config import compose_config
+
+
+def history_run(args: argparse.Namespace, workdir: Path) -> dict:
+    from rlrecipes.engine.run import train
+
+    cfg = compose_config("train", [
+        "recipe=grpo", f"data.max_examples={args.pool}", f"trainer.max_steps={args.history_steps}",
+        f"trainer.prompts_per_rollout={args.prompts}", "trainer.record_accuracy_history=true",
+        "trainer.eval_before=false", "trainer.eval_after=false", "trainer.progress=false",
+        "seed=0", *args.overrides])
+    run = workdir / "history"
+    run.mkdir()
+    train(cfg, run, log=lambda _: None)
+    return json.loads((run / "accuracy_history.json").read_text())
+
+
+def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path) -> dict:
+    from rlrecipes.engine.run import train
+    from rlrecipes.rundir import write_manifest
+
+    cfg = compose_config("train", [
+        "recipe=one_shot", f"recipe.examples=[{example}]", f"recipe.rows={args.prompts}",
+        f"trainer.prompts_per_rollout={args.prompts}", f"trainer.max_steps={args.steps}",
+        "trainer.temperature=0.6", f"trainer.eval_every={args.eval_every}",
+        f"trainer.save_steps={args.save_every}", "trainer.progress=false", f"seed={seed}",
+        *args.overrides])
+    run.mkdir()
+    write_manifest(run, cfg)
+    return train(cfg, run, log=lambda _: None)
+
+
+def post_saturation_gain(run: Path, threshold: float) -> tuple[float | None, float | None]:
+    """(first step where training accuracy >= threshold, held-out gain after it, in points)."""
+    from rlrecipes.plots import read_curves
+
+    curves = read_curves(run)
+    saturated = next((step for step, acc in curves.train if acc >= threshold), None)
+    if saturated is None:
+        return None, None
+    at = [acc for step, acc in curves.heldout if step <= saturated]
+    after = [acc for step, acc in curves.heldout if step > saturated]
+    if not at or not after:
+        return saturated, None
+    return saturated, 100 * (after[-1] - at[-1])
+
+
+def summary_stats(values: list[float]) -> dict:
+    return {"mean": round(statistics.mean(values), 2), "min": round(min(values), 2),
+            "max": round(max(values), 2),
+            "stdev": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--pool", type=int, default=64, help="problems in the history run")
+    parser.add_argument("--history-steps", type=int, default=32)
+    parser.add_argument("--prompts", type=int, default=16, help="rows per rollout step (= recipe.rows)")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--eval-every", type=int, default=10)
+    parser.add_argument("--save-every", type=int, default=30)
+    parser.add_argument("--saturation", type=float, default=0.9)
+    parser.add_argument("--eval-limit", type=int, default=100, help="held-out problems per checkpoint eval")
+    parser.add_argument("overrides", nargs="*", help="extra key=value for every run")
+    args = parser.parse_args()
+
+    from rlrecipes.eval.checkpoints import eval_checkpoints
+    from rlrecipes.plots import plot_run
+    from rlrecipes.selection import rank
+
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        history = history_run(args, workdir)
+        ranked = rank(history, "variance")
+        pi1, last = ranked[0], ranked[-1]
+        print(f"π1 = {pi1.id} (variance {pi1.score:.4f}, history {history[pi1.id]})", file=sys.stderr)
+        runs, sweeps, saturation = [], [], []
+        for seed in args.seeds:
+            run = workdir / f"one_shot_seed{seed}"
+            runs.append(one_shot_run(args, pi1.id, seed, run))
+            saturation.append(post_saturation_gain(run, args.saturation))
+            sweeps.append(eval_checkpoints(run, "synthetic", [f"limit={args.eval_limit}", "progress=false"],
+                                           log=lambda _: None))
+            if seed == args.seeds[0]:
+                Path("outputs/bench").mkdir(parents=True, exist_ok=True)
+                plot_run(run, "outputs/bench/one_shot_seed0.svg")
+            print(f"seed {seed}: {runs[-1]['accuracy_before']:.3f} -> {runs[-1]['accuracy_after']:.3f}",
+                  file=sys.stderr)
+
+    gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
+    post = [g for _, g in saturation if g is not None]
+    print(json.dumps({
+        "bench": "one_shot_one_example",
+        "example": {"pi1": pi1.id, "variance": round(pi1.score, 4), "history": history[pi1.id],
+                    "lowest_variance": last.id, "pool": len(history)},
+        "seeds": args.seeds,
+        "steps": args.steps,
+        "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
+        "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
+        "gain_points": summary_stats(gains),
+        "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
+        "train_saturation_step": [s for s, _ in saturation],
+        "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
+        "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
+        "suite_synthetic": {
+            "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
+            "problems": args.eval_limit,
+            "base_average": [round(100 * s.averages[0], 2) for s in sweeps],
+            "best_average_step": [s.best_step for s in sweeps],
+            "best_average": [round(100 * s.averages[s.best_step], 2) for s in sweeps],
+            "last_average": [round(100 * s.averages[s.last_step], 2) for s in sweeps],
+        },
+        "wall_seconds": round(time.time() - started, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()

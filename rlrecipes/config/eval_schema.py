@@ -1,0 +1,89 @@
+"""Typed configuration schema for `rlrecipes eval` (registered into Hydra's ConfigStore).
+
+The groups `benchmark/` and `protocol/` in `conf/` merge into these dataclasses, so a
+misspelt key fails at composition with the list of valid keys. `model` and `data` reuse
+the training schema: `data` only matters for the synthetic benchmarks (`arithmetic`,
+`countdown`: their held-out split) and for building the `toy` model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from rlrecipes.config.schema import DataConfig, ModelConfig
+
+
+@dataclass
+class BenchmarkConfig:
+    """Which benchmarks one run evaluates (a suite lists several)."""
+
+    names: List[str] = field(default_factory=lambda: ["arithmetic"])
+    # Answer extraction: boxed | answer_line | gsm8k | auto. null = the protocol's, else
+    # each benchmark's own (auto for the maths sets, gsm8k for GSM8K).
+    answer_style: Optional[str] = None
+
+
+@dataclass
+class ProtocolConfig:
+    """How to prompt, sample and score: the papers' evaluation settings by name.
+
+    null fields take the benchmark's default (synthetic tasks: the `data` template and
+    answer style with 32 new tokens; maths sets: the Qwen2.5-Math CoT prompt, 3072 tokens).
+    """
+
+    name: str = "default"
+    template: Optional[str] = None  # plain | chat | qwen_math_cot | dapo
+    system_prompt: Optional[str] = None
+    answer_style: Optional[str] = None  # boxed | answer_line | gsm8k | auto
+    num_samples: int = 1  # n completions per problem
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    max_new_tokens: Optional[int] = None
+    stop: List[str] = field(default_factory=list)  # extra stop strings (EOS always stops)
+    # k values for pass@k / maj@k; empty = 1, 2, 4, ... up to num_samples, and num_samples
+    ks: List[int] = field(default_factory=list)
+
+
+@dataclass
+class GenerationConfig:
+    """The generation backend: transformers (CPU/GPU) or vLLM (GPU, optional extra)."""
+
+    backend: str = "hf"  # hf | vllm
+    batch_size: int = 64  # sequences per forward pass (hf); problems per chunk (vllm: x8)
+    device: Optional[str] = None  # hf: cpu | cuda | cuda:1 ...; null = cuda if available
+    vllm_gpu_memory_utilization: float = 0.85
+    vllm_tensor_parallel_size: int = 1
+    vllm_max_model_len: Optional[int] = None
+
+
+@dataclass
+class GradingConfig:
+    workers: Optional[int] = None  # grading processes; null = one per CPU, 0 = in-process
+    timeout_s: int = 3  # per symbolic step; slower answers are graded wrong
+
+
+@dataclass
+class EvalConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    grading: GradingConfig = field(default_factory=GradingConfig)
+    data_dir: Optional[str] = None  # a directory (shared/data layout) or one data file
+    limit: Optional[int] = None  # evaluate only the first N problems of each benchmark
+    generations: Optional[str] = None  # re-score this .jsonl of completions; no model
+    resume: bool = False  # continue the eval in run_dir, keeping finished problems
+    seed: int = 0
+    run_dir: Optional[str] = None
+    output_root: str = "outputs"
+    cache_dir: Optional[str] = None
+    progress: bool = True
+
+
+def register(cs) -> None:  # called by rlrecipes.config.store.register_configs
+    cs.store(name="eval_schema", node=EvalConfig)
+    cs.store(group="benchmark", name="benchmark_schema", node=BenchmarkConfig)
+    cs.store(group="protocol", name="protocol_schema", node=ProtocolConfig)

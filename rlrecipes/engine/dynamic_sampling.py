@@ -1,0 +1,216 @@
+"""Dynamic sampling: train only on prompt groups with mixed outcomes, refilling the batch.
+
+DAPO (paper §3.2, verl `recipe/dapo/dapo_ray_trainer.py::fit`): a group whose
+completions all got the same reward (all right or all wrong) has zero advantage
+everywhere, so it adds no gradient but still dilutes the batch. Each step therefore
+
+1. generates and scores a round of prompts (the first round is the batch TRL's
+   dataloader gave; later rounds come from a second, independently shuffled stream
+   over the training set, each prompt repeated `num_generations` times as TRL's
+   `RepeatSampler` does);
+2. keeps the groups whose filter reward (`recipe.dynamic_sampling_filter`; DAPO uses
+   correctness, not the length-shaped score) is not the same for every completion;
+3. repeats until the batch holds `trainer.prompts_per_rollout` such groups, then
+   discards the surplus, as verl does (`batch[:train_batch_size * n]`);
+4. gives up with a `UserError` after `recipe.max_generation_rounds` rounds.
+
+Advantages were computed per group within each round, so keeping whole groups leaves
+them exact. The loss denominator of TRL's token-level loss (`num_items_in_batch`) is
+recomputed from the kept masks. TRL has no such loop (trl#3708); this module is the
+engine's, and any recipe switches it on with `recipe.dynamic_sampling=true`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from rlrecipes.errors import UserError
+
+Batch = dict[str, Any]
+
+# How each field of TRL's scored batch is padded when rounds of different lengths are
+# concatenated: (side, pad value); None = the tokenizer's pad id. Values outside the
+# masks never reach the loss; 1.0 keeps an importance ratio neutral.
+_PADDING: dict[str, tuple[str, float | None]] = {
+    "prompt_ids": ("left", None),
+    "prompt_mask": ("left", 0),
+    "completion_ids": ("right", None),
+    "completion_mask": ("right", 0),
+    "tool_mask": ("right", 1),
+    "advantages": ("right", 0.0),
+    "old_per_token_logps": ("right", 0.0),
+    "ref_per_token_logps": ("right", 0.0),
+    "sampling_per_token_logps": ("right", 0.0),
+    "importance_sampling_ratio": ("right", 1.0),
+}
+
+
+@dataclass(frozen=True)
+class DynamicSamplingSettings:
+    filter_reward: str = "accuracy"
+    max_rounds: int = 10
+    prompts_per_round: int | None = None  # None: as many as the batch needs (verl gen_batch_size)
+
+    @classmethod
+    def from_recipe(cls, recipe: Any) -> "DynamicSamplingSettings | None":
+        """The settings in a recipe config node, or None when dynamic sampling is off."""
+        if not recipe.get("dynamic_sampling", False):
+            return None
+        if recipe.max_generation_rounds < 1:
+            raise UserError(f"recipe.max_generation_rounds={recipe.max_generation_rounds} must be at least 1")
+        per_round = recipe.get("prompts_per_generation_round")
+        if per_round is not None and per_round < 1:
+            raise UserError(f"recipe.prompts_per_generation_round={per_round} must be at least 1 (or null)")
+        return cls(recipe.dynamic_sampling_filter, recipe.max_generation_rounds, per_round)
+
+
+def mixed_groups(values: torch.Tensor) -> torch.Tensor:
+    """True for each group (last dim) whose finite values are not all equal.
+
+    NaN marks a completion the reward did not score; a group with fewer than two scored
+    completions carries no comparison and counts as not mixed.
+    """
+    finite = torch.isfinite(values)
+    hi = torch.where(finite, values, torch.full_like(values, -torch.inf)).amax(dim=-1)
+    lo = torch.where(finite, values, torch.full_like(values, torch.inf)).amin(dim=-1)
+    return hi > lo
+
+
+def select_groups(batch: Batch, groups: torch.Tensor, num_generations: int) -> Batch:
+    """The rows of `batch` that belong to the given group indices (whole groups, in order)."""
+    rows = (groups.view(-1, 1) * num_generations + torch.arange(num_generations, device=groups.device)).flatten()
+    return {k: v if k == "num_items_in_batch" else v[rows.to(v.device)] for k, v in batch.items()}
+
+
+def merge_batches(batches: list[Batch], pad_token_id: int) -> Batch:
+    """Concatenate scored batches row-wise, padding each field to the widest round."""
+    merged: Batch = {}
+    for key in batches[0]:
+        if key == "num_items_in_batch":
+            continue  # the caller recomputes it from the merged masks
+        if key not in _PADDING:
+            raise UserError(f"dynamic sampling cannot merge the scored-batch field {key!r} "
+                            "(multimodal and tool-image rollouts are not supported); set recipe.dynamic_sampling=false")
+        side, value = _PADDING[key]
+        value = pad_token_id if value is None else value
+        parts = [b[key] for b in batches]
+        if parts[0].dim() > 1:
+            width = max(p.size(1) for p in parts)
+            parts = [F.pad(p, (width - p.size(1), 0) if side == "left" else (0, width - p.size(1)), value=value)
+                     for p in parts]
+        merged[key] = torch.cat(parts, dim=0)
+    return merged
+
+
+class RefillPrompts:
+    """An endless shuffled stream of training rows, identical on every process.
+
+    Each round takes the next `n` prompt indices of the global stream; a process keeps
+    its contiguous share and repeats each prompt `num_generations` times, the layout
+    TRL's sampler gives its own batches (groups stay on one process).
+    """
+
+    def __init__(self, dataset: Any, num_generations: int, seed: int):
+        self.dataset = dataset
+        self.num_generations = num_generations
+        self.generator = torch.Generator().manual_seed(seed)
+        self.pending: list[int] = []
+
+    def take(self, n: int, process_index: int = 0, num_processes: int = 1) -> list[dict[str, Any]]:
+        while len(self.pending) < n:
+            self.pending += torch.randperm(len(self.dataset), generator=self.generator).tolist()
+        indices, self.pending = self.pending[:n], self.pending[n:]
+        share = n // num_processes
+        rows = []
+        for i in indices[process_index * share:(process_index + 1) * share]:
+            row = self.dataset[i]
+            rows += [dict(row) for _ in range(self.num_generations)]  # TRL may edit rows in place
+        return rows
+
+
+class DynamicSampler:
+    """Generate -> filter -> refill -> truncate, around one round of TRL's scoring."""
+
+    def __init__(self, trainer: Any, settings: DynamicSamplingSettings):
+        self.trainer = trainer
+        self.settings = settings
+        names = list(trainer.reward_func_names)
+        if settings.filter_reward not in names:
+            raise UserError(f"recipe.dynamic_sampling_filter={settings.filter_reward!r} is not a reward of this run; "
+                            f"valid: {', '.join(names)}")
+        self.column = names.index(settings.filter_reward)
+        g, args, procs = trainer.num_generations, trainer.args, trainer.accelerator.num_processes
+        local = args.per_device_train_batch_size * args.steps_per_generation
+        if local % g:
+            raise UserError(f"dynamic sampling keeps whole groups on one process: the {local} completions each "
+                            f"process generates per step must be a multiple of trainer.num_generations={g}")
+        if settings.prompts_per_round is not None and settings.prompts_per_round % procs:
+            raise UserError(f"recipe.prompts_per_generation_round={settings.prompts_per_round} must be a "
+                            f"multiple of the {procs} processes")
+        # A stream distinct from TRL's own sampler (seeded with args.seed), so a refill
+        # round does not replay the prompts of the batch it is refilling.
+        self.refill = RefillPrompts(trainer.train_dataset, g, args.seed + 1)
+
+    def generate(self, inputs: list[dict[str, Any]], score_one_round: Callable[[list], Batch]) -> Batch:
+        t, s = self.trainer, self.settings
+        g = t.num_generations
+        procs, rank = t.accelerator.num_processes, t.accelerator.process_index
+        target = len(inputs) // g  # groups this process must keep
+        per_round = s.prompts_per_round or target * procs
+        round_inputs = list(inputs)
+        if per_round > target * procs:  # verl's gen_batch_size > train_batch_size: oversample up front
+            round_inputs += self.refill.take(per_round - target * procs, rank, procs)
+
+        kept: list[Batch] = []
+        found = torch.zeros(procs, dtype=torch.long)  # mixed groups seen so far, per process
+        generated, uniform = 0, Counter()
+        for rounds in range(1, s.max_rounds + 1):
+            if rounds > 1:
+                round_inputs = self.refill.take(per_round, rank, procs)
+            batch = score_one_round(round_inputs)
+            values = t.last_rewards[:, self.column].detach().float().cpu().view(procs, -1, g)
+            mixed = mixed_groups(values)
+            generated += mixed.numel()
+            uniform.update(_uniform_values(values[~mixed]))
+            need = target - int(found[rank])
+            mine = mixed[rank].nonzero().flatten()[:max(need, 0)]
+            if len(mine):
+                kept.append(select_groups(batch, mine.to(batch["advantages"].device), g))
+            found += mixed.sum(dim=1)
+            if int(found.min()) >= target:
+                break
+        else:
+            raise UserError(
+                f"dynamic sampling found only {int(found.min())} of the {target} prompt groups with mixed "
+                f"'{s.filter_reward}' rewards it needs (per process) after {s.max_rounds} generation rounds "
+                f"({generated} groups generated; groups with one reward for all completions: "
+                f"{_describe(uniform)}); raise recipe.max_generation_rounds, lower trainer.prompts_per_rollout, "
+                "or use data the model solves sometimes but not always")
+
+        out = merge_batches(kept, t._tokenizer.pad_token_id)
+        loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        out["num_items_in_batch"] = t.accelerator.gather(loss_mask.sum()).sum()
+        t.log_metric("dynamic_sampling/rounds", rounds)
+        t.log_metric("dynamic_sampling/prompts_generated", generated)
+        t.log_metric("dynamic_sampling/prompts_kept", target * procs)
+        t.log_metric("dynamic_sampling/filtered_fraction", sum(uniform.values()) / generated)
+        t.log_metric("dynamic_sampling/surplus_discarded", int((found - target).sum()))
+        return out
+
+
+def _uniform_values(values: torch.Tensor) -> list[str]:
+    """A label per all-equal group: its common reward, or "unscored"."""
+    labels = []
+    for group in values.reshape(-1, values.size(-1)):
+        finite = group[torch.isfinite(group)]
+        labels.append(f"{finite[0].item():g}" if len(finite) else "unscored")
+    return labels
+
+
+def _describe(counts: Counter) -> str:
+    return ", ".join(f"{n} at {value}" for value, n in counts.most_common()) or "none"

@@ -1,0 +1,177 @@
+"""Generation backends behind one interface: transformers (``hf``) and vLLM (``vllm``).
+
+Both take the same ``Sampling`` settings, stop on EOS or on any ``stop`` string (the
+string itself is cut from the text, as vLLM does), report each completion's token
+count and whether it stopped or ran out of tokens, and are seeded: ``hf`` reseeds
+torch per chunk of problems (chunks are fixed by problem position, so a resumed eval
+regenerates exactly what an uninterrupted one would), ``vllm`` seeds every request
+from the problem id (independent of batching).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from rlrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class Sampling:
+    n: int = 1
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    max_new_tokens: int = 3072
+    stop: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    num_tokens: int
+    finish_reason: str  # "stop" (EOS or a stop string) | "length" (hit max_new_tokens)
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
+        """``sampling.n`` completions per prompt; ``seeds[i]`` seeds prompt i (or its chunk)."""
+        ...
+
+    def chunk_size(self, sampling: Sampling) -> int:
+        """How many problems to generate between two saves of ``samples.jsonl``."""
+        ...
+
+
+def stable_seed(*parts: Any) -> int:
+    """A seed that depends only on ``parts`` (not on Python's per-process hash salt)."""
+    return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` up to the first stop string, and whether one was found."""
+    hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[: min(hits)], True) if hits else (text, False)
+
+
+class HFBackend:
+    """Batched ``model.generate`` with left padding, on CPU or GPU."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64) -> None:
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, batch_size)
+
+    def chunk_size(self, sampling: Sampling) -> int:
+        return max(1, self.batch_size // sampling.n)
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
+        import torch
+
+        tok, model = self.tokenizer, self.model
+        tok.padding_side = "left"
+        model.eval()
+        device = next(model.parameters()).device
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=sampling.max_new_tokens, num_return_sequences=sampling.n,
+            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, do_sample=not sampling.greedy,
+        )
+        if sampling.greedy:  # unset the model's sampling defaults to avoid warnings
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p,
+                          top_k=sampling.top_k or None)
+        if sampling.stop:
+            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        torch.manual_seed(seeds[0] if seeds else 0)
+        with torch.no_grad():
+            enc = tok(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            out = model.generate(**enc, **kwargs)
+        new = out[:, enc["input_ids"].shape[1]:]
+        stop_ids = {tok.eos_token_id, tok.pad_token_id} - {None}
+        completions = []
+        for row in new.tolist():
+            length = next((i for i, t in enumerate(row) if t in stop_ids), None)
+            ended = length is not None
+            ids = row if length is None else row[:length]
+            text, hit = cut_at_stop(tok.decode(ids, skip_special_tokens=True), sampling.stop)
+            completions.append(Completion(text, len(ids), "stop" if ended or hit else
+                                          ("length" if len(ids) >= sampling.max_new_tokens else "stop")))
+        n = sampling.n
+        return [completions[i : i + n] for i in range(0, len(completions), n)]
+
+
+class VLLMBackend:
+    """vLLM offline generation (GPU). Needs ``pip install 'rlrecipes[vllm]'``."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, *, dtype: str = "auto", seed: int = 0,
+                 gpu_memory_utilization: float = 0.85, tensor_parallel_size: int = 1,
+                 max_model_len: int | None = None, trust_remote_code: bool = False,
+                 revision: str | None = None, chunk_problems: int = 512) -> None:
+        check_backend("vllm")
+        from vllm import LLM
+
+        self._llm = LLM(model=model_path, dtype=dtype if dtype != "float32" else "auto", seed=seed,
+                        gpu_memory_utilization=gpu_memory_utilization,
+                        tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
+                        trust_remote_code=trust_remote_code, revision=revision)
+        self._chunk = chunk_problems
+
+    def chunk_size(self, sampling: Sampling) -> int:
+        return self._chunk
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        params = [SamplingParams(
+            n=sampling.n, temperature=max(sampling.temperature, 0.0),
+            top_p=1.0 if sampling.greedy else sampling.top_p,
+            top_k=-1 if sampling.greedy or not sampling.top_k else sampling.top_k,
+            max_tokens=sampling.max_new_tokens, stop=list(sampling.stop) or None, seed=seed,
+        ) for seed in seeds]
+        outputs = self._llm.generate(list(prompts), params, use_tqdm=False)
+        return [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop")
+                 for o in out.outputs] for out in outputs]
+
+
+BACKENDS = ("hf", "vllm")
+
+
+def check_backend(name: str) -> None:
+    """Fail now, with one line, if backend ``name`` cannot run here."""
+    import importlib.util
+
+    if name not in BACKENDS:
+        raise UserError(f"generation.backend={name!r}; valid: {', '.join(BACKENDS)}")
+    if name == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise UserError("generation.backend=vllm needs vLLM, which is not installed here: install "
+                        "the package's vllm extra (pip install vllm; a CUDA GPU is required), "
+                        "or use generation.backend=hf")
+
+
+def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Backend:
+    """The backend named by ``generation.backend``, with the model loaded."""
+    if gen_cfg.backend == "vllm":
+        return VLLMBackend(model_path, dtype=model_cfg.dtype, seed=seed,
+                           gpu_memory_utilization=gen_cfg.vllm_gpu_memory_utilization,
+                           tensor_parallel_size=gen_cfg.vllm_tensor_parallel_size,
+                           max_model_len=gen_cfg.vllm_max_model_len,
+                           trust_remote_code=bool(model_cfg.trust_remote_code),
+                           revision=model_cfg.revision, chunk_problems=gen_cfg.batch_size * 8)
+    check_backend(gen_cfg.backend)
+    import torch
+
+    from rlrecipes.models import load_model
+
+    device = gen_cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model, tokenizer = load_model(model_path, model_cfg, device=device)
+    return HFBackend(model, tokenizer, batch_size=gen_cfg.batch_size)

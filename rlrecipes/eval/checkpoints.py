@@ -1,0 +1,220 @@
+"""Evaluate every saved checkpoint of a training run on a benchmark suite; report the
+checkpoint with the best suite average alongside the last one.
+
+One-shot RLVR reports the checkpoint with the best six-benchmark average (paper Tab. 8,
+recipes.md §1(c)): MATH-500, Minerva Math and OlympiadBench greedy; AIME24, AIME25 and
+AMC23 as avg@8 at temperature 0.6. Test accuracy keeps rising long after training
+accuracy saturates, so the last checkpoint and the best one can differ.
+
+A suite is a list of `Part`s, each one `rlrecipes eval` run (benchmarks + protocol).
+Each (checkpoint, part) is an ordinary eval run directory under the output folder; one
+that already holds a `summary.json` is reused, so an interrupted sweep resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional, Sequence
+
+import typer
+
+from rlrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class Part:
+    benchmarks: tuple[str, ...]
+    overrides: tuple[str, ...]  # eval overrides: protocol and its settings
+    tag: str = ""  # distinguishes a benchmark scored twice (synthetic suite)
+
+    def label(self, benchmark: str) -> str:
+        return f"{benchmark}[{self.tag}]" if self.tag else benchmark
+
+
+SUITES: dict[str, tuple[Part, ...]] = {
+    # recipes.md §1(c): Qwen2.5-Math CoT prompt, 3072 tokens, seed 0.
+    "paper": (
+        Part(("math500", "minerva_math", "olympiadbench"), ("protocol=qwen_math_cot",)),
+        Part(("aime24", "aime25", "amc23"), ("protocol=avg8_t06",)),
+    ),
+    # The same two settings on the synthetic held-out split (CPU runs, the bench).
+    "synthetic": (
+        Part(("arithmetic",), ("protocol=default",), tag="greedy"),
+        Part(("arithmetic",), ("protocol=default", "protocol.num_samples=8",
+                               "protocol.temperature=0.6"), tag="avg@8 t0.6"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    model: Optional[str]  # folder; None = the run's starting model (step 0)
+
+
+@dataclass(frozen=True)
+class Selection:
+    steps: list[int]
+    averages: dict[int, float]
+    scores: dict[int, dict[str, float]]
+    best_step: int
+    last_step: int
+
+    def as_dict(self) -> dict[str, Any]:
+        def row(step: int) -> dict[str, Any]:
+            return {"step": step, "average": self.averages[step], **self.scores[step]}
+
+        return {"best_average": row(self.best_step), "last": row(self.last_step),
+                "checkpoints": [row(s) for s in self.steps]}
+
+
+def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int = 1) -> list[Checkpoint]:
+    """The run's starting model (step 0), `checkpoints/checkpoint-N`, and the final model.
+
+    `every` keeps checkpoints whose step is a multiple of it (the final model always).
+    """
+    run = Path(run_dir).expanduser()
+    if not (run / "config.yaml").is_file():
+        raise UserError(f"{run} is not a training run directory (no config.yaml)")
+    found: dict[int, str] = {}
+    for folder in sorted((run / "checkpoints").glob("checkpoint-*")):
+        match = re.fullmatch(r"checkpoint-(\d+)", folder.name)
+        if match and (folder / "config.json").is_file() and int(match.group(1)) % every == 0:
+            found[int(match.group(1))] = str(folder)
+    summary = _read_json(run / "summary.json")
+    if (run / "model" / "config.json").is_file() and summary.get("steps") is not None:
+        found.setdefault(int(summary["steps"]), str(run / "model"))
+    if not found:
+        raise UserError(f"{run} has no saved model yet (checkpoints/checkpoint-N or model/); "
+                        "train with trainer.save_steps=N to keep intermediate checkpoints")
+    ckpts = [Checkpoint(step, path) for step, path in sorted(found.items())]
+    return ([Checkpoint(0, None)] if include_base and 0 not in found else []) + ckpts
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def pick_best(scores: dict[int, dict[str, float]]) -> Selection:
+    """Average each checkpoint's benchmark scores (unweighted, as the paper's Avg column);
+    the best is the highest average, the earliest step on ties; the last is the last step.
+
+    Every checkpoint must have the same benchmarks, or the averages are not comparable.
+    """
+    if not scores:
+        raise UserError("no checkpoint was evaluated")
+    steps = sorted(scores)
+    names = set(scores[steps[0]])
+    for step in steps:
+        if set(scores[step]) != names or not names:
+            raise UserError(f"checkpoint {step} has benchmarks {sorted(scores[step])}, "
+                            f"expected {sorted(names)}; averages would not be comparable")
+    averages = {s: sum(scores[s].values()) / len(scores[s]) for s in steps}
+    best = max(steps, key=lambda s: (averages[s], -s))
+    return Selection(steps, averages, {s: dict(scores[s]) for s in steps}, best, steps[-1])
+
+
+Evaluate = Callable[[Checkpoint, Part, Path], dict[str, float]]
+
+
+def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Path,
+          evaluate: Evaluate) -> Selection:
+    """Evaluate every (checkpoint, part); `evaluate` returns {benchmark: headline score}."""
+    scores: dict[int, dict[str, float]] = {}
+    for ckpt in checkpoints:
+        scores[ckpt.step] = {}
+        for k, part in enumerate(parts):
+            result = evaluate(ckpt, part, out_dir / f"step-{ckpt.step}" / f"part-{k}")
+            for bench in part.benchmarks:
+                scores[ckpt.step][part.label(bench)] = result[bench]
+    return pick_best(scores)
+
+
+def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str], None]) -> Evaluate:
+    """An `Evaluate` that runs `rlrecipes eval` in-process with the run's model and data config."""
+    from omegaconf import OmegaConf, open_dict
+
+    from rlrecipes.config.compose import compose_config
+    from rlrecipes.eval.runner import run_eval
+    from rlrecipes.eval.scoring import headline
+    from rlrecipes.rundir import write_manifest
+
+    train_cfg = OmegaConf.load(run_dir / "config.yaml")
+
+    def evaluate(ckpt: Checkpoint, part: Part, part_dir: Path) -> dict[str, float]:
+        done = _read_json(part_dir / "summary.json")
+        if not done:
+            cfg = compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]",
+                                          *overrides])
+            with open_dict(cfg):
+                # the model as trained (dtype, tokenizer...) and, for synthetic suites, its task
+                cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
+                cfg.data = OmegaConf.merge(cfg.data, train_cfg.data)
+                cfg.cache_dir = cfg.cache_dir or train_cfg.get("cache_dir")
+                if ckpt.model is not None:
+                    cfg.model.name_or_path = ckpt.model
+            part_dir.mkdir(parents=True, exist_ok=True)
+            write_manifest(part_dir, cfg)
+            log(f"step {ckpt.step}: {', '.join(part.benchmarks)} [{' '.join(part.overrides)}]")
+            done = run_eval(cfg, part_dir, log=log)
+        scores = {name: headline(m) for name, m in done["benchmarks"].items()}
+        missing = [f"{name} ({key})" for name, (key, value) in scores.items() if value is None]
+        if missing:
+            raise UserError(f"{part_dir}: no score for {', '.join(missing)}; delete the folder to redo it")
+        return {name: value for name, (_, value) in scores.items()}
+
+    return evaluate
+
+
+def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Sequence[str] = (),
+                     out: Optional[str | Path] = None, include_base: bool = True, every: int = 1,
+                     log: Callable[[str], None] = print) -> Selection:
+    if suite not in SUITES:
+        raise UserError(f"--suite {suite!r} is unknown; valid: {', '.join(SUITES)}")
+    run = Path(run_dir).expanduser()
+    out_dir = Path(out).expanduser() if out else run / f"checkpoint_eval_{suite}"
+    checkpoints = find_checkpoints(run, include_base, every)
+    selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log))
+    (out_dir / "checkpoint_eval.json").write_text(
+        json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n")
+    return selection
+
+
+def selection_table(selection: Selection, title: str) -> Any:
+    from rich.table import Table
+
+    names = list(selection.scores[selection.steps[0]])
+    table = Table(title=title)
+    for col in ("step", *names, "average", ""):
+        table.add_column(col, justify="right")
+    for step in selection.steps:
+        marks = [m for m, s in (("best average", selection.best_step), ("last", selection.last_step)) if s == step]
+        table.add_row(str(step), *(f"{100 * selection.scores[step][n]:.1f}" for n in names),
+                      f"{100 * selection.averages[step]:.1f}", ", ".join(marks))
+    return table
+
+
+def eval_checkpoints_command(
+    ctx: typer.Context,
+    run_dir: Annotated[Path, typer.Argument(help="training run directory (checkpoints/ and model/)")],
+    suite: Annotated[str, typer.Option(help="paper (six benchmarks) | synthetic (held-out split)")] = "paper",
+    every: Annotated[int, typer.Option(help="evaluate checkpoints whose step is a multiple of this")] = 1,
+    base: Annotated[bool, typer.Option(help="also evaluate the starting model as step 0")] = True,
+    out: Annotated[Optional[Path], typer.Option(help="output folder (default: RUN_DIR/checkpoint_eval_SUITE)")] = None,
+) -> None:
+    """Evaluate a run's checkpoints on a suite; report the best-average and the last one.
+
+    Extra key=value arguments go to every eval run (e.g. data_dir=../shared/data
+    generation.backend=vllm limit=50).
+    """
+    from rich.console import Console
+
+    console = Console()
+    selection = eval_checkpoints(run_dir, suite, list(ctx.args), out, base, every, log=console.log)
+    console.print(selection_table(selection, f"{run_dir}: {suite} suite (%)"))
+    best, last = selection.best_step, selection.last_step
+    console.print(f"best average: step {best} ({100 * selection.averages[best]:.1f}); "
+                  f"last: step {last} ({100 * selection.averages[last]:.1f})")

@@ -1,0 +1,129 @@
+"""Grade sample records and turn them into a benchmark's metrics.
+
+Per benchmark (n samples per problem, k in the protocol's ks, k <= n):
+
+- ``pass@1``: mean over problems of c/n (greedy accuracy when n = 1);
+- ``avg@n`` (n > 1): the same number under the papers' name;
+- ``pass@k``: Chen et al.'s unbiased estimator, averaged over problems;
+- ``maj@k`` (k > 1): majority vote over the first k extracted answers, grouped by
+  equivalence (``rlrecipes.metrics.majority_vote``); the vote is right when the
+  winning group's first sample is right;
+- ``by_subject`` / ``by_level``: ``pass@1`` and counts per group, where the benchmark has them;
+- ``mean_completion_tokens`` (or ``mean_completion_chars`` when token counts are unknown),
+  ``truncated_fraction`` (stopped by the token limit), ``no_answer_fraction``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable, Sequence
+
+from rlrecipes.eval.samples import ProblemRecord
+from rlrecipes.grading import GradingPool, extract_answer, is_equivalent
+from rlrecipes.metrics import default_ks, pass_at_k
+
+
+def grade_records(records: Sequence[ProblemRecord], style: str, *,
+                  verify: Callable[[str, str], bool] | None = None,
+                  pool: GradingPool | None = None, timeout_s: int = 3) -> None:
+    """Fill ``answers`` and ``correct`` of each record in place.
+
+    Completions are responses: the answer is extracted by ``style`` only (a completion
+    without one counts as "no answer", even when it is a short line).
+    """
+    for rec in records:
+        rec.answers = [extract_answer(c, style) for c in rec.completions]
+    if verify is not None:  # synthetic tasks: the task's own checker
+        for rec in records:
+            rec.correct = [bool(verify(c, rec.gold)) for c in rec.completions]
+        return
+    answers = [a for rec in records for a in rec.answers]
+    golds = [rec.gold for rec in records for _ in rec.answers]
+    if pool is not None:
+        verdicts = pool.equivalent_many(answers, golds)
+    else:  # in this process (answers are already extracted: compare them as they are)
+        cache: dict[tuple, bool] = {}
+        for pair in zip(answers, golds):
+            if pair not in cache:
+                cache[pair] = is_equivalent(*pair, timeout_s=timeout_s)
+        verdicts = [cache[pair] for pair in zip(answers, golds)]
+    pos = 0
+    for rec in records:
+        rec.correct = verdicts[pos : pos + len(rec.answers)]
+        pos += len(rec.answers)
+
+
+def _votes(records: Sequence[ProblemRecord], ks: Sequence[int],
+           pool: GradingPool | None) -> dict[int, list[float]]:
+    from rlrecipes.metrics import majority_vote
+
+    lists = [(k, rec) for k in ks for rec in records]
+    answer_lists = [rec.answers[:k] for k, rec in lists]
+    winners = (pool.vote_many(answer_lists) if pool is not None
+               else [majority_vote(a) for a in answer_lists])
+    out: dict[int, list[float]] = defaultdict(list)
+    for (k, rec), (winner, _) in zip(lists, winners):
+        first = rec.answers.index(winner) if winner is not None else None
+        out[k].append(float(first is not None and rec.correct[first]))
+    return out
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _breakdown(records: Sequence[ProblemRecord], attr: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for rec in records:
+        key = getattr(rec, attr)
+        if key is not None:
+            groups[str(key)].append(sum(rec.correct) / len(rec.correct))
+    return {k: {"problems": len(v), "pass@1": round(_mean(v) or 0.0, 6)}
+            for k, v in sorted(groups.items(), key=lambda kv: _natural(kv[0]))}
+
+
+def _natural(key: str) -> tuple:
+    return (0, int(key), "") if key.isdigit() else (1, 0, key)
+
+
+def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int] = (),
+                    pool: GradingPool | None = None) -> dict[str, Any]:
+    """Every metric of one benchmark from its graded records."""
+    if not records:
+        return {"problems": 0}
+    n = min(len(r.correct) for r in records)
+    per_problem = [sum(r.correct) / len(r.correct) for r in records]
+    m: dict[str, Any] = {"problems": len(records), "samples_per_problem": n,
+                         "pass@1": round(_mean(per_problem) or 0.0, 6)}
+    if n > 1:
+        m[f"avg@{n}"] = m["pass@1"]
+    ks = default_ks(n, requested_ks)
+    for k in ks:
+        if k > 1:
+            m[f"pass@{k}"] = round(_mean([pass_at_k(len(r.correct), sum(r.correct), k)
+                                          for r in records]) or 0.0, 6)
+    votes = _votes(records, [k for k in ks if k > 1], pool)
+    for k, scores in sorted(votes.items()):
+        m[f"maj@{k}"] = round(_mean(scores) or 0.0, 6)
+    samples = [(c, t, f, a) for r in records for c, t, f, a in
+               zip(r.completions, r.num_tokens or [None] * len(r.completions),
+                   r.finish_reasons or [None] * len(r.completions), r.answers)]
+    tokens = [t for _, t, _, _ in samples if t is not None]
+    if tokens:
+        m["mean_completion_tokens"] = round(_mean(tokens) or 0.0, 2)
+    else:
+        m["mean_completion_chars"] = round(_mean([len(c) for c, _, _, _ in samples]) or 0.0, 2)
+    m["truncated_fraction"] = round(sum(f == "length" for _, _, f, _ in samples) / len(samples), 6)
+    m["no_answer_fraction"] = round(sum(a is None for _, _, _, a in samples) / len(samples), 6)
+    for attr in ("subject", "level"):
+        groups = _breakdown(records, attr)
+        if groups:
+            m[f"by_{attr}"] = groups
+    return m
+
+
+def headline(metrics: dict[str, Any]) -> tuple[str, float | None]:
+    """The number a paper would quote: avg@n when sampled, pass@1 when greedy."""
+    n = metrics.get("samples_per_problem", 1)
+    key = f"avg@{n}" if n > 1 else "pass@1"
+    return key, metrics.get(key)

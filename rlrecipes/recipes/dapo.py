@@ -1,0 +1,61 @@
+"""DAPO: Decoupled Clip and Dynamic sAmpling Policy Optimization (Yu et al., 2025), recipes.md §4.
+
+GRPO without a KL term or reference model, plus five changes, each its own switch so
+the paper's ablation ladder (Tab. 1) is a sweep:
+
+- Clip-Higher: `epsilon=0.2`, `epsilon_high=0.28` (TRL's decoupled clip).
+- Token-level loss: `loss_type=dapo`, the sum over every token of the batch divided by
+  the number of tokens, so long answers weigh per token, not per sequence.
+- Overlong filtering: `mask_truncated_completions` (TRL) drops truncated completions
+  from the loss. Off, as in the authors' verl recipe: their best run did without it.
+- Soft overlong punishment: `soft_overlong_punishment` adds `rewards.overlong_penalty`
+  (Eq. 13) with window `overlong_buffer_length`, times `overlong_penalty_factor`.
+- Dynamic sampling: the engine's generate-filter-refill loop
+  (`rlrecipes.engine.dynamic_sampling`), filtering on the ±1 correctness reward.
+
+Reward: +1 / -1 from the "Answer: ..." line (`rewards.dapo`), the paper's Eq. 7.
+
+Where TRL and verl differ (what this recipe cannot match exactly):
+
+- Token mean: TRL's `dapo` loss divides by the active tokens of the whole generation
+  batch across processes; verl's `token-mean` divides per micro-batch and weights the
+  micro-batches. Equal when one micro-batch holds the whole mini-batch.
+- Dual clip: verl also bounds the loss of negative-advantage tokens at
+  `clip_ratio_c=10` times the advantage; TRL has no dual clip, so ratios above 10 on
+  negative-advantage tokens are unbounded here (rare right after a rollout).
+- Refill stream: verl keeps drawing generation batches from its one dataloader; here
+  the first round is TRL's batch and refills come from a second shuffled stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.recipes import register_recipe
+from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards import RewardContext, RewardFn, build_reward
+
+
+@dataclass
+class DAPOConfig(RecipeConfig):
+    name: str = "dapo"
+    soft_overlong_punishment: bool = True
+    overlong_buffer_length: int = 4096  # L_cache: the penalty ramps over the last this-many tokens
+    overlong_penalty_factor: float = 1.0  # verl overlong_buffer.penalty_factor
+    verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
+
+
+@register_recipe
+class DAPO(Recipe):
+    name = "dapo"
+    paper = "DAPO (Yu et al., 2025, arXiv 2503.14476)"
+    idea = "GRPO + clip-higher, token-level loss, soft overlong penalty, dynamic sampling; no KL"
+    config_cls = DAPOConfig
+    progress_keys = ("dynamic_sampling/rounds", "dynamic_sampling/filtered_fraction", "clip_ratio_high",
+                     "truncated_fraction")
+
+    def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
+        rewards = super().reward_functions(ctx)
+        if self.cfg.soft_overlong_punishment:
+            rewards.append((build_reward("overlong", ctx), float(self.cfg.overlong_penalty_factor)))
+        return rewards

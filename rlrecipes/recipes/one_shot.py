@@ -1,0 +1,88 @@
+"""One-shot RLVR (Wang et al., 2025, arXiv 2504.20571), recipes.md §1.
+
+RLVR on a single training example (or a few): the example is duplicated to fill the
+rollout batch (`recipe.rows`, the paper's "r128"), and every copy is its own GRPO group,
+because TRL, like verl, groups completions per dataset row, not per distinct prompt.
+The examples are chosen by `rlrecipes select` (variance of their accuracy history).
+
+The loss is the paper code's verl actor loss (one-shot's `dp_actor.update_policy`):
+
+    loss = masked_mean(clipped PG) + 0.001 * masked_mean(k3 KL) - 0.001 * masked_mean(entropy)
+
+Each mean runs over the tokens of one micro-batch (that old verl has no other mode),
+then micro-batches are averaged by gradient accumulation: exactly TRL's `bnpo`.
+TRL's `loss -= entropy_coef * H` has verl's sign, so entropy_coef = +0.001 is the
+paper's alpha = -0.001 (Eq. 3-8). What TRL cannot match: the advantage epsilon is 1e-4
+(verl 1e-6) and the k3 term is not clamped to [-10, 10].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.errors import UserError
+from rlrecipes.recipes import register_recipe
+from rlrecipes.recipes.base import Recipe
+
+
+@dataclass
+class OneShotConfig(RecipeConfig):
+    name: str = "one_shot"
+    # Ids of the training examples to train on (the data's id column; DSR-sub: its row
+    # index, e.g. [124] = π1). null = the whole training set as it is (the DSR-sub
+    # baseline; also a data file that already holds the duplicated rows).
+    examples: Optional[List[str]] = None
+    # The chosen examples are duplicated to this many rows, split evenly (π1+π13: 64 + 64).
+    rows: int = 128
+
+
+def copies_per_example(num_examples: int, rows: int) -> int:
+    """How often each example appears so that `num_examples` fill `rows` evenly."""
+    if num_examples < 1:
+        raise UserError("recipe.examples selects no training problem")
+    if rows < 1 or rows % num_examples:
+        raise UserError(f"recipe.rows={rows} must be a positive multiple of the {num_examples} "
+                        "chosen examples (recipe.examples), so each is repeated equally often")
+    return rows // num_examples
+
+
+def pick(rows: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
+    """The rows whose `id` is in `ids`, in the order `ids` gives."""
+    by_id = {str(row["id"]): row for row in rows}
+    wanted = [str(i) for i in ids]
+    if len(set(wanted)) != len(wanted):
+        raise UserError(f"recipe.examples={wanted} names an example twice; use recipe.rows to repeat it")
+    missing = [i for i in wanted if i not in by_id]
+    if missing:
+        sample = ", ".join(list(by_id)[:3])
+        raise UserError(f"recipe.examples: no training problem has id {missing[0]!r} "
+                        f"({len(rows)} problems; ids look like: {sample})")
+    return [by_id[i] for i in wanted]
+
+
+def duplicate(pool: list[dict[str, Any]], rows: int) -> list[dict[str, Any]]:
+    """Each example repeated `rows // len(pool)` times, in blocks (the paper's merged files)."""
+    copies = copies_per_example(len(pool), rows)
+    return [row for row in pool for _ in range(copies)]
+
+
+@register_recipe
+class OneShot(Recipe):
+    name = "one_shot"
+    paper = "One-shot RLVR (Wang et al., 2025)"
+    idea = "RLVR on one high-variance example duplicated to fill the batch; PG + KL - entropy"
+    config_cls = OneShotConfig
+    progress_keys = ("heldout_accuracy", "entropy")
+
+    def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.cfg.examples is None:
+            return rows
+        return duplicate(pick(rows, list(self.cfg.examples)), self.cfg.rows)
+
+    def grpo_overrides(self) -> dict[str, Any]:
+        # TRL 1.16 weights the KL term by the importance ratio by default; verl's
+        # low_var_kl loss has no such factor, and with one update per rollout the ratio's
+        # gradient would add a term the paper never had.
+        return {"use_bias_correction_kl": False}

@@ -1,0 +1,127 @@
+"""Majority-vote pseudo-labels: TTRL's online reward and Spurious Rewards' offline labels.
+
+TTRL (recipes.md §2(a)): per prompt, extract the answer of every sampled response,
+take the most common answer as the label and reward each response 1 if it agrees with
+the label, else 0. Gold answers never enter the reward; when a dataset has them they
+only feed the paper's diagnostics (label accuracy, reward accuracy, majority ratio).
+
+Two vote rules (`exact`):
+- equivalence (default): answers are grouped by mathematical equivalence
+  (`rlrecipes.metrics.majority_vote`); a response without an answer votes for nobody.
+- exact (TTRL's code, `ttt_metrics.py`): a `Counter` over the normalised answer
+  strings, so "0.5" and "\\frac{1}{2}" split the vote, and a missing answer counts as
+  the empty string, which can win; the code's grader then gives 1 to every response
+  without an answer (`grade_answer("", "")` holds) and 0 to the others.
+
+The reward compares each response with the label through the data's verifier
+(`verify(completion, label)`: extract + equivalence grading), as TTRL's
+`grade_answer(model_answer, estimated_label)` does, so equivalent spellings of the
+label also score 1 under either rule.
+
+Spurious Rewards' "majority" and "incorrect" labels are the same vote run once,
+offline, on samples of the model before RL: `build_labels` (and
+`python -m rlrecipes.rewards.majority`) writes them next to the data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from rlrecipes.rewards import RewardContext, RewardFn, Verifier, register_reward
+
+
+@dataclass
+class Vote:
+    """One group's vote: the label, its support, and the reward of each response."""
+
+    label: str | None  # None: no response had an answer (equivalence rule)
+    count: int  # responses that voted for the label
+    rewards: list[float]
+    label_correct: bool | None = None  # label == gold (None without gold)
+    true_rewards: list[float] | None = None  # verify(response, gold) (None without gold)
+    answers: list[str | None] = field(default_factory=list)
+
+    @property
+    def majority_ratio(self) -> float:
+        return self.count / len(self.rewards) if self.rewards else 0.0
+
+
+def vote(answers: Sequence[str | None], exact: bool = False) -> tuple[str | None, int]:
+    """The majority answer and its count (see the module doc for the two rules)."""
+    if not exact:
+        from rlrecipes.metrics import majority_vote
+
+        return majority_vote(answers)
+    from rlrecipes.grading import normalize_answer
+
+    first: dict[str, str] = {}
+    keys = []
+    for answer in answers:
+        text = "" if answer is None else str(answer)
+        key = normalize_answer(text) if text.strip() else ""
+        first.setdefault(key, text)
+        keys.append(key)
+    if not keys:
+        return None, 0
+    key, count = Counter(keys).most_common(1)[0]  # ties: the key seen first (insertion order)
+    return first[key], count
+
+
+def vote_rewards(completions: Sequence[str], *, style: str, verify: Verifier, exact: bool = False,
+                 gold: Any = None) -> Vote:
+    """TTRL's reward for one prompt's responses, with the diagnostics when `gold` is known."""
+    from rlrecipes.grading import extract_answer
+
+    answers = [extract_answer(text, style) for text in completions]
+    label, count = vote(answers, exact)
+    if label is None:
+        rewards = [0.0] * len(completions)
+    elif exact and label == "":
+        rewards = [float(a is None or not a.strip()) for a in answers]
+    else:
+        rewards = [float(verify(text, label)) for text in completions]
+    result = Vote(label, count, rewards, answers=answers)
+    if gold is not None:
+        result.true_rewards = [float(verify(text, gold)) for text in completions]
+        result.label_correct = _label_correct(label, answers, result.true_rewards, exact)
+    return result
+
+
+def _label_correct(label: str | None, answers: list[str | None], correct: list[float], exact: bool) -> bool:
+    """Is the label right? Judged on the first response that voted for it, so the data's
+    own verifier decides (it grades responses, not bare answers)."""
+    if label is None or (exact and label == ""):
+        return False
+    return bool(correct[answers.index(label)])
+
+
+def diagnostics(votes: Sequence[Vote]) -> dict[str, float]:
+    """TTRL's training-time diagnostics (paper App. B) over a batch of groups.
+
+    label_accuracy: fraction of groups whose label equals the gold answer;
+    reward_accuracy: fraction of responses whose pseudo-reward equals the true reward;
+    majority_ratio: mean share of the votes the label received.
+    Groups without gold are left out of the first two.
+    """
+    out = {"majority_ratio": sum(v.majority_ratio for v in votes) / len(votes)} if votes else {}
+    labelled = [v for v in votes if v.true_rewards is not None]
+    if labelled:
+        out["label_accuracy"] = sum(bool(v.label_correct) for v in labelled) / len(labelled)
+        pairs = [(p, t) for v in labelled for p, t in zip(v.rewards, v.true_rewards)]
+        out["reward_accuracy"] = sum(p == t for p, t in pairs) / len(pairs)
+    return out
+
+
+@register_reward("majority_vote")
+def _majority_vote(ctx: RewardContext) -> RewardFn:
+    """TTRL's pseudo-reward column. A vote needs the whole group, and TRL calls reward
+    functions on each process's slice, where a group may be split; so this column is
+    filled after gathering by the TTRL recipe's hook (`recipes/ttrl.py`), and the
+    per-process call only reserves it (None = not scored here)."""
+
+    def reward(completions: list[str], **_: Any) -> list[float | None]:
+        return [None] * len(completions)
+
+    return reward

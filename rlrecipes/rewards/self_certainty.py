@@ -1,0 +1,99 @@
+"""Self-certainty (INTUITOR / RLIF, recipes.md §3): how far each next-token distribution
+of a response is from uniform, averaged over the response.
+
+    SC(o | q) = 1/|o| * sum_t KL(U || p(. | q, o_<t))
+    KL(U || p_t) = -log V - 1/V * sum_j log p_tj = logsumexp(z_t) - mean_j(z_tj) - log V
+
+where z_t are the logits over the full vocabulary (V = the logits' width, padded rows
+included, as both official implementations do). The code of both implementations
+returns `logsumexp - mean` without the `- log V`; the constant vanishes under group
+normalisation, so either gives the same advantages. Higher = more confident; INTUITOR
+maximises it.
+
+Both functions here work in chunks of positions, so no [batch, time, vocab] softmax
+(or float32 copy of the logits) is ever held at once: only `chunk_tokens x V` floats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+
+def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: int = 1024) -> torch.Tensor:
+    """Per-sequence self-certainty: KL(U || softmax(logits)) averaged over masked positions.
+
+    `logits`: [batch, time, vocab] (any float dtype; computed in float32, or float64 for
+    float64 input). `mask`: [batch, time], 1 where the position belongs to the response.
+    Returns a [batch] tensor; a sequence with no masked position gets 0, as the paper's
+    code does. Identity: the value is `(logsumexp(z) - z.mean(-1)).mean_t - log V`.
+    """
+    if logits.dim() != 3 or mask.shape != logits.shape[:2]:
+        raise ValueError(f"self_certainty needs logits [B, T, V] and mask [B, T]; got "
+                         f"{tuple(logits.shape)} and {tuple(mask.shape)}")
+    batch, time, vocab = logits.shape
+    dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
+    flat = logits.reshape(batch * time, vocab)
+    positions = mask.reshape(-1).nonzero(as_tuple=True)[0]
+    totals = torch.zeros(batch * time, dtype=dtype, device=logits.device)
+    for start in range(0, positions.numel(), chunk_tokens):
+        index = positions[start : start + chunk_tokens]
+        totals[index] = token_self_certainty(flat[index].to(dtype))
+    return masked_sequence_mean(totals.view(batch, time), mask)
+
+
+def token_self_certainty(logits: torch.Tensor) -> torch.Tensor:
+    """KL(U || softmax(z)) for each row of `logits` [..., V] (no chunking)."""
+    return torch.logsumexp(logits, dim=-1) - logits.mean(dim=-1) - math.log(logits.size(-1))
+
+
+def masked_sequence_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `values` [B, T] over the positions where `mask` is set; 0 for empty rows."""
+    mask = mask.to(values.dtype)
+    return (values * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+
+
+@torch.no_grad()
+def policy_self_certainty(
+    model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor, *, temperature: float = 1.0, batch_size: int = 8,
+    chunk_tokens: int = 1024,
+) -> torch.Tensor:
+    """Self-certainty of each completion under `model`, as TRL scores log-probs.
+
+    Same shift and temperature as TRL's per-token log-probs: the distribution that
+    predicts completion token t comes from the hidden state at position t-1, and the
+    logits are divided by `temperature`. Rows are run `batch_size` at a time; the LM
+    head is applied to `chunk_tokens` completion positions at a time, so the full
+    [B, T, V] logits never exist. Returns a float32 [B] tensor on the model's device.
+    """
+    backbone, head = model.base_model, model.get_output_embeddings()
+    text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    softcap = getattr(text_config, "final_logit_softcapping", None)
+    scale = getattr(text_config, "logit_scale", None)
+    prompt_len = prompt_ids.size(1)
+    scores = []
+    for start in range(0, prompt_ids.size(0), batch_size):
+        rows = slice(start, start + batch_size)
+        input_ids = torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1)
+        attention = torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1)
+        hidden = backbone(input_ids=input_ids, attention_mask=attention, use_cache=False).last_hidden_state
+        # position prompt_len-1+t predicts completion token t
+        hidden = hidden[:, prompt_len - 1 : -1]
+        mask = completion_mask[rows].bool()
+        totals = torch.zeros(mask.shape, dtype=torch.float32, device=hidden.device)
+        positions = mask.reshape(-1).nonzero(as_tuple=True)[0]
+        flat_hidden = hidden.reshape(-1, hidden.size(-1))
+        flat_totals = totals.view(-1)
+        for c in range(0, positions.numel(), chunk_tokens):
+            index = positions[c : c + chunk_tokens]
+            z = head(flat_hidden[index]).float()
+            if scale is not None:
+                z = z * scale
+            if softcap is not None:
+                z = torch.tanh(z / softcap) * softcap
+            flat_totals[index] = token_self_certainty(z / temperature)
+        scores.append(masked_sequence_mean(totals, mask))
+    return torch.cat(scores)

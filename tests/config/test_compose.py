@@ -1,0 +1,60 @@
+import pytest
+
+from rlrecipes.config import ConfigError, compose_config
+from rlrecipes.config.hydra_app import expand_sweep, validate
+
+
+def test_default_config_is_the_quick_start():
+    cfg = compose_config("train", [])
+    assert cfg.recipe.name == "grpo" and cfg.model.builder == "toy" and cfg.data.name == "arithmetic"
+    # the paper's settings are explicit, not TRL 1.16's defaults (dapo loss, bf16, checkpointing)
+    assert cfg.recipe.loss_type == "grpo"
+    assert cfg.trainer.bf16 is False and cfg.trainer.gradient_checkpointing is False
+
+
+def test_overrides_apply_with_types():
+    cfg = compose_config("train", ["trainer.max_steps=20", "trainer.learning_rate=1e-5", "seed=3"])
+    assert cfg.trainer.max_steps == 20 and cfg.trainer.learning_rate == 1e-5 and cfg.seed == 3
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("trainer.lerning_rate=1", "unknown key 'trainer.lerning_rate'; valid keys here: adam_beta1"),
+    ("recipe=dapoo", "unknown recipe 'dapoo'; valid: "),
+    ("model=gpt5", "unknown model 'gpt5'; valid: "),
+    ("seeed=1", "unknown key 'seeed'; valid keys here: cache_dir, data"),
+    ("recipe.epsilonn=0.3", "unknown key 'recipe.epsilonn'; valid keys here: "),
+    ("trainer.max_steps=abc", "could not be converted to Integer"),
+])
+def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
+    with pytest.raises(ConfigError) as err:
+        compose_config("train", [override])
+    message = str(err.value)
+    assert expected in message and "\n" not in message
+
+
+def test_unknown_recipe_lists_every_registered_recipe():
+    from rlrecipes.recipes import load_all
+
+    with pytest.raises(ConfigError) as err:
+        compose_config("train", ["recipe=nope"])
+    for name in load_all():
+        assert name in str(err.value)
+
+
+def test_sweep_expansion_and_validation():
+    jobs = expand_sweep(["a=1,2", "b=x,y"])
+    assert jobs == [["a=1", "b=x"], ["a=1", "b=y"], ["a=2", "b=x"], ["a=2", "b=y"]]
+    validate("train", ["seed=1,2", "trainer.max_steps=3"], multirun=True)
+    with pytest.raises(ConfigError, match="unknown key 'trainer.nope'"):
+        validate("train", ["seed=1,2", "trainer.nope=3,4"], multirun=True)
+
+
+def test_every_group_option_composes():
+    from rlrecipes.config.compose import conf_dir, group_options
+
+    for group in ("recipe", "model", "data", "trainer", "rollout"):
+        for option in group_options(group):
+            compose_config("train", [f"{group}={option}"])
+    for experiment in group_options("experiment"):
+        compose_config("train", [f"experiment={experiment}"])
+    assert (conf_dir() / "train.yaml").is_file()

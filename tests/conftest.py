@@ -1,0 +1,59 @@
+"""Shared fixtures: a tiny, quickly warm-started toy model cached once per session.
+
+Tests compose the real configs (the same path users take) with `TINY` overrides that
+shrink the task, the warm-start and the run to seconds on a CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# One cache for the whole session (and for subprocesses the tests start).
+os.environ.setdefault("RLRECIPES_CACHE", str(Path(tempfile.gettempdir()) / "rlrecipes-test-cache"))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+TINY = [
+    "data.synthetic.num_train=1200",
+    "data.synthetic.num_eval=64",
+    "model.toy.hidden_size=64",
+    "model.toy.num_layers=2",
+    "model.toy.intermediate_size=128",
+    "model.toy.sft_max_steps=60",
+    "model.toy.sft_eval_every=30",
+    "model.toy.sft_dev_size=64",
+    "trainer.max_steps=2",
+    "trainer.prompts_per_rollout=4",
+    "trainer.num_generations=4",
+    "trainer.micro_batch_size=16",
+    "trainer.progress=false",
+]
+
+
+def compose(*overrides: str):
+    from rlrecipes.config import compose_config
+
+    return compose_config("train", [*TINY, *overrides])
+
+
+@pytest.fixture(scope="session")
+def toy_model_dir() -> Path:
+    """The TINY toy model folder (built on first use, then read from the cache)."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
+
+    cfg = compose()
+    problems = load_problem_set(cfg.data)
+    return Path(resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None))
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"benchmark data not found at {SHARED_DATA}")
+    return SHARED_DATA

@@ -1,0 +1,84 @@
+import random
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlrecipes.config.schema import SyntheticTaskConfig
+from rlrecipes.data.synthetic import answer_line, check_countdown, evaluate, make_task
+from rlrecipes.errors import UserError
+
+
+def task_cfg(**kw):
+    cfg = OmegaConf.structured(SyntheticTaskConfig)
+    for k, v in kw.items():
+        cfg[k] = v
+    return cfg
+
+
+def test_arithmetic_splits_are_disjoint_and_sized():
+    task = make_task(task_cfg(num_train=500, num_eval=100))
+    assert len(task.train) == 500 and len(task.eval) == 100
+    assert not {it["id"] for it in task.train} & {it["id"] for it in task.eval}
+
+
+def test_arithmetic_is_seeded():
+    a, b = make_task(task_cfg(seed=7)), make_task(task_cfg(seed=7))
+    assert [it["id"] for it in a.eval] == [it["id"] for it in b.eval]
+    assert [it["id"] for it in make_task(task_cfg(seed=8)).eval] != [it["id"] for it in a.eval]
+
+
+def test_arithmetic_answers_and_verifier():
+    task = make_task(task_cfg(num_train=50, num_eval=10))
+    for it in task.train:
+        a, b = it["problem"].split("+")
+        assert it["answer"] == str(int(a) + int(b))
+        assert task.verify(f"Answer: {it['answer']}", it["answer"])
+        assert not task.verify(f"Answer: {int(it['answer']) + 1}", it["answer"])
+    assert not task.verify("no answer line", "12")
+
+
+def test_flawed_teacher_forgets_carries_at_its_rate():
+    task = make_task(task_cfg(num_train=2000, num_eval=10, teacher_error_rate=0.75))
+    item = {"problem": "57+68", "answer": "125", "flawed": "15"}  # 7+8=15 -> 5, 5+6=11 -> 1
+    rng = random.Random(0)
+    demos = [task.demonstration(item, rng) for _ in range(4000)]
+    assert set(demos) == {"Answer: 125", "Answer: 15"}
+    assert demos.count("Answer: 15") / len(demos) == pytest.approx(0.75, abs=0.03)
+    no_carry = next(it for it in task.train if it["answer"] == it["flawed"])
+    assert task.demonstration(no_carry, rng) == f"Answer: {no_carry['answer']}"
+
+
+def test_answer_line_takes_the_last_match():
+    assert answer_line("Answer: 3\nthen Answer: 42") == "42"
+    assert answer_line("answer :  7 ") == "7"
+    assert answer_line("nothing") is None
+
+
+def test_countdown_task_solutions_verify():
+    task = make_task(task_cfg(task="countdown", num_train=200, num_eval=50, operand_max=[9]))
+    assert not {it["id"] for it in task.train} & {it["id"] for it in task.eval}
+    for it in task.train[:50]:
+        assert task.verify(task.solution(it), it["answer"])
+
+
+@pytest.mark.parametrize("expr,value", [("2+3*4", 14), ("(2+3)*4", 20), ("7-2-1", 4), ("((1))", 1)])
+def test_safe_evaluator(expr, value):
+    assert evaluate(expr) == value
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "2**3", "1/0", "2+", "(1+2", "", "9" * 3 + "*" * 2])
+def test_safe_evaluator_rejects_non_arithmetic(expr):
+    assert evaluate(expr) is None
+
+
+def test_countdown_check_requires_each_number_once():
+    assert check_countdown("3*5+7", [3, 5, 7], 22)
+    assert not check_countdown("3*5+7+0", [3, 5, 7], 22)
+    assert not check_countdown("5*5-3", [3, 5, 7], 22)
+
+
+def test_unknown_task_and_bad_sizes_fail_with_one_line():
+    with pytest.raises(UserError, match="valid: arithmetic, countdown"):
+        make_task(task_cfg(task="sudoku"))
+    with pytest.raises(UserError, match="distinct"):
+        make_task(task_cfg(operand_max=[3, 3], num_train=100, num_eval=10))

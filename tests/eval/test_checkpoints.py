@@ -1,0 +1,102 @@
+"""`rlrecipes eval-checkpoints`: finding checkpoints, the best-average choice, and a real sweep."""
+
+import json
+
+import pytest
+
+from rlrecipes.errors import UserError
+from rlrecipes.eval.checkpoints import SUITES, Checkpoint, Part, find_checkpoints, pick_best, sweep
+from tests.conftest import compose
+
+
+def test_best_average_by_hand():
+    scores = {
+        0: {"math500": 0.36, "aime24": 0.067},             # avg 0.2135
+        20: {"math500": 0.70, "aime24": 0.10},             # avg 0.40
+        40: {"math500": 0.74, "aime24": 0.08},             # avg 0.41  <- best
+        60: {"math500": 0.72, "aime24": 0.10},             # avg 0.41, ties with 40: earlier wins
+        80: {"math500": 0.73, "aime24": 0.05},             # avg 0.39  <- last
+    }
+    sel = pick_best(scores)
+    assert sel.best_step == 40 and sel.last_step == 80
+    assert sel.averages[0] == pytest.approx(0.2135) and sel.averages[80] == pytest.approx(0.39)
+    report = sel.as_dict()
+    assert report["best_average"] == {"step": 40, "average": pytest.approx(0.41), "math500": 0.74, "aime24": 0.08}
+    assert report["last"]["step"] == 80 and len(report["checkpoints"]) == 5
+
+
+def test_incomparable_checkpoints_are_refused():
+    with pytest.raises(UserError, match="averages would not be comparable"):
+        pick_best({1: {"a": 0.5, "b": 0.5}, 2: {"a": 0.5}})
+    with pytest.raises(UserError, match="no checkpoint"):
+        pick_best({})
+
+
+def test_paper_suite_is_the_six_benchmarks_with_their_protocols():
+    greedy, sampled = SUITES["paper"]
+    assert greedy.benchmarks == ("math500", "minerva_math", "olympiadbench")
+    assert greedy.overrides == ("protocol=qwen_math_cot",)
+    assert sampled.benchmarks == ("aime24", "aime25", "amc23") and sampled.overrides == ("protocol=avg8_t06",)
+
+
+def fake_run(tmp_path, steps, final_step):
+    (tmp_path / "config.yaml").write_text("seed: 0\n")
+    for s in steps:
+        (tmp_path / "checkpoints" / f"checkpoint-{s}").mkdir(parents=True)
+        (tmp_path / "checkpoints" / f"checkpoint-{s}" / "config.json").write_text("{}")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "summary.json").write_text(json.dumps({"steps": final_step}))
+    return tmp_path
+
+
+def test_find_checkpoints_orders_steps_and_adds_base_and_final(tmp_path):
+    run = fake_run(tmp_path, [20, 100, 40], final_step=110)
+    (run / "checkpoints" / "checkpoint-60").mkdir()  # half-written: no config.json, skipped
+    found = find_checkpoints(run)
+    assert [c.step for c in found] == [0, 20, 40, 100, 110]
+    assert found[0].model is None and found[-1].model == str(run / "model")
+    assert [c.step for c in find_checkpoints(run, include_base=False, every=40)] == [40, 110]
+    with pytest.raises(UserError, match="not a training run"):
+        find_checkpoints(tmp_path / "checkpoints")
+
+
+def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
+    calls = []
+
+    def evaluate(ckpt, part, out):
+        calls.append((ckpt.step, part.tag, out.relative_to(tmp_path).as_posix()))
+        return {"arithmetic": ckpt.step / 10 + (0.05 if part.tag == "greedy" else 0.0)}
+
+    sel = sweep([Checkpoint(0, None), Checkpoint(2, "m")], SUITES["synthetic"], tmp_path, evaluate)
+    assert calls[1] == (0, "avg@8 t0.6", "step-0/part-1")
+    assert sel.scores[2] == {"arithmetic[greedy]": pytest.approx(0.25), "arithmetic[avg@8 t0.6]": pytest.approx(0.2)}
+    assert sel.best_step == 2
+
+
+@pytest.mark.slow
+def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
+    """Train 1 step saving it, then evaluate base + checkpoint on the synthetic suite
+    (8 held-out problems) through the real eval runner; re-running reuses the results."""
+    from rlrecipes.engine.run import train
+    from rlrecipes.eval.checkpoints import eval_checkpoints
+    from rlrecipes.rundir import write_manifest
+
+    cfg = compose("trainer.max_steps=1", "trainer.save_steps=1", "trainer.eval_before=false", "trainer.eval_after=false",
+                  f"model.name_or_path={toy_model_dir}")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_manifest(run, cfg)
+    train(cfg, run, log=lambda _: None)
+    overrides = ["limit=8", "progress=false", "grading.workers=0"]
+    sel = eval_checkpoints(run, "synthetic", overrides, log=lambda _: None)
+    assert sel.steps == [0, 1]
+    for step in sel.steps:
+        assert set(sel.scores[step]) == {"arithmetic[greedy]", "arithmetic[avg@8 t0.6]"}
+        assert all(0.0 <= v <= 1.0 for v in sel.scores[step].values())
+    samples = (run / "checkpoint_eval_synthetic" / "step-1" / "part-1" / "samples.jsonl").read_text().splitlines()
+    assert len(samples) == 8 and len(json.loads(samples[0])["completions"]) == 8  # avg@8
+    written = json.loads((run / "checkpoint_eval_synthetic" / "checkpoint_eval.json").read_text())
+    assert written["best_average"]["step"] == sel.best_step and written["last"]["step"] == 1
+    again = eval_checkpoints(run, "synthetic", overrides, log=lambda _: None)  # resumes from disk
+    assert again.scores == sel.scores

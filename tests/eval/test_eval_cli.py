@@ -1,0 +1,166 @@
+"""`rlrecipes eval` / `rlrecipes report` end to end.
+
+Runs that load a model go through a subprocess, as users run them; re-scoring and
+input errors need no model and run the same CLI in-process (seconds instead of imports).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY
+
+# The train TINY settings that also exist in the eval config: the same cached toy model.
+EVAL_TINY = [o for o in TINY if not o.startswith("trainer.")] + ["progress=false", "grading.workers=0"]
+
+
+def rlrecipes(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rlrecipes.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    """The CLI in this process: (exit status, stdout + stderr)."""
+    from rlrecipes.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def samples(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_path):
+    run = tmp_path / "run"
+    common = [*EVAL_TINY, "limit=4", "protocol.num_samples=2", "protocol.temperature=1.0",
+              "generation.batch_size=2", f"run_dir={run}"]
+    out = rlrecipes("eval", *common, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for name in ("config.yaml", "versions.json", "summary.json", "samples.jsonl", "report.md"):
+        assert (run / name).is_file(), name
+    summary = json.loads((run / "summary.json").read_text())
+    m = summary["benchmarks"]["arithmetic"]
+    assert m["problems"] == 4 and m["samples_per_problem"] == 2
+    for key in ("pass@1", "avg@2", "pass@2", "maj@2", "truncated_fraction", "no_answer_fraction"):
+        assert 0 <= m[key] <= 1, key
+    assert m["mean_completion_tokens"] > 0
+    assert summary["protocol"]["num_samples"] == 2 and summary["seed"] == 0
+    assert summary["versions"]["torch"] and "git_commit" in summary["versions"]
+    assert summary["settings"]["arithmetic"]["answer_style"] == "answer_line"
+    original = samples(run)
+    assert len(original) == 4 and all(len(r["completions"]) == len(r["correct"]) == 2 for r in original)
+    assert {"prompt", "completions", "answers", "correct", "gold"} <= set(original[0])
+    assert "arithmetic" in out.stdout and "pass@1" in out.stdout
+
+    # simulate an interruption after two problems, the third line torn mid-write
+    kept = original[:2]
+    kept[0]["completions"] = ["Answer: kept", "Answer: kept"]  # a marker: must not be regenerated
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept) + '{"benchmark": "ari')
+    (run / "summary.json").unlink()
+    again = rlrecipes("eval", *common, "resume=true", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    resumed = samples(run)
+    assert [r["id"] for r in resumed] == [r["id"] for r in original]
+    assert resumed[0]["completions"] == ["Answer: kept", "Answer: kept"]
+    # fixed chunks and seeds: the regenerated problems are exactly what they were
+    assert [r["completions"] for r in resumed[2:]] == [r["completions"] for r in original[2:]]
+    assert json.loads((run / "summary.json").read_text())["benchmarks"]["arithmetic"]["problems"] == 4
+    # a different protocol is not the same experiment (checked before any model loads)
+    other = rlrecipes("eval", *common, "resume=true", "protocol.temperature=0.5", cwd=tmp_path)
+    assert other.returncode == 2 and "different protocol" in other.stdout
+
+
+@pytest.mark.slow
+def test_eval_on_a_math500_slice_from_shared_data(toy_model_dir, shared_data, tmp_path):
+    run = tmp_path / "run"
+    out = rlrecipes("eval", *EVAL_TINY, "benchmark=math500", f"data_dir={shared_data}", "limit=5",
+                    "protocol.max_new_tokens=8", f"run_dir={run}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    m = json.loads((run / "summary.json").read_text())["benchmarks"]["math500"]
+    assert m["problems"] == 5 and m["samples_per_problem"] == 1
+    assert sum(v["problems"] for v in m["by_subject"].values()) == 5 and "by_level" in m
+    rows = samples(run)
+    assert [r["id"] for r in rows][0] == "test/precalculus/807.json"
+    assert "Please reason step by step" in rows[0]["prompt"]  # the Qwen2.5-Math CoT system prompt
+
+
+def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
+    gen = tmp_path / "gens.jsonl"
+    lines = [
+        {"id": "p1", "gold": "025", "completions": ["\\boxed{25}", "\\boxed{24}", "work\nAnswer: 25", "no idea"]},
+        {"id": "p2", "gold": "\\frac{1}{2}",
+         "completions": ["\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{1}", "\\boxed{1}"]},
+        {"gold": 7.0, "problem": "?", "completions": ["\\boxed{3}", "\\boxed{3}", "\\boxed{7}", "\\boxed{3}"]},
+    ]
+    gen.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    run = tmp_path / "run"
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=aime24", f"run_dir={run}")
+    assert code == 0, text
+    summary = json.loads((run / "summary.json").read_text())
+    m = summary["benchmarks"]["aime24"]
+    assert m["pass@1"] == pytest.approx(1.25 / 3, abs=1e-6)
+    assert m["pass@2"] == pytest.approx((5 / 6 + 5 / 6 + 1 / 2) / 3, abs=1e-6)
+    assert m["maj@4"] == pytest.approx(2 / 3, abs=1e-6)
+    assert m["no_answer_fraction"] == pytest.approx(1 / 12, abs=1e-6)
+    assert summary["generations"] == str(gen) and summary["model"] is None
+    assert [r["id"] for r in samples(run)] == ["p1", "p2", "line-3"]
+
+
+def test_rescore_takes_missing_golds_from_the_benchmark_by_id(shared_data, tmp_path, capsys):
+    gen = tmp_path / "gens.jsonl"
+    gen.write_text(json.dumps({"id": 60, "completions": ["so \\boxed{204}", "\\boxed{205}"]}) + "\n")
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=aime24", f"data_dir={shared_data}",
+                     f"run_dir={tmp_path / 'run'}")
+    assert code == 0, text
+    m = json.loads((tmp_path / "run" / "summary.json").read_text())["benchmarks"]["aime24"]
+    assert m["pass@1"] == 0.5
+
+
+def _bad_generations(tmp_path: Path) -> str:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"gold": "1", "completions": ["a"]}\n{"gold": "2", "completion": ["b"]}\n')
+    return f"generations={bad}"
+
+
+@pytest.mark.parametrize("make_args, needle", [
+    (lambda t: ["benchmark=nope"], "unknown benchmark 'nope'; valid: aime24"),
+    (lambda t: ["benchmark=aime24,nope"], "unknown benchmark 'nope'; valid: aime24"),
+    (lambda t: ["benchmark=math500", f"data_dir={t / 'missing'}"], "does not exist"),
+    (lambda t: ["benchmark=math500", _bad_generations(t)], "bad.jsonl:2: unknown key 'completion'; valid keys"),
+    (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
+    (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
+    (lambda t: ["generation.backend=vllm"], "generation.backend=vllm needs vLLM"),
+])
+def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path, capsys):
+    run = tmp_path / "run"
+    code, text = cli(capsys, "eval", *make_args(tmp_path), f"run_dir={run}")
+    text = text.strip()
+    assert code == 2
+    assert needle in text and "Traceback" not in text
+    assert len(text.splitlines()) == 1, text
+    assert not run.exists()
+
+
+@pytest.mark.slow
+def test_multirun_sweep_and_report(toy_model_dir, tmp_path, capsys):
+    out = rlrecipes("eval", "-m", *EVAL_TINY, "limit=3", "seed=0,1", f"output_root={tmp_path}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    runs = sorted(p.parent for p in (tmp_path / "multirun").rglob("summary.json"))
+    assert len(runs) == 2
+    assert [json.loads((r / "summary.json").read_text())["seed"] for r in runs] == [0, 1]
+    code, text = cli(capsys, "report", str(tmp_path / "multirun"))
+    assert code == 0, text
+    assert "arithmetic" in text and text.count("default") == 2
+    code, text = cli(capsys, "report", str(tmp_path / "nope"))
+    assert code == 2 and "no such run directory" in text

@@ -1,0 +1,101 @@
+"""End-to-end tests of the `rlrecipes` command, run as users run it (a subprocess)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY
+
+
+def rlrecipes(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rlrecipes.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+
+
+def test_help_lists_commands():
+    out = rlrecipes("--help")
+    assert out.returncode == 0
+    for command in ("train", "recipes", "config"):
+        assert command in out.stdout
+
+
+def test_recipes_table_comes_from_the_registry():
+    from rlrecipes.recipes import load_all
+
+    out = rlrecipes("recipes")
+    assert out.returncode == 0
+    for name, cls in load_all().items():
+        assert name in out.stdout and cls.status in out.stdout
+
+
+def test_config_show_prints_the_resolved_config():
+    out = rlrecipes("config", "show", "trainer.max_steps=7", "recipe.beta=0.01")
+    assert out.returncode == 0
+    assert "max_steps: 7" in out.stdout and "beta: 0.01" in out.stdout and "${" not in out.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("config", "show", "trainer.lerning_rate=1"), "unknown key 'trainer.lerning_rate'; valid keys here:"),
+    (("train", "recipe=dapoo"), "unknown recipe 'dapoo'; valid: "),
+    (("train", "-m", "seed=1,2", "data=nope"), "unknown data 'nope'; valid: arithmetic, countdown"),
+])
+def test_mistakes_are_one_line_errors(args, needle):
+    out = rlrecipes(*args)
+    text = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2
+    assert needle in text and "Traceback" not in text
+    assert len(text.splitlines()) == 1, text
+
+
+@pytest.mark.slow
+def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
+    run = tmp_path / "run"
+    out = rlrecipes("train", *TINY, f"run_dir={run}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for name in ("config.yaml", "metrics.jsonl", "summary.json", "versions.json", "model/model.safetensors"):
+        assert (run / name).is_file(), name
+    summary = json.loads((run / "summary.json").read_text())
+    assert 0.0 <= summary["accuracy_before"] <= 1.0 and 0.0 <= summary["accuracy_after"] <= 1.0
+    assert summary["wall_seconds"] > 0 and summary["steps"] == 2
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("reward_mean", "reward_std", "accuracy", "entropy", "clip_ratio_low", "clip_ratio_high",
+                "completion_length_mean", "step_time", "tokens_per_second"):
+        assert key in rows[0], key
+    versions = json.loads((run / "versions.json").read_text())
+    assert versions["trl"] and versions["torch"] and "git_commit" in versions
+    # the same run_dir again is refused: runs are never overwritten
+    again = rlrecipes("train", *TINY, f"run_dir={run}", cwd=tmp_path)
+    assert again.returncode == 2 and "already holds a run" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
+    out = rlrecipes("train", "-m", *TINY, "trainer.max_steps=1", "seed=0,1", "trainer.learning_rate=1e-4,2e-4",
+                    f"output_root={tmp_path}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    summaries = sorted(tmp_path.glob("multirun/*/*/summary.json"))
+    assert len(summaries) == 4
+    configs = [(json.loads(p.read_text())["seed"]) for p in summaries]
+    assert sorted(configs) == [0, 0, 1, 1]
+
+
+@pytest.mark.slow
+def test_train_from_a_local_model_folder_and_a_jsonl_file(toy_model_dir, tmp_path):
+    """Any folder works as model.name_or_path; a jsonl with a field mapping works as data."""
+    rows = [{"question": f"{a}+{b}", "gold": str(a + b)} for a, b in [(1, 2), (3, 4), (10, 5), (7, 7)]]
+    rows.append({"question": "2+2", "gold": ""})  # no usable answer: reported, not trained on
+    data = tmp_path / "sums.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    run = tmp_path / "run"
+    out = rlrecipes("train", *TINY, f"model.name_or_path={toy_model_dir}", "data.source=file", f"data.path={data}",
+                    f"data.eval_path={data}", "data.problem_field=question", "data.answer_field=gold",
+                    "trainer.prompts_per_rollout=2", "trainer.micro_batch_size=8", f"run_dir={run}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 rows left out: row 4 (no gold)" in " ".join(out.stdout.split())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["num_train_problems"] == 4 and summary["model"] == str(toy_model_dir)

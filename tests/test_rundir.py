@@ -1,0 +1,37 @@
+import json
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlrecipes.rundir import RunDirError, create_run_dir, write_manifest
+
+
+def test_default_run_dirs_are_timestamped_and_never_reused(tmp_path):
+    a = create_run_dir(None, str(tmp_path), "grpo-arithmetic")
+    b = create_run_dir(None, str(tmp_path), "grpo-arithmetic")
+    assert a != b and a.parent == tmp_path and b.name.startswith(a.name)
+    assert a.name.endswith("grpo-arithmetic")
+
+
+def test_explicit_run_dir_that_holds_a_run_is_refused(tmp_path):
+    run = create_run_dir(str(tmp_path / "r"), "unused", "x")
+    write_manifest(run, OmegaConf.create({"seed": 1}))
+    with pytest.raises(RunDirError, match="already holds a run"):
+        create_run_dir(str(tmp_path / "r"), "unused", "x")
+
+
+def test_multirun_jobs_get_their_own_folders(tmp_path):
+    a = create_run_dir(str(tmp_path / "sweep"), "unused", "x", job_num=0)
+    b = create_run_dir(str(tmp_path / "sweep"), "unused", "x", job_num=1)
+    assert (a.name, b.name) == ("0", "1")
+    c = create_run_dir(None, "unused", "grpo", job_num=3, sweep_dir=str(tmp_path / "m"))
+    assert c == tmp_path / "m" / "3-grpo"
+
+
+def test_manifest_records_config_versions_and_commit(tmp_path):
+    write_manifest(tmp_path, OmegaConf.create({"seed": 5, "trainer": {"lr": 1e-6}}))
+    assert OmegaConf.load(tmp_path / "config.yaml").trainer.lr == 1e-6
+    versions = json.loads((tmp_path / "versions.json").read_text())
+    for key in ("torch", "transformers", "trl", "git_commit", "python"):
+        assert key in versions
+    assert versions["trl"].startswith("1.16")
