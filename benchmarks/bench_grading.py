@@ -50,8 +50,10 @@ def _variants(gold: str, rng: random.Random, others: list[str]) -> list[str]:
     right = [gold, a.latex, f"x = {a.latex}" if "=" not in a.latex else a.latex]
     if a.value is not None:
         v = Fraction(a.value)
-        right += [f"\\dfrac{{{v.numerator}}}{{{v.denominator}}}", f"{float(v):.6f}".rstrip("0").rstrip(".")]
-        wrong = [str(v + 1), str(-v - 2), f"\\frac{{{v.numerator + 1}}}{{{v.denominator + 2}}}"]
+        right += [f"\\dfrac{{{v.numerator}}}{{{v.denominator}}}", f"{float(v):.10g}"]
+        wrong = [str(v + 1), str(-v - 2)]
+        if Fraction(v.numerator + 1, v.denominator + 2) != v:
+            wrong.append(f"\\frac{{{v.numerator + 1}}}{{{v.denominator + 2}}}")
     else:
         right += [a.latex.replace("\\frac", "\\dfrac"), "\\left(" + a.latex[1:-1] + "\\right)"
                   if a.latex.startswith("(") and a.latex.endswith(")") else a.latex + " "]

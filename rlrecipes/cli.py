@@ -52,12 +52,14 @@ def _train_job(cfg: Any) -> Optional[float]:
 
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
-    run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{cfg.data.name}",
-                             job_num=hc.job.num if is_multirun else None,
-                             sweep_dir=hc.sweep.dir if is_multirun else None)
-    write_manifest(run_dir, cfg)
-    console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
+    # Hydra would print its own multi-line report for any exception a job raises;
+    # user mistakes leave here as one line and exit status 2 instead.
     try:
+        run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{cfg.data.name}",
+                                 job_num=hc.job.num if is_multirun else None,
+                                 sweep_dir=hc.sweep.dir if is_multirun else None)
+        write_manifest(run_dir, cfg)
+        console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
     except UserError as exc:
         _fail(str(exc))

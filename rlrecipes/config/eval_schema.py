@@ -8,7 +8,7 @@ the training schema: `data` only matters for the synthetic benchmarks (`arithmet
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
 from rlrecipes.config.schema import DataConfig, ModelConfig
@@ -22,6 +22,30 @@ class BenchmarkConfig:
     # Answer extraction: boxed | answer_line | gsm8k | auto. null = the protocol's, else
     # each benchmark's own (auto for the maths sets, gsm8k for GSM8K).
     answer_style: Optional[str] = None
+
+
+@dataclass
+class SamplingOverride:
+    """Per-benchmark sampling settings inside one protocol (null = the protocol's)."""
+
+    num_samples: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    top_k: Optional[int] = None
+    max_new_tokens: Optional[int] = None
+
+
+def _per_benchmark_schema() -> type:
+    """One ``SamplingOverride`` field per registered benchmark: overrides such as
+    ``protocol.per_benchmark.aime24.num_samples=8`` work, and a misspelt benchmark name
+    fails with the valid ones (a free-form dict would accept anything, or nothing)."""
+    from rlrecipes.eval.benchmarks import BENCHMARKS
+
+    return make_dataclass("PerBenchmark", [
+        (name, SamplingOverride, field(default_factory=SamplingOverride)) for name in sorted(BENCHMARKS)])
+
+
+PerBenchmark = _per_benchmark_schema()
 
 
 @dataclass
@@ -44,6 +68,8 @@ class ProtocolConfig:
     stop: List[str] = field(default_factory=list)  # extra stop strings (EOS always stops)
     # k values for pass@k / maj@k; empty = 1, 2, 4, ... up to num_samples, and num_samples
     ks: List[int] = field(default_factory=list)
+    # e.g. one-shot RLVR: greedy MATH500, but {aime24: {num_samples: 8, temperature: 0.6}}
+    per_benchmark: PerBenchmark = field(default_factory=PerBenchmark)  # type: ignore[valid-type]
 
 
 @dataclass

@@ -47,9 +47,8 @@ def answer_verifier(style: str) -> Callable[[str, Any], bool]:
     """Verifier for math datasets: extract the final answer in `style`, then grade it."""
 
     def verify(completion: str, gold: Any) -> bool:
-        from rlrecipes.grading import extract_answer, grade
+        from rlrecipes.grading import grade
 
-        predicted = extract_answer(completion, style=style)
-        return predicted is not None and grade(predicted, str(gold))
+        return grade(completion, str(gold), style=style)
 
     return verify

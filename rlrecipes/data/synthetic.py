@@ -15,21 +15,13 @@ recipe's reward, including DAPO's, reads them the same way.
 from __future__ import annotations
 
 from rlrecipes.errors import UserError
+from rlrecipes.grading.extract import answer_line
 
 import itertools
 import random
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
-
-_ANSWER_LINE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
-
-
-def answer_line(text: str) -> str | None:
-    """The text after the last "Answer:" in the last 300 characters (DAPO's rule)."""
-    matches = _ANSWER_LINE.findall(text[-300:])
-    return matches[-1].strip() if matches else None
-
 
 @dataclass
 class SyntheticTask:

@@ -180,17 +180,18 @@ class DynamicSampler:
             need = target - int(found[rank])
             mine = mixed[rank].nonzero().flatten()[:max(need, 0)]
             if len(mine):
-                kept.append(select_groups(batch, mine.to(batch["advantages"].device), g))
+                kept.append(select_groups(batch, mine, g))
             found += mixed.sum(dim=1)
             if int(found.min()) >= target:
                 break
         else:
+            where = " per process" if procs > 1 else ""
             raise UserError(
                 f"dynamic sampling found only {int(found.min())} of the {target} prompt groups with mixed "
-                f"'{s.filter_reward}' rewards it needs (per process) after {s.max_rounds} generation rounds "
+                f"'{s.filter_reward}' rewards it needs{where} after {s.max_rounds} generation rounds "
                 f"({generated} groups generated; groups with one reward for all completions: "
-                f"{_describe(uniform)}); raise recipe.max_generation_rounds, lower trainer.prompts_per_rollout, "
-                "or use data the model solves sometimes but not always")
+                f"{_describe(uniform)}); raise recipe.max_generation_rounds (now {s.max_rounds}), lower "
+                "trainer.prompts_per_rollout, or use data the model solves sometimes but not always")
 
         out = merge_batches(kept, t._tokenizer.pad_token_id)
         loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]

@@ -60,10 +60,13 @@ def plan_benchmark(cfg: Any, name: str) -> Plan:
         raise UserError(f"answer style {style!r}; valid: {', '.join(STYLES)}")
     if template not in TEMPLATES:
         raise UserError(f"protocol.template={template!r}; valid: {', '.join(TEMPLATES)}")
-    if p.num_samples < 1:
-        raise UserError(f"protocol.num_samples={p.num_samples}; must be at least 1")
-    sampling = Sampling(n=p.num_samples, temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
-                        max_new_tokens=p.max_new_tokens or spec.max_new_tokens, stop=tuple(p.stop))
+    over = {k: v for k, v in p.per_benchmark[name].items() if v is not None}
+    knobs = {k: over.get(k, p[k]) for k in ("num_samples", "temperature", "top_p", "top_k", "max_new_tokens")}
+    if knobs["num_samples"] < 1:
+        raise UserError(f"protocol.num_samples={knobs['num_samples']} for {name}; must be at least 1")
+    sampling = Sampling(n=knobs["num_samples"], temperature=knobs["temperature"], top_p=knobs["top_p"],
+                        top_k=knobs["top_k"], max_new_tokens=knobs["max_new_tokens"] or spec.max_new_tokens,
+                        stop=tuple(p.stop))
     return Plan(name, items, template, system, style, sampling, list(p.ks))
 
 

@@ -22,6 +22,7 @@ to a ``GradingPool`` worker process, which also hard-kills anything the alarm mi
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from fractions import Fraction
 from functools import lru_cache
@@ -40,7 +41,7 @@ _BARE_ANSWER_MAX_CHARS = 80
 def _numbers_equal(a: Fraction, b: Fraction, approximate: bool) -> bool:
     if a == b:
         return True
-    return approximate and abs(a - b) <= _REL_TOL * max(1, abs(b))
+    return approximate and abs(a - b) <= _REL_TOL * max(abs(a), abs(b))  # math.isclose, no abs_tol
 
 
 def _numeric_equal(pred: Answer, gold: Answer) -> bool:
@@ -94,6 +95,21 @@ def symbolic_equal(pred_latex: str, gold_latex: str, timeout_s: int = DEFAULT_TI
         return False
 
 
+# A bracketed pair/tuple/interval gold, and a prediction that is one (maybe after "x \in").
+_BRACKETED_RE = re.compile(r"^[\(\[].*,.*[\)\]]$")
+_BRACKET_START_RE = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?\\in)?[\(\[]")
+
+
+def _shape_mismatch(p: Answer, g: Answer) -> bool:
+    """A tuple/interval gold against something that is not bracketed as a whole.
+
+    math-verify reads "2(a, b)" and "(a, b)+1" as the set {a, b} and then equals the
+    interval (a, b); require the prediction to open and close with a bracket too.
+    """
+    return bool(_BRACKETED_RE.match(g.key)) and not (
+        _BRACKET_START_RE.match(p.key) and p.key[-1] in ")]")
+
+
 def fast_verdict(pred: str, gold: str) -> bool | None:
     """The verdict when no symbolic work is needed, else None."""
     p, g = parse_answer(pred), parse_answer(gold)
@@ -101,6 +117,8 @@ def fast_verdict(pred: str, gold: str) -> bool | None:
         return False
     if p.key == g.key:
         return True
+    if _shape_mismatch(p, g):
+        return False
     if p.value is not None and g.value is not None:
         return _numeric_equal(p, g)
     if p.is_text or g.is_text:

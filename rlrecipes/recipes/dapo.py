@@ -30,6 +30,7 @@ Where TRL and verl differ (what this recipe cannot match exactly):
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -40,7 +41,9 @@ from rlrecipes.rewards import RewardContext, RewardFn, build_reward
 class DAPOConfig(RecipeConfig):
     name: str = "dapo"
     soft_overlong_punishment: bool = True
-    overlong_buffer_length: int = 4096  # L_cache: the penalty ramps over the last this-many tokens
+    # L_cache: the penalty ramps over the last this-many tokens of the budget (paper: 4096 of
+    # 20480; conf/recipe/dapo.yaml sets the quick-start's, whose budget leaves no room)
+    overlong_buffer_length: int = 4096
     overlong_penalty_factor: float = 1.0  # verl overlong_buffer.penalty_factor
     verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
 
@@ -51,8 +54,10 @@ class DAPO(Recipe):
     paper = "DAPO (Yu et al., 2025, arXiv 2503.14476)"
     idea = "GRPO + clip-higher, token-level loss, soft overlong penalty, dynamic sampling; no KL"
     config_cls = DAPOConfig
-    progress_keys = ("dynamic_sampling/rounds", "dynamic_sampling/filtered_fraction", "clip_ratio_high",
-                     "truncated_fraction")
+    # the paper's diagnostics (Figs. 2-7): refill cost, clipping on each side, length, entropy
+    progress_keys = ("dynamic_sampling/rounds", "dynamic_sampling/prompts_generated",
+                     "dynamic_sampling/prompts_kept", "dynamic_sampling/filtered_fraction", "clip_ratio_low",
+                     "clip_ratio_high", "truncated_fraction", "completion_length_mean", "entropy")
 
     def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
         rewards = super().reward_functions(ctx)

@@ -139,7 +139,7 @@ def test_raises_at_the_cap_and_says_what_to_change():
     message = str(err.value)
     assert "found only 1 of the 2 prompt groups" in message and "after 2 generation rounds" in message
     assert "4 groups generated" in message and "2 at -1, 1 at 1" in message
-    assert "raise recipe.max_generation_rounds" in message and "lower trainer.prompts_per_rollout" in message
+    assert "raise recipe.max_generation_rounds (now 2)" in message and "lower trainer.prompts_per_rollout" in message
 
 
 def test_two_processes_stop_together_and_keep_whole_local_groups():
@@ -207,3 +207,21 @@ def test_settings_and_setup_errors():
     odd.args.per_device_train_batch_size = 3
     with pytest.raises(UserError, match="multiple of trainer.num_generations=2"):
         DynamicSampler(odd, DynamicSamplingSettings("acc"))
+
+
+@pytest.mark.slow
+def test_any_recipe_can_switch_it_on(tmp_path):
+    """Plain GRPO with dynamic sampling on, filtering on the accuracy reward every run logs
+    (one-digit sums, which the tiny model gets right only sometimes)."""
+    import json
+
+    from rlrecipes.engine.run import train
+    from tests.conftest import compose
+
+    cfg = compose("recipe=grpo", "recipe.dynamic_sampling=true", "data.synthetic.num_train=80",
+                  "data.synthetic.num_eval=20", "data.synthetic.operand_max=[9,9]", "model.toy.sft_dev_size=20",
+                  "trainer.num_generations=8", "trainer.eval_before=false", "trainer.eval_after=false")
+    train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["dynamic_sampling/prompts_kept"] for r in rows] == [4, 4]
+    assert all(r["dynamic_sampling/prompts_generated"] >= 4 for r in rows)

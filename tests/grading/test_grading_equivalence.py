@@ -14,7 +14,8 @@ CASES = {
         ("\\frac{1}{2}", "0.5", True), ("\\dfrac{1}{2}", "\\frac12", True), ("1/2", "\\tfrac{1}{2}", True),
         ("\\frac{2}{4}", "\\frac{1}{2}", True), ("0.3333", "\\frac{1}{3}", True),
         ("0.33", "\\frac{1}{3}", False), ("\\frac{1}{3}", "\\frac{1}{4}", False), (".5", "0.5", True),
-        ("\\frac{-3}{4}", "-0.75", True),
+        ("\\frac{-3}{4}", "-0.75", True), ("0.0000704", ".0000672", False),  # relative, not absolute
+        ("0.00006720001", ".0000672", True), ("1234.5", "1234.6", True), ("1234", "1235", False),
     ],
     "radicals / symbolic": [
         ("\\sqrt{8}", "2\\sqrt{2}", True), ("2\\sqrt{3}", "2\\sqrt{2}", False),
@@ -27,6 +28,9 @@ CASES = {
         ("\\{2, 1\\}", "\\{1,2\\}", True), ("\\{1, 3\\}", "\\{1,2\\}", False),
         ("(3, \\pi/2)", "\\left( 3, \\frac{\\pi}{2} \\right)", True),
         ("(\\frac{\\pi}{2}, 3)", "\\left( 3, \\frac{\\pi}{2} \\right)", False),
+        ("x \\in [2, 5)", "[2,5)", True),
+        ("2(-\\frac{1}{2}, \\frac{7}{2})", "(-\\frac{1}{2}, \\frac{7}{2})", False),  # math-verify: a set
+        ("(-\\frac{1}{2}, \\frac{7}{2})+1", "(-\\frac{1}{2}, \\frac{7}{2})", False),
         ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", True),
         ("\\begin{pmatrix}1\\\\3\\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", False),
     ],

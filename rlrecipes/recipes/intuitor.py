@@ -1,0 +1,78 @@
+"""INTUITOR / RLIF (Zhao, Kang, Feng, Levine, Song, 2025, arXiv 2505.19590), recipes.md §3.
+
+GRPO whose only reward is the policy's own confidence: the self-certainty of each
+response, the mean over its tokens of KL(Uniform || p(. | prompt, previous tokens)),
+computed from full-vocabulary logits (`rlrecipes.rewards.self_certainty`), then
+group-normalised into advantages:
+
+    A_i = (SC_i - mean_group SC) / (std_group SC + 1e-4)   [+ the advantage of any reward
+                                                            with a non-zero weight]
+
+The accuracy reward stays at weight 0 (the paper's config), so correctness is only
+logged. `recipe.scorer=online` scores with the current policy (the paper; with one
+PPO epoch per rollout it is the policy that sampled the batch); `offline` with a
+frozen copy of the initial model, the ablation the paper shows being reward-hacked.
+
+Where this differs from the paper's TRL fork, on purpose (recipes.md §3(e)): the
+fork took the logits without the one-position shift and without dividing by the
+sampling temperature; here self-certainty uses exactly the distributions TRL's
+log-probs use (shifted, divided by trainer.temperature), as the verl variant does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.errors import UserError
+from rlrecipes.recipes import register_recipe
+from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards import RewardContext
+
+
+@dataclass
+class IntuitorConfig(RecipeConfig):
+    name: str = "intuitor"
+    scorer: str = "online"  # online: the current policy | offline: frozen initial model (hacked ablation)
+    # Memory knobs of the self-certainty pass (results do not depend on them): completions
+    # per forward pass, and completion positions per LM-head chunk ([chunk, vocab] floats).
+    score_batch_size: int = 8
+    score_chunk_tokens: int = 1024
+
+
+def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int,
+                         chunk_tokens: int) -> Any:
+    """Self-certainty of each completion of TRL's scored batch (see rewards/self_certainty.py)."""
+    from rlrecipes.rewards.self_certainty import policy_self_certainty
+
+    mask = batch["completion_mask"]
+    if "tool_mask" in batch:
+        mask = mask * batch["tool_mask"]
+    return policy_self_certainty(model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
+                                 mask, temperature=trainer.temperature, batch_size=batch_size,
+                                 chunk_tokens=chunk_tokens)
+
+
+@register_recipe
+class Intuitor(Recipe):
+    name = "intuitor"
+    paper = "INTUITOR / RLIF (Zhao et al., 2025, arXiv 2505.19590)"
+    idea = "No external reward: the policy's self-certainty (KL from uniform) is the reward"
+    config_cls = IntuitorConfig
+    progress_keys = ("self_certainty/mean",)
+
+    def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.policy_score import SCORERS, PolicyScoreAdvantage
+
+        if self.cfg.scorer not in SCORERS:
+            raise UserError(f"recipe.scorer={self.cfg.scorer!r}; valid: {', '.join(SCORERS)}")
+        if self.cfg.score_batch_size < 1 or self.cfg.score_chunk_tokens < 1:
+            raise UserError("recipe.score_batch_size and recipe.score_chunk_tokens must be positive")
+        size, chunk = int(self.cfg.score_batch_size), int(self.cfg.score_chunk_tokens)
+
+        def score(model: Any, batch: dict[str, Any], trainer: Any) -> Any:
+            return batch_self_certainty(model, batch, trainer, size, chunk)
+
+        return [PolicyScoreAdvantage(score, "self_certainty", scorer=self.cfg.scorer)]

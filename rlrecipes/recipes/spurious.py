@@ -1,0 +1,108 @@
+"""Spurious Rewards: "Rethinking Training Signals in RLVR" (Shao et al., 2025, arXiv 2506.10947), recipes.md §5.
+
+Plain GRPO where only the reward changes, chosen with `reward=` (conf/reward/, which
+sets `recipe.rewards`, so the same rewards also combine with any other recipe's loss):
+
+    ground_truth  1 if the answer matches the gold label (the `accuracy` reward)
+    majority      the same check against the majority answer of 64 samples of the model
+                  before RL (`majority_label`; precomputed, stored with the data)
+    incorrect     the same check against a wrong answer the model wrote (`incorrect_label`);
+                  by default, as in the paper, only problems whose majority answer is
+                  wrong are trained on, and that wrong majority is the label
+    format        1 for a non-empty \\boxed{} answer, right or wrong
+    random        Bernoulli(recipe.gamma) per response, seeded (rerunnable)
+
+The paper attributes the random-reward gains to the clipped objective: `recipe.clip=false`
+removes the clipping (TRL's epsilon and epsilon_high become infinite, so
+clip(ratio, 1 - eps, 1 + eps) = ratio and the surrogate is ratio * A), making the finding
+a sweep: `rlrecipes train -m recipe=spurious reward=random recipe.clip=true,false`.
+Labels for `majority` / `incorrect`: `python -m rlrecipes.rewards.spurious labels.jsonl
+[same model/data overrides]`, then `recipe.labels=labels.jsonl`; this recipe attaches
+each problem's label to its training row (the `label` column the reward reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.errors import UserError
+from rlrecipes.recipes import register_recipe
+from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards import RewardContext
+
+LABELLED = {"majority_label": "majority", "incorrect_label": "incorrect"}  # reward -> its label column
+LABEL_BUILD = "python -m rlrecipes.rewards.spurious labels.jsonl <the run's model/data overrides>"
+
+
+@dataclass
+class SpuriousConfig(RecipeConfig):
+    name: str = "spurious"
+    gamma: float = 0.5  # P(reward = 1) of the random reward
+    labels: Optional[str] = None  # labels file for reward=majority|incorrect (built from the base model)
+    # reward=incorrect: train only on problems whose majority label is wrong (paper);
+    # false: every problem where the model wrote a wrong answer, labelled with the commonest one
+    incorrect_majority_only: bool = True
+    clip: bool = True  # false: no PPO clipping at all (the paper's clipping ablation)
+
+
+def attach_labels(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], reward: str,
+                  majority_only: bool) -> list[dict[str, Any]]:
+    """The training rows that have a label for `reward`, each with its `label` column."""
+    out = []
+    for row in rows:
+        entry = labels.get(str(row["id"]))
+        if entry is None:
+            continue
+        if reward == "majority":
+            label = entry["majority"]
+        elif majority_only:
+            label = entry["majority"] if not entry["majority_correct"] else None
+        else:
+            label = entry["incorrect"]
+        if label is not None:
+            out.append({**row, "label": label})
+    return out
+
+
+@register_recipe
+class Spurious(Recipe):
+    name = "spurious"
+    paper = "Spurious Rewards (Shao et al., 2025, arXiv 2506.10947)"
+    idea = "GRPO with weak or spurious rewards (majority, incorrect, format, random) vs ground truth"
+    config_cls = SpuriousConfig
+    progress_keys = ("accuracy", "clip_ratio_region")
+
+    def _labelled(self) -> str | None:
+        """Which stored label the configured rewards read ("majority" / "incorrect"), if any."""
+        kinds = {LABELLED[spec.name] for spec in self.cfg.rewards if spec.name in LABELLED}
+        if len(kinds) > 1:
+            raise UserError("recipe.rewards mixes majority_label and incorrect_label; a problem has one label")
+        if kinds and not self.cfg.labels:
+            raise UserError(f"reward={next(iter(kinds))} needs recipe.labels=FILE.jsonl; build it with: {LABEL_BUILD}")
+        return next(iter(kinds), None)
+
+    def reward_functions(self, ctx: RewardContext) -> list:
+        if not self.cfg.rewards:
+            raise UserError("recipe=spurious needs a reward: reward=ground_truth|majority|format|incorrect|random")
+        self._labelled()
+        return super().reward_functions(ctx)
+
+    def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kind = self._labelled()
+        if kind is None:
+            return rows
+        from rlrecipes.rewards.spurious import load_labels
+
+        kept = attach_labels(rows, load_labels(self.cfg.labels), kind, self.cfg.incorrect_majority_only)
+        if not kept:
+            raise UserError(f"recipe.labels={self.cfg.labels} gives a {kind} label to none of the "
+                            f"{len(rows)} training problems (were the labels built from this data?)")
+        print(f"spurious: {len(kept)} of {len(rows)} training problems have a {kind} label")
+        return kept
+
+    def grpo_overrides(self) -> dict[str, Any]:
+        if self.cfg.clip:
+            return {}
+        return {"epsilon": float("inf"), "epsilon_high": float("inf")}

@@ -1,0 +1,168 @@
+"""DAPO: configs (quick-start, ablation switches, paper preset), the clipped token-level
+loss TRL computes for it (values by hand), and a tiny run where dynamic sampling refills."""
+
+import json
+import math
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rlrecipes.rewards import RewardContext
+from tests.conftest import compose
+
+
+def test_quick_start_config_is_the_released_recipe():
+    r = compose("recipe=dapo").recipe
+    assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high) == ("dapo", 0.0, 0.2, 0.28)
+    assert r.mask_truncated_completions is False  # overlong filtering: off, as in the verl recipe
+    assert (r.soft_overlong_punishment, r.dynamic_sampling, r.max_generation_rounds) == (True, True, 10)
+    assert r.dynamic_sampling_filter == "dapo_answer" and [x.name for x in r.rewards] == ["dapo_answer"]
+
+
+def test_every_rung_of_the_ablation_ladder_is_one_override():
+    naive = compose("recipe=dapo", "recipe.loss_type=grpo", "recipe.epsilon_high=0.2",
+                    "recipe.soft_overlong_punishment=false", "recipe.dynamic_sampling=false",
+                    "recipe.mask_truncated_completions=true").recipe
+    assert (naive.loss_type, naive.epsilon_high, naive.dynamic_sampling) == ("grpo", 0.2, False)
+
+
+def test_paper_preset_has_the_spec_numbers():
+    from rlrecipes.config import compose_config
+
+    cfg = compose_config("train", ["recipe=dapo", "experiment=dapo_paper"])  # no tiny overrides
+    r, t = cfg.recipe, cfg.trainer
+    assert (cfg.model.name_or_path, cfg.model.dtype) == ("Qwen/Qwen2.5-32B", "bfloat16")
+    assert (cfg.data.path, cfg.data.dedup) == ("BytedTsinghua-SIA/DAPO-Math-17k", True)
+    assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout) == (512, 16, 16)
+    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_steps) == (1e-6, "constant_with_warmup", 160)
+    assert (t.weight_decay, t.max_grad_norm, t.temperature, t.top_p) == (0.1, 1.0, 1.0, 1.0)
+    assert (t.max_completion_length, r.overlong_buffer_length, r.overlong_penalty_factor) == (20480, 4096, 1.0)
+    assert (r.prompts_per_generation_round, r.max_generation_rounds) == (1536, 10)
+    assert (r.epsilon, r.epsilon_high, r.beta, r.loss_type) == (0.2, 0.28, 0.0, "dapo")
+    assert (cfg.rollout.backend, cfg.rollout.importance_sampling_correction) == ("vllm", False)
+    assert cfg.experiment == "dapo_paper"
+
+
+def test_dapo_math_rows_load_deduplicated_with_their_instruction(shared_data):
+    """The DAPO AIME parquet has DAPO-Math-17k's row format (verl records, 30 problems x 32):
+    the data config reads it as it would read the hub copy."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.data.templates import DAPO_INSTRUCTION
+
+    path = shared_data / "aime24" / "DAPO" / "aime-2024.parquet"
+    cfg = compose("data=dapo_math_17k", "data.source=file", f"data.path={path}")
+    problems = load_problem_set(cfg.data)
+    assert len(problems.train) == 30 and "930 duplicates removed" in problems.report
+    first = problems.train[0]
+    assert first["problem"].startswith(DAPO_INSTRUCTION.split("{problem}")[0]) and first["answer"] == "540"
+    assert first["problem"].endswith('Remember to put your answer on its own line after "Answer:".')
+
+
+def test_soft_overlong_switch_adds_the_penalty_reward_with_its_factor():
+    from rlrecipes.recipes import get_recipe
+
+    recipe_cfg = compose("recipe=dapo", "recipe.overlong_penalty_factor=0.5").recipe
+    ctx = RewardContext(verify=lambda c, g: False, max_completion_length=12, params=recipe_cfg)
+    rewards = get_recipe("dapo")(recipe_cfg).reward_functions(ctx)
+    assert [(fn.__name__, w) for fn, w in rewards] == [("dapo_answer", 1.0), ("overlong", 0.5)]
+    recipe_cfg.soft_overlong_punishment = False
+    assert [fn.__name__ for fn, _ in get_recipe("dapo")(recipe_cfg).reward_functions(ctx)] == ["dapo_answer"]
+
+
+# ------------------------------------------------------------------ the loss, by hand
+# Two completions, old log-probs 0, so the ratio r of each token is exp(new log-prob).
+# Completion 0 has advantage +1 and ratios 1.10, 1.27, 1.29; completion 1 has advantage
+# -1 and ratios 0.70, 1.30 (its third token is padding). Per token, -min(r A, clip(r) A):
+#   eps_high 0.28 (clip to [0.8, 1.28]): -1.10, -1.27, -1.28 | +0.80, +1.30
+#     only 1.29 is clipped on the positive side; 0.70 is clipped to 0.8 on the negative side
+#   eps_high 0.20 (clip to [0.8, 1.20]): -1.10, -1.20, -1.20 | +0.80, +1.30
+# Token-level ("dapo"): sum / 5 tokens -> -1.55 / 5 = -0.31 (0.28) and -1.40 / 5 = -0.28 (0.20).
+# Sequence-level ("grpo"): mean(-3.65/3, 2.10/2) = mean(-1.216667, 1.05) = -0.083333.
+RATIOS = [[1.10, 1.27, 1.29], [0.70, 1.30, 1.0]]
+
+
+def trl_loss(loss_type, epsilon_high):
+    """TRL 1.16's GRPOTrainer._compute_loss on the batch above (no model: the per-token
+    log-probs are handed in), returning the loss, d loss / d log-prob and its metrics."""
+    from trl import GRPOTrainer
+
+    logps = torch.tensor(RATIOS).log().requires_grad_()
+    fake = SimpleNamespace(
+        loss_type=loss_type, epsilon_low=0.2, epsilon_high=epsilon_high, beta=0.0, top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None, importance_sampling_level="token", use_vllm=False,
+        vllm_importance_sampling_correction=False, _entropy_bonus_enabled=False, aux_loss_enabled=False,
+        current_gradient_accumulation_steps=1, max_completion_length=3, model=SimpleNamespace(training=True),
+        args=SimpleNamespace(delta=None, steps_per_generation=1),
+        accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
+        _metrics=defaultdict(lambda: defaultdict(list)),
+        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(2, 3), None),
+    )
+    inputs = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "prompt_mask": torch.ones(2, 1, dtype=torch.long),
+              "completion_ids": torch.ones(2, 3, dtype=torch.long),
+              "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
+              "advantages": torch.tensor([1.0, -1.0]), "num_items_in_batch": torch.tensor(5.0),
+              "old_per_token_logps": torch.zeros(2, 3)}
+    loss = GRPOTrainer._compute_loss(fake, None, inputs)
+    loss.backward()
+    return loss.item(), logps.grad, fake._metrics["train"]
+
+
+def test_clip_higher_token_level_loss_by_hand():
+    loss, grad, metrics = trl_loss("dapo", 0.28)
+    assert loss == pytest.approx(-1.55 / 5, abs=1e-6)
+    # d/dlogp of -r is -r (r = exp(logp)); clipped tokens and padding get no gradient
+    expected = [-1.10 / 5, -1.27 / 5, 0.0, 0.0, 1.30 / 5, 0.0]
+    assert grad.flatten().tolist() == pytest.approx(expected, abs=1e-6)
+    # one of 5 tokens clipped high (1.29, A>0), one clipped low (0.70, A<0)
+    assert metrics["clip_ratio/high_mean"] == [pytest.approx(0.2)]
+    assert metrics["clip_ratio/low_mean"] == [pytest.approx(0.2)]
+
+
+def test_asymmetric_clip_only_changes_tokens_past_the_upper_bound():
+    assert trl_loss("dapo", 0.20)[0] == pytest.approx(-1.40 / 5, abs=1e-6)
+    # the gap is the two positive tokens with r in (1.20, 1.29]: (1.27-1.20) + (1.28-1.20)
+    assert trl_loss("dapo", 0.20)[0] - trl_loss("dapo", 0.28)[0] == pytest.approx(0.15 / 5, abs=1e-6)
+
+
+def test_token_level_differs_from_sequence_mean():
+    assert trl_loss("grpo", 0.28)[0] == pytest.approx((-3.65 / 3 + 2.10 / 2) / 2, abs=1e-6)
+
+
+def test_recipe_maps_onto_trl(tmp_path):
+    from rlrecipes.engine.grpo_args import build_grpo_config
+
+    args = build_grpo_config(compose("recipe=dapo"), tmp_path, {}, [1.0, 1.0, 0.0])
+    assert (args.loss_type, args.epsilon, args.epsilon_high, args.beta) == ("dapo", 0.2, 0.28, 0.0)
+    assert args.mask_truncated_completions is False
+
+
+# ------------------------------------------------------------------- end to end
+# The shared tiny model is a random-number generator on two-digit sums; on one-digit sums
+# (100 problems) the same tiny model warm-started on them is right about 1 time in 8: groups are
+# often all wrong, sometimes mixed, so dynamic sampling must refill.
+EASY = ["data.synthetic.num_train=80", "data.synthetic.num_eval=20", "data.synthetic.operand_max=[9,9]",
+        "model.toy.sft_dev_size=20", "trainer.num_generations=8"]
+
+
+@pytest.mark.slow
+def test_tiny_dapo_run_refills_the_batch(tmp_path):
+    from rlrecipes.engine.run import train
+
+    cfg = compose("recipe=dapo", *EASY, "trainer.max_steps=3", "trainer.eval_before=false",
+                  "trainer.max_completion_length=16", "recipe.overlong_buffer_length=4")
+    summary = train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "dynamic_sampling/rounds" in r]
+    assert len(steps) == 3 and summary["steps"] == 3
+    for r in steps:
+        assert r["dynamic_sampling/prompts_kept"] == 4
+        assert r["dynamic_sampling/prompts_generated"] == 4 * r["dynamic_sampling/rounds"]
+        filtered = 1 - (4 + r["dynamic_sampling/surplus_discarded"]) / r["dynamic_sampling/prompts_generated"]
+        assert r["dynamic_sampling/filtered_fraction"] == pytest.approx(filtered)
+        for key in ("clip_ratio_low", "clip_ratio_high", "truncated_fraction", "completion_length_mean",
+                    "entropy", "rewards/overlong/mean", "overlong/penalized_fraction"):
+            assert key in r and not math.isnan(r[key])
+    # the refill is visible: some step needed more than one generation round
+    assert max(r["dynamic_sampling/rounds"] for r in steps) > 1
