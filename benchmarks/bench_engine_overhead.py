@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
+    import torch
+
     from rlrecipes.config import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
@@ -33,7 +35,8 @@ def main() -> None:
         problems_file.write_text(json.dumps(problems.train))
         for rep in range(2):
             out = subprocess.run([sys.executable, str(HERE / "plain_trl_grpo.py"), model_dir, str(problems_file),
-                                  str(STEPS), f"{tmp}/plain{rep}"], capture_output=True, text=True, check=True)
+                                  str(STEPS), f"{tmp}/plain{rep}",
+                                  str(cfg.trainer.cpu_threads or torch.get_num_threads())], capture_output=True, text=True, check=True)
             plain += json.loads(out.stdout.strip().splitlines()[-1])["step_times"][3:]
             run_dir = Path(tmp) / f"ours{rep}"
             subprocess.run([sys.executable, "-m", "rlrecipes.cli", "train", f"trainer.max_steps={STEPS}",

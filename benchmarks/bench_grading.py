@@ -9,8 +9,15 @@ Prints ONE JSON line (progress goes to stderr):
   all three on the *same* unique (response, gold) items, in the same run;
 - ``ratio_pool_vs_math_verify`` (the issue's target: >= 1.8 on 2 cores) and
   ``ratio_pool_vs_rlrecipes_single`` (the pure multi-process speed-up);
+- ``symbolic_*``: the same pool-vs-single comparison on pairs that only sympy can
+  decide (no fast path), i.e. the pure multi-process speed-up on the expensive part;
 - ``wall_500x16_s``: grading 500 problems x 16 responses with a started pool, and
   ``pool_start_s``, the time to start that pool.
+
+- ``cpu_parallelism_probe``: the speed-up ``--workers`` processes get on pure-Python
+  work on this machine at this moment (2.0 on two idle cores): the ceiling for the
+  symbolic ratio. On a machine shared with other jobs it drops, and ``load_average``
+  records how busy the machine was.
 
 Responses are synthetic: MATH-500 gold answers (from ``--data-dir`` when the file is
 there, else built-in ones) written in equivalent and wrong forms inside CoT-like text,
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -95,6 +103,50 @@ def _rlrecipes_single(items: list[tuple[str, str]]) -> float:
     return time.perf_counter() - start
 
 
+def _burn(n: int) -> float:
+    start, total = time.perf_counter(), 0
+    for i in range(n):
+        total += i * i
+    return time.perf_counter() - start
+
+
+def _cpu_parallelism(workers: int, n: int = 4_000_000) -> float:
+    """How much faster ``workers`` processes finish ``workers`` units of pure-Python work
+    than one process does them in turn: the ceiling for any process pool right now."""
+    import multiprocessing as mp
+
+    single = _burn(n) * workers
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pool.map(_burn, [1000] * workers)  # start the processes first
+        start = time.perf_counter()
+        pool.map(_burn, [n] * workers)
+        parallel = time.perf_counter() - start
+    return single / parallel
+
+
+def _symbolic_single(pairs: list[tuple[str, str]]) -> float:
+    from rlrecipes.grading import is_equivalent
+
+    start = time.perf_counter()
+    for pred, gold in pairs:
+        is_equivalent(pred, gold)
+    return time.perf_counter() - start
+
+
+def _symbolic_pairs(items: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
+    """(answer, gold) pairs that only sympy can decide (no fast path applies)."""
+    from rlrecipes.grading import answer_of, fast_verdict
+
+    pairs = []
+    for response, gold in items:
+        answer = answer_of(response)
+        if answer is not None and fast_verdict(answer, gold) is None and (answer, gold) not in pairs:
+            pairs.append((answer, gold))
+        if len(pairs) >= n:
+            break
+    return pairs
+
+
 def _timed_fresh(fn_name: str, warmup: list, items: list) -> float:
     """Warm up, then time, in a fresh process: no sympy cache carried between contenders."""
     import logging
@@ -103,7 +155,8 @@ def _timed_fresh(fn_name: str, warmup: list, items: list) -> float:
     from rlrecipes.grading.equivalence import WARMUP_PAIRS
 
     fn = globals()[fn_name]
-    fn(warmup + [(f"$\\boxed{{{p}}}$", g) for p, g in WARMUP_PAIRS])
+    fn(list(WARMUP_PAIRS) if fn_name == "_symbolic_single" else
+       warmup + [(f"$\\boxed{{{p}}}$", g) for p, g in WARMUP_PAIRS])
     return fn(items)
 
 
@@ -119,6 +172,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--items", type=int, default=1200, help="unique items for the ratio")
+    parser.add_argument("--symbolic", type=int, default=300, help="sympy-only pairs for the parallel speed-up")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -143,6 +197,17 @@ def main() -> None:
         pool.grade_many([r for r, _ in ratio_items], [g for _, g in ratio_items])
         t_pool = time.perf_counter() - start
 
+    print("[bench] symbolic-only pairs", file=sys.stderr)
+    symbolic = _symbolic_pairs(unique[60:], args.symbolic)
+    t_sym_single = _in_fresh_process("_symbolic_single", [], symbolic)
+    with GradingPool(workers=args.workers) as pool:
+        pool.start()
+        start = time.perf_counter()
+        pool.equivalent_many([p for p, _ in symbolic], [g for _, g in symbolic])
+        t_sym_pool = time.perf_counter() - start
+
+    probe = _cpu_parallelism(args.workers)
+
     print("[bench] 500 x 16", file=sys.stderr)
     start = time.perf_counter()
     pool = GradingPool(workers=args.workers).start()
@@ -163,10 +228,16 @@ def main() -> None:
         "ratio_pool_vs_math_verify": round(t_mv / t_pool, 2),
         "ratio_pool_vs_rlrecipes_single": round(t_own / t_pool, 2),
         "target_ratio": 1.8,
+        "symbolic_items": len(symbolic),
+        "symbolic_single_aps": round(len(symbolic) / t_sym_single, 1),
+        "symbolic_pool_aps": round(len(symbolic) / t_sym_pool, 1),
+        "symbolic_ratio_pool_vs_single": round(t_sym_single / t_sym_pool, 2),
+        "cpu_parallelism_probe": round(probe, 2),
         "wall_500x16_s": round(t_500x16, 2),
         "answers_500x16": len(items_500x16),
         "accuracy_500x16": round(sum(verdicts) / len(verdicts), 3),
         "pool_start_s": round(t_start, 2),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result))
 

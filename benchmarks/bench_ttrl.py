@@ -33,7 +33,8 @@ SETTINGS = [
     "trainer.num_generations=16",  # votes per prompt
     "recipe.n_train=8",  # the first half trains, as 64 -> 32 in the paper
     "trainer.prompts_per_rollout=8",
-    "trainer.max_steps=40",
+    "trainer.max_steps=60",
+    "trainer.learning_rate=5e-5",
     "trainer.progress=false",
 ]
 

@@ -11,11 +11,14 @@ import re
 import sys
 import time
 
+import torch
+
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 model_dir, problems_file, max_steps, out_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+torch.set_num_threads(int(sys.argv[5]))  # the same thread count as the rlrecipes run
 problems = json.loads(open(problems_file).read())
 tok = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
 model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -32,14 +35,18 @@ def accuracy(completions, answer, **_):
 
 
 class StepTimer(TrainerCallback):
+    """Wall time between consecutive step ends: the same span rlrecipes' step_time covers."""
+
     def __init__(self):
         self.times, self.last = [], None
 
-    def on_step_begin(self, args, state, control, **kw):
+    def on_train_begin(self, args, state, control, **kw):
         self.last = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kw):
-        self.times.append(time.perf_counter() - self.last)
+        now = time.perf_counter()
+        self.times.append(now - self.last)
+        self.last = now
 
 
 args = GRPOConfig(

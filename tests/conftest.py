@@ -41,6 +41,16 @@ def compose(*overrides: str):
     return compose_config("train", [*TINY, *overrides])
 
 
+def structured(schema: type, **values):
+    """A typed config node of `schema` with some fields set (for unit tests of one group)."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.structured(schema)
+    for key, value in values.items():
+        node[key] = value
+    return node
+
+
 @pytest.fixture(scope="session")
 def toy_model_dir() -> Path:
     """The TINY toy model folder (built on first use, then read from the cache)."""

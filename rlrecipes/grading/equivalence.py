@@ -34,8 +34,6 @@ DEFAULT_TIMEOUT_S = 3
 # Decimals are equal within a relative 1e-4, as in Qwen2.5-Math's math_equal (the grader
 # behind the one-shot RLVR / TTRL numbers); integers and fractions compare exactly.
 _REL_TOL = Fraction(1, 10**4)
-# A single short line without an answer marker is taken as the answer itself.
-_BARE_ANSWER_MAX_CHARS = 80
 
 
 def _numbers_equal(a: Fraction, b: Fraction, approximate: bool) -> bool:
@@ -154,15 +152,15 @@ def is_equivalent(pred: str | None, gold: str | None, *,
 
 
 def answer_of(prediction: str | None, style: str = "auto") -> str | None:
-    """The answer a response gives: extracted by ``style``, or the text itself when it
-    is a single short line without any answer marker (an already-extracted answer)."""
+    """The answer a response gives: extracted by ``style``, or (style ``auto``) the text
+    itself when it is one line without any answer marker, i.e. an already-extracted
+    answer such as ``\\frac{1}{2}`` (whose "last number" would wrongly be 2)."""
     if prediction is None:
         return None
     text = str(prediction).strip()
     if not text:
         return None
-    if (style == "auto" and "\n" not in text and len(text) <= _BARE_ANSWER_MAX_CHARS
-            and not has_answer_marker(text)):
+    if style == "auto" and "\n" not in text and not has_answer_marker(text):
         return text
     return extract_answer(text, style)
 

@@ -89,11 +89,11 @@ def policy_self_certainty(
         flat_totals = totals.view(-1)
         for c in range(0, positions.numel(), chunk_tokens):
             index = positions[c : c + chunk_tokens]
-            z = head(flat_hidden[index]).float()
+            z = head(flat_hidden[index]).float()  # in-place edits below: one [chunk, V] buffer
             if scale is not None:
-                z = z * scale
+                z.mul_(scale)
             if softcap is not None:
-                z = torch.tanh(z / softcap) * softcap
-            flat_totals[index] = token_self_certainty(z / temperature)
+                z.div_(softcap).tanh_().mul_(softcap)
+            flat_totals[index] = token_self_certainty(z.div_(temperature))
         scores.append(masked_sequence_mean(totals, mask))
     return torch.cat(scores)

@@ -1,18 +1,14 @@
 import random
 
 import pytest
-from omegaconf import OmegaConf
-
 from rlrecipes.config.schema import SyntheticTaskConfig
 from rlrecipes.data.synthetic import answer_line, check_countdown, evaluate, make_task
 from rlrecipes.errors import UserError
+from tests.conftest import structured
 
 
 def task_cfg(**kw):
-    cfg = OmegaConf.structured(SyntheticTaskConfig)
-    for k, v in kw.items():
-        cfg[k] = v
-    return cfg
+    return structured(SyntheticTaskConfig, **kw)
 
 
 def test_arithmetic_splits_are_disjoint_and_sized():

@@ -1,17 +1,12 @@
 import pytest
-from omegaconf import OmegaConf
-
 from rlrecipes.config.schema import TrainerConfig
 from rlrecipes.engine.grpo_args import build_grpo_config, plan_batches
 from rlrecipes.errors import UserError
-from tests.conftest import compose
+from tests.conftest import compose, structured
 
 
 def trainer(**kw):
-    cfg = OmegaConf.structured(TrainerConfig)
-    for k, v in kw.items():
-        cfg[k] = v
-    return cfg
+    return structured(TrainerConfig, **kw)
 
 
 def test_batch_plan_matches_verl_train_and_mini_batches():

@@ -73,6 +73,9 @@ RESPONSES = [  # full responses: the answer is extracted first
     ("... hence \\boxed{\\dfrac{3}{4}}.", "0.75", True),
     ("I am not sure.", "5", False),
     ("The answer is 42.", "42", True),
+    # a long, already-extracted answer is compared whole, not by its last number (2)
+    ("\\frac{x^2 + 2x + 1}{x^2 - 1} + \\frac{x^2 + 4x + 4}{x^2 - 4} - \\frac{2x^2 + 6x + 4}{x^2 + x - 2}",
+     "2", False),
     ("", "5", False),
     (None, "5", False),
 ]

@@ -1,0 +1,129 @@
+"""Self-certainty: the chunked computation vs a naive full-softmax one, per token.
+
+INTUITOR's reward needs the full-vocabulary distribution at every completion token. The
+naive way (what the paper's TRL fork did) takes the model's [batch, time, vocab] logits
+and their log-softmax at once; `rlrecipes.rewards.self_certainty.policy_self_certainty`
+runs the backbone, then the LM head on `chunk` positions at a time, so only
+[chunk, vocab] floats exist. Same model, same tokens, Qwen2.5's 151,936-row vocabulary.
+
+Each variant runs in its own process; memory = peak resident set during the computation
+minus the resident set just before it (ru_maxrss, so a variant that never rises above
+the process's earlier peak would read as 0; the check `above_setup_peak` says whether
+it did). Prints one JSON line with the ratios naive / chunked and the largest
+difference between the two results (they must agree).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+
+VOCAB = 151_936
+BATCH, PROMPT, COMPLETION = 4, 32, 480
+CHUNK = 256
+REPEATS = 3
+
+
+def _model():
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
+    return Qwen3ForCausalLM(config).eval()
+
+
+def _inputs():
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, VOCAB, (BATCH, PROMPT), generator=g)
+    completion = torch.randint(0, VOCAB, (BATCH, COMPLETION), generator=g)
+    prompt_mask = torch.ones_like(prompt)
+    completion_mask = torch.ones_like(completion)
+    completion_mask[0, COMPLETION // 2 :] = 0  # one shorter completion
+    return prompt, prompt_mask, completion, completion_mask
+
+
+def naive(model, prompt, prompt_mask, completion, completion_mask):
+    """The whole [B, T, V] logits and log-softmax: KL(U||p) = -mean_v log p - log V."""
+    import torch
+
+    ids = torch.cat([prompt, completion], 1)
+    mask = torch.cat([prompt_mask, completion_mask], 1)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, PROMPT - 1 : -1].float()
+        per_token = -torch.log_softmax(logits, dim=-1).mean(-1) - math.log(logits.size(-1))
+    m = completion_mask.float()
+    return (per_token * m).sum(-1) / m.sum(-1).clamp(min=1)
+
+
+def chunked(model, prompt, prompt_mask, completion, completion_mask):
+    from rlrecipes.rewards.self_certainty import policy_self_certainty
+
+    return policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
+                                 batch_size=BATCH, chunk_tokens=CHUNK)
+
+
+def child(variant: str) -> None:
+    """Measure one variant in this (fresh) process and print its numbers as JSON."""
+    import gc
+
+    import psutil
+    import torch
+
+    torch.set_num_threads(1)
+    model, inputs = _model(), _inputs()
+    fn = naive if variant == "naive" else chunked
+    prompt, prompt_mask, completion, completion_mask = inputs
+    fn(model, prompt[:1], prompt_mask[:1], completion[:1, :8], completion_mask[:1, :8])  # warm-up (lazy inits)
+    gc.collect()
+    before = psutil.Process().memory_info().rss
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        out = fn(model, *inputs)
+        times.append(time.perf_counter() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tokens = int(inputs[3].sum())
+    print(json.dumps({"peak_extra_bytes": max(peak - before, 0), "above_setup_peak": peak > peak_before,
+                      "seconds": min(times), "tokens": tokens, "values": out.tolist()}))
+
+
+def run(variant: str) -> dict:
+    proc = subprocess.run([sys.executable, __file__, variant], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    naive_r, chunked_r = run("naive"), run("chunked")
+    tokens = naive_r["tokens"]
+    mb = 2**20
+    diff = max(abs(a - b) for a, b in zip(naive_r["values"], chunked_r["values"]))
+    print(json.dumps({
+        "bench": "self_certainty",
+        "vocab": VOCAB, "completion_tokens": tokens, "chunk_tokens": CHUNK,
+        "naive_peak_mb": round(naive_r["peak_extra_bytes"] / mb, 1),
+        "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
+        "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
+        "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
+        "memory_ratio_naive_over_chunked": round(naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
+        "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
+        "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
+        "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
+        "peaks_measured": naive_r["above_setup_peak"] and chunked_r["above_setup_peak"],
+        "max_abs_diff": diff,
+    }))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        child(sys.argv[1])
+    else:
+        main()
