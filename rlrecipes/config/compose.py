@@ -97,14 +97,22 @@ def _override_key_for(leaf: str, overrides: Sequence[str]) -> str:
 
 
 def _valid_keys(full_key: str, config_name: str, overrides: Sequence[str]) -> list[str]:
-    """Keys that exist next to `full_key`, read from the config composed without it."""
-    parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
-    kept = [ov for ov in overrides if ov.split("=", 1)[0].lstrip("+~") != full_key]
+    """Keys next to the first segment of `full_key` that does not exist, read from the
+    config composed without the offending override."""
+    def offending(ov: str) -> bool:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        return key == full_key or key.startswith(full_key + ".")
+
+    kept = [ov for ov in overrides if not offending(ov)]
     try:
         cfg = compose_config(config_name, kept)
     except ConfigError:
         return []
-    node = OmegaConf.select(cfg, parent) if parent else cfg
+    node: object = cfg
+    for part in full_key.split(".")[:-1]:
+        if not isinstance(node, DictConfig) or part not in node:
+            break
+        node = node[part]
     return sorted(node.keys()) if isinstance(node, DictConfig) else []
 
 

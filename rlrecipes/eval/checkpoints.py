@@ -44,7 +44,7 @@ SUITES: dict[str, tuple[Part, ...]] = {
     "synthetic": (
         Part(("arithmetic",), ("protocol=default",), tag="greedy"),
         Part(("arithmetic",), ("protocol=default", "protocol.num_samples=8",
-                               "protocol.temperature=0.6"), tag="avg@8 t0.6"),
+                               "protocol.temperature=0.6"), tag="avg@8"),
     ),
 }
 
@@ -118,6 +118,7 @@ def pick_best(scores: dict[int, dict[str, float]]) -> Selection:
 
 
 Evaluate = Callable[[Checkpoint, Part, Path], dict[str, float]]
+SETTINGS = "checkpoint_eval_settings.json"  # what a part folder was evaluated with
 
 
 def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Path,
@@ -134,7 +135,11 @@ def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Pat
 
 
 def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str], None]) -> Evaluate:
-    """An `Evaluate` that runs `rlrecipes eval` in-process with the run's model and data config."""
+    """An `Evaluate` that runs `rlrecipes eval` in-process with the run's model and data config.
+
+    A part folder already holding a `summary.json` from the same settings is reused;
+    one from other settings is an error rather than a silent mix of two protocols.
+    """
     from omegaconf import OmegaConf, open_dict
 
     from rlrecipes.config.compose import compose_config
@@ -145,10 +150,14 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
     train_cfg = OmegaConf.load(run_dir / "config.yaml")
 
     def evaluate(ckpt: Checkpoint, part: Part, part_dir: Path) -> dict[str, float]:
+        eval_overrides = [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides]
+        settings = {"model": ckpt.model, "overrides": eval_overrides}
         done = _read_json(part_dir / "summary.json")
+        if done and _read_json(part_dir / SETTINGS) != settings:
+            raise UserError(f"{part_dir} holds results for other settings ({_read_json(part_dir / SETTINGS)}); "
+                            "pass --out DIR for a new sweep")
         if not done:
-            cfg = compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]",
-                                          *overrides])
+            cfg = compose_config("eval", eval_overrides)
             with open_dict(cfg):
                 # the model as trained (dtype, tokenizer...) and, for synthetic suites, its task
                 cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
@@ -158,6 +167,7 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
                     cfg.model.name_or_path = ckpt.model
             part_dir.mkdir(parents=True, exist_ok=True)
             write_manifest(part_dir, cfg)
+            (part_dir / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
             log(f"step {ckpt.step}: {', '.join(part.benchmarks)} [{' '.join(part.overrides)}]")
             done = run_eval(cfg, part_dir, log=log)
         scores = {name: headline(m) for name, m in done["benchmarks"].items()}
@@ -172,11 +182,15 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
 def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Sequence[str] = (),
                      out: Optional[str | Path] = None, include_base: bool = True, every: int = 1,
                      log: Callable[[str], None] = print) -> Selection:
+    from rlrecipes.config.compose import compose_config
+
     if suite not in SUITES:
         raise UserError(f"--suite {suite!r} is unknown; valid: {', '.join(SUITES)}")
     run = Path(run_dir).expanduser()
     out_dir = Path(out).expanduser() if out else run / f"checkpoint_eval_{suite}"
     checkpoints = find_checkpoints(run, include_base, every)
+    for part in SUITES[suite]:  # a bad key fails now, not after the first checkpoint
+        compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides])
     selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log))
     (out_dir / "checkpoint_eval.json").write_text(
         json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n")
@@ -184,12 +198,13 @@ def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Seque
 
 
 def selection_table(selection: Selection, title: str) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     names = list(selection.scores[selection.steps[0]])
     table = Table(title=title)
     for col in ("step", *names, "average", ""):
-        table.add_column(col, justify="right")
+        table.add_column(escape(col), justify="right")
     for step in selection.steps:
         marks = [m for m, s in (("best average", selection.best_step), ("last", selection.last_step)) if s == step]
         table.add_row(str(step), *(f"{100 * selection.scores[step][n]:.1f}" for n in names),

@@ -10,7 +10,9 @@ The loss is the paper code's verl actor loss (one-shot's `dp_actor.update_policy
     loss = masked_mean(clipped PG) + 0.001 * masked_mean(k3 KL) - 0.001 * masked_mean(entropy)
 
 Each mean runs over the tokens of one micro-batch (that old verl has no other mode),
-then micro-batches are averaged by gradient accumulation: exactly TRL's `bnpo`.
+then micro-batches are weighted by their share of the sequences; TRL's micro-batches
+all hold the same number, so this is TRL's `bnpo` (token mean per micro-batch, divided
+by the accumulation steps), not `dapo` (one token mean over the whole batch).
 TRL's `loss -= entropy_coef * H` has verl's sign, so entropy_coef = +0.001 is the
 paper's alpha = -0.001 (Eq. 3-8). What TRL cannot match: the advantage epsilon is 1e-4
 (verl 1e-6) and the k3 term is not clamped to [-10, 10].

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from rlrecipes.errors import UserError
-from rlrecipes.eval.checkpoints import SUITES, Checkpoint, Part, find_checkpoints, pick_best, sweep
+from rlrecipes.eval.checkpoints import SUITES, Checkpoint, find_checkpoints, pick_best, sweep
 from tests.conftest import compose
 
 
@@ -69,8 +69,8 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
         return {"arithmetic": ckpt.step / 10 + (0.05 if part.tag == "greedy" else 0.0)}
 
     sel = sweep([Checkpoint(0, None), Checkpoint(2, "m")], SUITES["synthetic"], tmp_path, evaluate)
-    assert calls[1] == (0, "avg@8 t0.6", "step-0/part-1")
-    assert sel.scores[2] == {"arithmetic[greedy]": pytest.approx(0.25), "arithmetic[avg@8 t0.6]": pytest.approx(0.2)}
+    assert calls[1] == (0, "avg@8", "step-0/part-1")
+    assert sel.scores[2] == {"arithmetic[greedy]": pytest.approx(0.25), "arithmetic[avg@8]": pytest.approx(0.2)}
     assert sel.best_step == 2
 
 
@@ -92,7 +92,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     sel = eval_checkpoints(run, "synthetic", overrides, log=lambda _: None)
     assert sel.steps == [0, 1]
     for step in sel.steps:
-        assert set(sel.scores[step]) == {"arithmetic[greedy]", "arithmetic[avg@8 t0.6]"}
+        assert set(sel.scores[step]) == {"arithmetic[greedy]", "arithmetic[avg@8]"}
         assert all(0.0 <= v <= 1.0 for v in sel.scores[step].values())
     samples = (run / "checkpoint_eval_synthetic" / "step-1" / "part-1" / "samples.jsonl").read_text().splitlines()
     assert len(samples) == 8 and len(json.loads(samples[0])["completions"]) == 8  # avg@8
@@ -100,3 +100,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     assert written["best_average"]["step"] == sel.best_step and written["last"]["step"] == 1
     again = eval_checkpoints(run, "synthetic", overrides, log=lambda _: None)  # resumes from disk
     assert again.scores == sel.scores
+    with pytest.raises(UserError, match="holds results for other settings"):  # never mixes protocols
+        eval_checkpoints(run, "synthetic", ["limit=4", "progress=false"], log=lambda _: None)
+    with pytest.raises(UserError, match="unknown key 'nope'"):  # checked before any generation
+        eval_checkpoints(run, "synthetic", ["nope=1"], out=tmp_path / "other", log=lambda _: None)

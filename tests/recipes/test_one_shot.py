@@ -73,7 +73,6 @@ def test_presets_carry_the_papers_numbers(name, size, model, steps):
 def test_format_baseline_rewards_a_boxed_answer_right_or_wrong():
     from rlrecipes.config import compose_config
     from rlrecipes.data.problems import answer_verifier
-    from rlrecipes.recipes.one_shot import OneShot
     from rlrecipes.rewards import RewardContext
 
     cfg = compose_config("train", ["experiment=one_shot_format_dsr_sub_qwen2_5_math_1_5b"])
@@ -160,3 +159,20 @@ def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir,
     history = json.loads((tmp_path / "accuracy_history.json").read_text())
     # 2 steps x 4 prompts, all copies of the one example, each scored as its own group of 4
     assert list(history) == [example] and len(history[example]) == 8
+
+
+def test_pi1_preset_trains_on_128_copies_of_the_wind_sail_problem(shared_data):
+    """The preset's data (DSR-sub, ids from extra_info.index) -> π1's row, duplicated."""
+    from rlrecipes.config import compose_config
+    from rlrecipes.data.problems import load_problem_set
+
+    pool = shared_data / "one_shot_rlvr" / "One-Shot-RLVR"
+    cfg = compose_config("train", ["experiment=one_shot_pi1_pi13_qwen2_5_math_1_5b",
+                                   f"data.path={pool / 'dsr_sub.parquet'}", "data.eval_path=null"])
+    problems = load_problem_set(cfg.data)
+    # row 265's label is "" (verl scores it 0 every time); the loader reports and skips it
+    assert len(problems.train) == 1208 and "row 265" in problems.report
+    rows = OneShot(cfg.recipe).training_rows(problems.train)
+    assert len(rows) == 128 and [r["id"] for r in rows[::64]] == ["124", "682"]
+    assert rows[0]["problem"].startswith("The pressure \\( P \\) exerted by wind on a sail")
+    assert (rows[0]["answer"], rows[64]["answer"]) == ("12.8", "\\frac{4}{3}")
