@@ -100,6 +100,9 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         vllm_server_port=ro.vllm_server_port,
         vllm_max_model_length=ro.vllm_max_model_length,
         vllm_importance_sampling_correction=ro.importance_sampling_correction,
+        # TRL 1.16 multiplies the KL term by the vLLM importance ratio by default; no
+        # paper's code (verl, OpenRLHF) did, so the plain k3 estimator is used.
+        use_bias_correction_kl=False,
     )
     # transformers 5 renamed gradient_checkpointing; set whichever this version has
     known = {f.name for f in fields(GRPOConfig)}

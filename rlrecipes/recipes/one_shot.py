@@ -83,8 +83,3 @@ class OneShot(Recipe):
             return rows
         return duplicate(pick(rows, list(self.cfg.examples)), self.cfg.rows)
 
-    def grpo_overrides(self) -> dict[str, Any]:
-        # TRL 1.16 weights the KL term by the importance ratio by default; verl's
-        # low_var_kl loss has no such factor, and with one update per rollout the ratio's
-        # gradient would add a term the paper never had.
-        return {"use_bias_correction_kl": False}
