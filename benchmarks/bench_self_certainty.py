@@ -2,7 +2,7 @@
 
 INTUITOR's reward needs the full-vocabulary distribution at every completion token. The
 naive way (what the paper's TRL fork did) takes the model's [batch, time, vocab] logits
-and their log-softmax at once; `rlrecipes.rewards.self_certainty.policy_self_certainty`
+and their log-softmax at once; `rlrecipes.rewards.certainty.policy_self_certainty`
 runs the backbone, then the LM head on `chunk` positions at a time, so only
 [chunk, vocab] floats exist. Same model, same tokens, Qwen2.5's 151,936-row vocabulary.
 
@@ -64,7 +64,7 @@ def naive(model, prompt, prompt_mask, completion, completion_mask):
 
 
 def chunked(model, prompt, prompt_mask, completion, completion_mask):
-    from rlrecipes.rewards.self_certainty import policy_self_certainty
+    from rlrecipes.rewards.certainty import policy_self_certainty
 
     return policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
                                  batch_size=BATCH, chunk_tokens=CHUNK)

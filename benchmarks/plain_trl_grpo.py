@@ -52,7 +52,7 @@ class StepTimer(TrainerCallback):
 args = GRPOConfig(
     output_dir=out_dir, report_to="none", disable_tqdm=True, logging_steps=1, save_strategy="no",
     max_steps=max_steps, learning_rate=2e-4, lr_scheduler_type="constant", per_device_train_batch_size=64,
-    gradient_accumulation_steps=1, steps_per_generation=1, num_generations=8, max_completion_length=12,
+    gradient_accumulation_steps=1, steps_per_generation=1, num_generations=8, max_completion_length=16,
     temperature=1.0, bf16=False, use_cpu=True, activation_checkpointing=False, loss_type="grpo", beta=0.0,
     epsilon=0.2, scale_rewards="group", remove_unused_columns=False, seed=0,
     vllm_importance_sampling_correction=False,

@@ -44,8 +44,8 @@ class IntuitorConfig(RecipeConfig):
 
 def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int,
                          chunk_tokens: int) -> Any:
-    """Self-certainty of each completion of TRL's scored batch (see rewards/self_certainty.py)."""
-    from rlrecipes.rewards.self_certainty import policy_self_certainty
+    """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py)."""
+    from rlrecipes.rewards.certainty import policy_self_certainty
 
     mask = batch["completion_mask"]
     if "tool_mask" in batch:

@@ -99,7 +99,7 @@ class Spurious(Recipe):
         if not kept:
             raise UserError(f"recipe.labels={self.cfg.labels} gives a {kind} label to none of the "
                             f"{len(rows)} training problems (were the labels built from this data?)")
-        print(f"spurious: {len(kept)} of {len(rows)} training problems have a {kind} label")
+        print(f"spurious: {len(kept)} of {len(rows)} training problems have a label ({kind})")
         return kept
 
     def grpo_overrides(self) -> dict[str, Any]:

@@ -71,6 +71,10 @@ def __getattr__(name: str) -> Any:
         "overlong_penalty": "overlong",
         "dapo_score": "dapo",
         "normalize_final_answer": "dapo",
+        "self_certainty": "certainty",
+        "format_reward": "spurious",
+        "random_rewards": "spurious",
+        "vote_rewards": "majority",
     }
     if name in _public:
         import importlib
