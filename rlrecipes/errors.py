@@ -3,3 +3,7 @@
 
 class UserError(ValueError):
     """A mistake in the user's input (config key, data file, row, path) with a one-line message."""
+
+
+class DataError(UserError):
+    """A data file, row or field that cannot be used (the message names which)."""

@@ -8,18 +8,14 @@ or answer are counted and reported, never silently dropped or trained on.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
+from rlrecipes.data.files import read_rows
+from rlrecipes.errors import DataError
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
-
-
-class DataError(UserError):
-    """A one-line, user-facing data problem (names the file/row/field)."""
 
 
 @dataclass
@@ -45,7 +41,7 @@ def read_records(path: str, subset: str | None = None, split: str = "train") -> 
     local = Path(path).expanduser()
     if local.exists():
         file = _pick_file(local, split)
-        return _read_file(file), str(file)
+        return read_rows(file), str(file)
     if path.startswith((".", "/", "~")) or Path(path).suffix in DATA_SUFFIXES:
         raise DataError(f"data file {path} does not exist")
     from datasets import load_dataset  # the real hub path; unreachable offline
@@ -65,30 +61,6 @@ def _pick_file(folder: Path, split: str) -> Path:
     if not preferred:
         raise DataError(f"no {'/'.join(DATA_SUFFIXES)} file under {folder}")
     return preferred[0]
-
-
-def _read_file(file: Path) -> list[dict]:
-    if file.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(file).to_pylist()
-    text = file.read_text(encoding="utf-8")
-    if file.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        if isinstance(data, dict):
-            data = next((v for v in data.values() if isinstance(v, list)), [data])
-        return list(data)
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{file}:{lineno}: not a JSON object ({exc.msg})") from None
-    return rows
 
 
 def get_field(row: dict, name: str) -> Any:

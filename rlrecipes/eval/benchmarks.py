@@ -25,7 +25,8 @@ from rlrecipes.eval.items import (
     gold_to_str,
     items_from_rows,
 )
-from rlrecipes.eval.readers import BenchmarkError, read_rows
+from rlrecipes.data.files import read_rows
+from rlrecipes.errors import DataError as BenchmarkError
 
 __all__ = ["BENCHMARKS", "SUITES", "BenchmarkError", "BenchmarkItem", "BenchmarkItems",
            "BenchmarkSpec", "SkippedRow", "benchmark_names", "find_local_file", "gold_to_str",

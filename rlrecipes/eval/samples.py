@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlrecipes.eval.readers import BenchmarkError
+from rlrecipes.data.files import iter_jsonl
+from rlrecipes.errors import DataError as BenchmarkError
 
 GENERATION_KEYS = ("gold", "completions", "id", "problem")
 
@@ -92,26 +93,16 @@ def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise BenchmarkError(f"generations file {str(path)!r} does not exist")
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BenchmarkError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise BenchmarkError(f"{path}:{lineno}: expected an object with keys "
-                                     f"{', '.join(GENERATION_KEYS)}")
-            unknown = sorted(set(row) - set(GENERATION_KEYS))
-            if unknown:
-                raise BenchmarkError(f"{path}:{lineno}: unknown key {unknown[0]!r}; valid keys: "
-                                     f"{', '.join(GENERATION_KEYS)}")
-            comps = row.get("completions")
-            if not isinstance(comps, list) or not comps or not all(isinstance(c, str) for c in comps):
-                raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty "
-                                     "list of strings")
-            row["gold"] = _str_or_none(row.get("gold"))
-            if row.get("id") is not None:
-                row["id"] = str(row["id"])
-            yield lineno, row
+    for lineno, row in iter_jsonl(path):
+        unknown = sorted(set(row) - set(GENERATION_KEYS))
+        if unknown:
+            raise BenchmarkError(f"{path}:{lineno}: unknown key {unknown[0]!r}; valid keys: "
+                                 f"{', '.join(GENERATION_KEYS)}")
+        comps = row.get("completions")
+        if not isinstance(comps, list) or not comps or not all(isinstance(c, str) for c in comps):
+            raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty "
+                                 "list of strings")
+        row["gold"] = _str_or_none(row.get("gold"))
+        if row.get("id") is not None:
+            row["id"] = str(row["id"])
+        yield lineno, row

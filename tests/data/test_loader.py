@@ -46,7 +46,7 @@ def test_missing_field_names_the_columns(tmp_path):
 def test_bad_jsonl_row_and_missing_file_are_one_line_errors(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text('{"q": "a"}\n{not json}\n')
-    with pytest.raises(DataError, match=r"d.jsonl:2: not a JSON object"):
+    with pytest.raises(DataError, match=r"d.jsonl:2: not valid JSON"):
         read_records(str(path))
     with pytest.raises(DataError, match="does not exist"):
         read_records(str(tmp_path / "missing.jsonl"))

@@ -6,14 +6,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlrecipes.errors import UserError
+from rlrecipes.errors import DataError
 
 
-class BenchmarkError(UserError):
-    """Bad benchmark name, missing file or malformed row: the message is one line."""
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`(line number, object)` for each non-empty line; a bad line is a one-line DataError."""
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -21,29 +18,29 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise BenchmarkError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
-                raise BenchmarkError(f"{path}:{lineno}: expected a JSON object, got "
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got "
                                      f"{type(row).__name__}")
-            yield row
+            yield lineno, row
 
 
 def _json(path: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise BenchmarkError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if isinstance(data, dict):  # {"data": [...]} / {"rows": [...]} / {"test": [...]}
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) != 1:
-            raise BenchmarkError(f"{path}: expected a list of objects (or one list inside "
+            raise DataError(f"{path}: expected a list of objects (or one list inside "
                                  f"an object), got keys {', '.join(map(str, data))}")
         data = lists[0]
     if not isinstance(data, list):
-        raise BenchmarkError(f"{path}: expected a list of objects, got {type(data).__name__}")
+        raise DataError(f"{path}: expected a list of objects, got {type(data).__name__}")
     for i, row in enumerate(data):
         if not isinstance(row, dict):
-            raise BenchmarkError(f"{path}: item {i} is a {type(row).__name__}, not an object")
+            raise DataError(f"{path}: item {i} is a {type(row).__name__}, not an object")
     return data
 
 
@@ -53,19 +50,19 @@ def _parquet(path: Path) -> list[dict[str, Any]]:
     try:
         return pq.read_table(path).to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise BenchmarkError(f"{path}: not a readable parquet file ({exc})") from None
+        raise DataError(f"{path}: not a readable parquet file ({exc})") from None
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """All rows of a data file as dicts (nested columns stay nested)."""
     path = Path(path)
     if not path.is_file():
-        raise BenchmarkError(f"{path}: no such file")
+        raise DataError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return list(_jsonl(path))
+        return [row for _, row in iter_jsonl(path)]
     if suffix == ".json":
         return _json(path)
     if suffix == ".parquet":
         return _parquet(path)
-    raise BenchmarkError(f"{path}: unsupported file type {suffix!r}; valid: .jsonl, .json, .parquet")
+    raise DataError(f"{path}: unsupported file type {suffix!r}; valid: .jsonl, .json, .parquet")
