@@ -113,7 +113,8 @@ def main() -> None:
         "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
         "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
         "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
-        "memory_ratio_naive_over_chunked": round(naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
+        "memory_ratio_naive_over_chunked": round(
+            naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
         "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
         "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
         "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),

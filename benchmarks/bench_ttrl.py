@@ -4,8 +4,14 @@ TTRL needs a policy whose majority vote is more often right than its single samp
 (the paper's premise). The quick-start toy model imitates a teacher that is wrong 75%
 of the time on carries, so its majority answer is usually the wrong one and TTRL would
 sharpen the mistake; here the toy model is warm-started on a teacher wrong 30% of the
-time instead. Training prompts are the synthetic train split *without their answers*
-(the reward is the majority vote); accuracy is measured on the disjoint held-out split.
+time instead (measured on this machine: the quick-start model's majority of 16 samples is
+right on 27% of held-out problems). Training prompts are the synthetic train split; the
+reward is the majority vote, their answers only feed the logged diagnostics; accuracy
+is measured on the disjoint held-out split.
+
+Settings were fixed after one earlier try: with the CPU preset's lr 2e-4 and 40 steps the
+sampled gain was similar (+8.4 points) but greedy accuracy moved by -1.6 points on average
+(one seed -6.3); lr 5e-5 for 60 steps is what this script runs.
 
 Prints one JSON line: held-out accuracy before/after TTRL for seeds 0, 1, 2, both
 greedy (rlrecipes' standard metric) and sampled (mean correctness of 16 samples at

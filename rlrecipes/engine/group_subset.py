@@ -40,6 +40,10 @@ class GroupSubset(EngineHook):
 
     def bind(self, trainer: Any) -> None:
         groups, args = trainer.num_generations, trainer.args
+        if getattr(trainer, "dynamic_sampling", None) is not None:
+            # dynamic sampling selects and merges whole groups of num_generations rows
+            raise UserError(f"{self.key} (training on part of each group) cannot be combined with "
+                            "recipe.dynamic_sampling=true")
         if not 1 <= self.keep <= groups:
             raise UserError(f"{self.key}={self.keep} must be between 1 and trainer.num_generations={groups} "
                             "(the samples drawn per prompt)")

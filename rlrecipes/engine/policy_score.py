@@ -49,7 +49,9 @@ class PolicyScoreAdvantage(EngineHook):
         from trl.models.utils import disable_gradient_checkpointing
 
         model = self.frozen if self.frozen is not None else trainer.accelerator.unwrap_model(trainer.model)
-        with torch.no_grad(), disable_gradient_checkpointing(model, trainer.args.gradient_checkpointing_kwargs):
+        # under the trainer's autocast, as TRL computes log-probs (bf16 runs score in bf16)
+        with torch.no_grad(), disable_gradient_checkpointing(model, trainer.args.gradient_checkpointing_kwargs), \
+                trainer.accelerator.autocast():
             local = self.score(model, batch, trainer).float()
         scores = trainer.accelerator.gather(local)
         advantages = group_advantages(scores, trainer.num_generations, trainer.scale_rewards)

@@ -11,7 +11,8 @@ Two vote rules (`exact`):
 - exact (TTRL's code, `ttt_metrics.py`): a `Counter` over the normalised answer
   strings, so "0.5" and "\\frac{1}{2}" split the vote, and a missing answer counts as
   the empty string, which can win; the code's grader then gives 1 to every response
-  without an answer (`grade_answer("", "")` holds) and 0 to the others.
+  without an answer (its MATH normaliser maps "" to "", so `grade_answer("", "")`
+  holds) and 0 to the others.
 
 The reward compares each response with the label through the data's verifier
 (`verify(completion, label)`: extract + equivalence grading), as TTRL's
@@ -19,8 +20,8 @@ The reward compares each response with the label through the data's verifier
 label also score 1 under either rule.
 
 Spurious Rewards' "majority" and "incorrect" labels are the same vote run once,
-offline, on samples of the model before RL: `build_labels` (and
-`python -m rlrecipes.rewards.majority`) writes them next to the data.
+offline, on samples of the model before RL (`rlrecipes.rewards.spurious.build_labels`,
+`python -m rlrecipes.rewards.spurious`), stored in a file next to the data.
 """
 
 from __future__ import annotations

@@ -113,6 +113,13 @@ def test_bind_rejects_batches_that_cannot_split(keep, per_device, steps, message
         GroupSubset(keep, key="recipe.n_train").bind(trainer)
 
 
+def test_bind_refuses_dynamic_sampling():
+    trainer = fake_trainer()
+    trainer.dynamic_sampling = object()
+    with pytest.raises(UserError, match="recipe.n_train .* cannot be combined with recipe.dynamic_sampling=true"):
+        GroupSubset(2, key="recipe.n_train").bind(trainer)
+
+
 class Recorder(EngineHook):
     def __init__(self):
         self.batches = []

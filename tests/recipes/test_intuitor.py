@@ -1,0 +1,69 @@
+"""INTUITOR: config and paper presets, and tiny runs whose only training signal is the
+policy's self-certainty (online, and the frozen-scorer ablation)."""
+
+import json
+import math
+
+import pytest
+
+from rlrecipes.errors import UserError
+from rlrecipes.recipes.intuitor import Intuitor
+from rlrecipes.rewards import RewardContext
+from tests.conftest import compose
+
+PROMPT_3B = ("You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. You FIRST "
+             "think about the reasoning process step by step and then provide the user with the answer. Please "
+             "enclose your final answer in the box: \\boxed{Your Answer}.")
+
+
+def test_recipe_keeps_accuracy_for_monitoring_only():
+    r = compose("recipe=intuitor").recipe
+    assert [(x.name, x.weight) for x in r.rewards] == [("accuracy", 0.0)]
+    assert (r.beta, r.epsilon, r.scale_rewards, r.scorer) == (0.005, 0.2, "group", "online")
+
+
+@pytest.mark.parametrize("preset, model, prompts, group, lr, beta, steps, prompt", [
+    ("intuitor_qwen2_5_3b_math", "Qwen/Qwen2.5-3B", 128, 7, 3e-6, 0.005, 58,
+     PROMPT_3B + " Please stop generation immediately after outputing the box."),
+    ("intuitor_qwen2_5_1_5b_math", "Qwen/Qwen2.5-1.5B", 128, 7, 3e-6, 0.005, 58, PROMPT_3B),
+    ("intuitor_qwen2_5_7b_math", "Qwen/Qwen2.5-7B", 64, 14, 1e-6, 0.01, 117,
+     "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. Please provide "
+     "a step-by-step solution to the following problem."),
+])
+def test_presets_carry_the_papers_numbers(preset, model, prompts, group, lr, beta, steps, prompt):
+    from rlrecipes.config import compose_config
+
+    cfg = compose_config("train", [f"experiment={preset}"])
+    r, t = cfg.recipe, cfg.trainer
+    assert (r.name, cfg.model.name_or_path, cfg.data.path) == ("intuitor", model, "DigitalLearningGmbH/MATH-lighteval")
+    assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout) == (prompts, group, 1)
+    assert (t.learning_rate, r.beta, t.max_steps, cfg.data.system_prompt) == (lr, beta, steps, prompt)
+    assert (t.lr_scheduler_type, t.warmup_ratio, t.temperature, t.max_completion_length) == ("cosine", 0.1, 0.9, 3072)
+    assert (t.adam_beta1, t.adam_beta2, r.epsilon, r.scorer) == (0.9, 0.999, 0.2, "online")
+    assert [(x.name, x.weight) for x in r.rewards] == [("accuracy", 0.0)]
+
+
+def test_bad_scorer_is_one_line():
+    ctx = RewardContext(verify=lambda c, g: False)
+    with pytest.raises(UserError, match="recipe.scorer='ema'; valid: online, offline"):
+        Intuitor(compose("recipe=intuitor", "recipe.scorer=ema").recipe).hooks(ctx)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scorer", ["online", "offline"])
+def test_tiny_run_trains_on_self_certainty_alone(scorer, toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+
+    cfg = compose("recipe=intuitor", f"recipe.scorer={scorer}", "trainer.max_steps=2", "trainer.eval_before=false",
+                  "recipe.score_batch_size=3", "recipe.score_chunk_tokens=5")
+    summary = train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "self_certainty/mean" in r]
+    assert summary["steps"] == 2 and len(steps) == 2
+    for r in steps:
+        # KL(U || p) is positive and at most log V for a tiny character vocabulary
+        assert 0 < r["self_certainty/mean"] < math.log(1000) and r["self_certainty/std"] > 0
+        assert r["reward_mean"] == 0.0  # the accuracy reward weighs 0: TRL's own advantages are all 0
+    # ... and still the policy moves at step 1, where the KL term has no gradient yet (policy ==
+    # reference): the signal is self-certainty
+    assert steps[0]["grad_norm"] > 0

@@ -1,0 +1,159 @@
+"""Spurious Rewards: `reward=` picks the reward for any recipe, labels attach to rows,
+`recipe.clip=false` really removes the clip (TRL's loss by hand), the presets, and tiny
+runs with a stored majority label and with random rewards."""
+
+import json
+import math
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rlrecipes.config import ConfigError
+from rlrecipes.errors import UserError
+from rlrecipes.recipes.spurious import Spurious, attach_labels
+from rlrecipes.rewards import RewardContext
+from tests.conftest import TINY, compose
+
+REWARD_NAMES = {"ground_truth": "accuracy", "majority": "majority_label", "incorrect": "incorrect_label",
+                "format": "format", "random": "random"}
+
+
+@pytest.mark.parametrize("option, name", list(REWARD_NAMES.items()))
+def test_reward_option_sets_the_single_reward(option, name):
+    r = compose("recipe=spurious", f"reward={option}").recipe
+    assert [(x.name, x.weight) for x in r.rewards] == [(name, 1.0)]
+    assert (r.loss_type, r.beta, r.epsilon, r.clip, r.gamma) == ("grpo", 0.0, 0.2, True, 0.5)
+
+
+def test_rewards_combine_with_any_recipe_and_bad_options_are_one_line():
+    assert [x.name for x in compose("recipe=dapo", "reward=random").recipe.rewards] == ["random"]
+    assert [x.name for x in compose("recipe=spurious").recipe.rewards] == ["accuracy"]  # ground truth
+    with pytest.raises(ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, "
+                                          "majority, random"):
+        compose("recipe=spurious", "reward=coin")
+
+
+def test_stored_label_rewards_need_a_labels_file():
+    recipe = Spurious(compose("recipe=spurious", "reward=incorrect").recipe)
+    with pytest.raises(UserError, match="reward=incorrect needs recipe.labels=FILE.jsonl; build it with: python -m"):
+        recipe.reward_functions(RewardContext(verify=lambda c, g: True))
+
+
+LABELS = {"a": {"majority": "4", "majority_correct": False, "incorrect": "4"},
+          "b": {"majority": "5", "majority_correct": True, "incorrect": "6"},
+          "c": {"majority": None, "majority_correct": False, "incorrect": None}}
+ROWS = [{"id": i, "prompt": f"p{i}", "answer": "x"} for i in "abcd"]  # d: not in the labels file
+
+
+def test_labels_attach_to_rows_and_filter_as_the_paper_does():
+    def labelled(kind, majority_only=True):
+        return [(r["id"], r["label"]) for r in attach_labels(ROWS, LABELS, kind, majority_only)]
+
+    assert labelled("majority") == [("a", "4"), ("b", "5")]
+    assert labelled("incorrect") == [("a", "4")]  # only problems whose majority is wrong
+    assert labelled("incorrect", majority_only=False) == [("a", "4"), ("b", "6")]
+
+
+# ----------------------------------------------------------------- clipping, by hand
+# Old log-probs 0, so each token's ratio r = exp(new log-prob). Completion 0: A = +1, ratios
+# 1.10, 1.27, 1.29; completion 1: A = -1, ratios 0.70, 1.30 (third token padding).
+# Per token -min(r A, clip(r, 0.8, 1.2) A):  -1.10 -1.20 -1.20 | +0.80 +1.30
+#   sequence mean then batch mean: (-3.50/3 + 2.10/2) / 2 = -0.058333
+# No clip, -r A:                          -1.10 -1.27 -1.29 | +0.70 +1.30
+#   (-3.66/3 + 2.00/2) / 2 = -0.11, and every token has gradient -r A / (2 * its length)
+RATIOS = [[1.10, 1.27, 1.29], [0.70, 1.30, 1.0]]
+
+
+def trl_loss(args):
+    from trl import GRPOTrainer
+
+    logps = torch.tensor(RATIOS).log().requires_grad_()
+    fake = SimpleNamespace(
+        loss_type=args.loss_type, epsilon_low=args.epsilon, epsilon_high=args.epsilon_high or args.epsilon,
+        beta=0.0, top_entropy_quantile=1.0, off_policy_mask_threshold=None, importance_sampling_level="token",
+        use_vllm=False, vllm_importance_sampling_correction=False, _entropy_bonus_enabled=False,
+        aux_loss_enabled=False, current_gradient_accumulation_steps=1, max_completion_length=3,
+        model=SimpleNamespace(training=True), args=SimpleNamespace(delta=None, steps_per_generation=1),
+        accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
+        _metrics=defaultdict(lambda: defaultdict(list)),
+        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(2, 3), None),
+    )
+    inputs = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "prompt_mask": torch.ones(2, 1, dtype=torch.long),
+              "completion_ids": torch.ones(2, 3, dtype=torch.long),
+              "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
+              "advantages": torch.tensor([1.0, -1.0]), "num_items_in_batch": torch.tensor(5.0),
+              "old_per_token_logps": torch.zeros(2, 3)}
+    loss = GRPOTrainer._compute_loss(fake, None, inputs)
+    loss.backward()
+    return loss.item(), logps.grad, fake._metrics["train"]
+
+
+@pytest.mark.parametrize("clip, loss, grad", [
+    (True, (-3.50 / 3 + 2.10 / 2) / 2, [-1.10 / 6, 0.0, 0.0, 0.0, 1.30 / 4, 0.0]),
+    (False, (-3.66 / 3 + 2.00 / 2) / 2, [-1.10 / 6, -1.27 / 6, -1.29 / 6, 0.70 / 4, 1.30 / 4, 0.0]),
+])
+def test_clip_switch_by_hand(clip, loss, grad, tmp_path):
+    from rlrecipes.engine.grpo_args import build_grpo_config
+
+    cfg = compose("recipe=spurious", "reward=random", f"recipe.clip={str(clip).lower()}")
+    args = build_grpo_config(cfg, tmp_path, Spurious(cfg.recipe).grpo_overrides(), [1.0, 0.0])
+    assert (args.epsilon == 0.2) is clip and (args.epsilon == math.inf) is not clip
+    got, got_grad, metrics = trl_loss(args)
+    assert got == pytest.approx(loss, abs=1e-6)
+    assert got_grad.flatten().tolist() == pytest.approx(grad, abs=1e-6)
+    assert (metrics["clip_ratio/region_mean"][0] > 0) is clip  # 3 of 5 tokens clipped with the clip on
+
+
+@pytest.mark.parametrize("size, model", [("7b", "Qwen/Qwen2.5-Math-7B"), ("1_5b", "Qwen/Qwen2.5-Math-1.5B")])
+def test_presets_carry_the_papers_numbers(size, model):
+    from rlrecipes.config import compose_config
+    from rlrecipes.engine.grpo_args import plan_batches
+
+    cfg = compose_config("train", [f"experiment=spurious_qwen2_5_math_{size}", "reward=random"])
+    r, t = cfg.recipe, cfg.trainer
+    assert (r.name, cfg.model.name_or_path) == ("spurious", model)
+    assert cfg.data.path == "agentica-org/DeepScaleR-Preview-Dataset"
+    assert [x.name for x in r.rewards] == ["random"] and r.gamma == 0.5
+    assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout) == (64, 16, 8)
+    assert plan_batches(t).completions_per_update == 128  # train_batch_size
+    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_ratio, t.warmup_steps) == (5e-7, "constant", 0.0, 0)
+    assert (t.adam_beta1, t.adam_beta2, t.weight_decay, t.temperature) == (0.9, 0.95, 0.0, 1.0)
+    assert (r.loss_type, r.beta, r.entropy_coef, r.epsilon, t.max_completion_length) == ("grpo", 0.0, 0.0, 0.2, 3072)
+    assert t.max_steps == 150 * 8  # 150 rollout steps (the May-2025 PDF's Fig. 1)
+
+
+@pytest.mark.slow
+def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+    from rlrecipes.rewards.spurious import label_problems
+
+    few = ["data.max_examples=8"]
+    rows = label_problems([*TINY, *few], samples=4, max_new_tokens=12)
+    assert len(rows) == 8 and all(r["num_samples"] == 4 for r in rows)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    usable = sum(r["majority"] is not None for r in rows)
+    cfg = compose("recipe=spurious", "reward=majority", f"recipe.labels={labels}", *few, "trainer.max_steps=1",
+                  "trainer.eval_before=false", "trainer.eval_after=false")
+    recipe = Spurious(cfg.recipe)
+    assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == usable
+    train(cfg, tmp_path / "run", log=lambda _: None)
+    [row] = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[:1]]
+    assert 0 <= row["rewards/majority_label/mean"] <= 1 and "accuracy" in row
+
+
+@pytest.mark.slow
+def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+
+    # two updates per rollout: the second is off-policy, where a clip could bind
+    cfg = compose("recipe=spurious", "reward=random", "recipe.clip=false", "trainer.max_steps=4",
+                  "trainer.updates_per_rollout=2", "trainer.eval_before=false", "trainer.eval_after=false")
+    train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "rewards/random/mean" in r]
+    assert len(steps) == 2  # one rollout per two optimizer steps
+    assert all(0 < r["rewards/random/mean"] < 1 for r in steps)
+    assert all(r.get("clip_ratio_region", 0.0) == 0.0 for r in rows)

@@ -1,0 +1,118 @@
+"""TTRL: the recipe's config and paper presets, its vote hook on a scripted rollout, and a
+tiny label-free run that logs the paper's diagnostics."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rlrecipes.data.problems import answer_verifier
+from rlrecipes.engine.hooks import RolloutView
+from rlrecipes.errors import UserError
+from rlrecipes.recipes.ttrl import TTRL, MajorityVote
+from rlrecipes.rewards import RewardContext
+from tests.conftest import compose
+
+
+def test_recipe_is_grpo_with_the_vote_reward():
+    r = compose("recipe=ttrl").recipe
+    assert [(x.name, x.weight) for x in r.rewards] == [("majority_vote", 1.0)]
+    assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high, r.entropy_coef) == ("dapo", 0.001, 0.2, None, 0.0)
+    assert (r.n_train, r.vote) == (None, "equivalence")
+
+
+@pytest.mark.parametrize("preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2", [
+    # verl code (examples/ttrl/aime.sh, amc.sh; MATH-500 with the paper's 10 episodes)
+    ("ttrl_aime24_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "aime24_ttrl", 64, 32, 8, 8, 1920, 0.001, "dapo",
+     0.999),
+    ("ttrl_amc_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "amc_ttrl", 64, 32, 8, 8, 2400, 0.001, "dapo", 0.999),
+    ("ttrl_math500_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "math500_ttrl", 64, 32, 8, 8, 4960, 0.001, "dapo",
+     0.999),
+    # v1 preview code (OpenRLHF, commit 1d2ec3d)
+    ("ttrl_v1_aime24_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "aime24_ttrl", 64, 16, 16, 16, 960, 0.0, "grpo", 0.95),
+    ("ttrl_v1_amc_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "amc_ttrl", 64, 16, 64, 64, 3200, 0.0, "grpo", 0.95),
+    ("ttrl_v1_math500_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "math500_ttrl", 32, 16, 128, 128, 15360, 0.0, "grpo",
+     0.95),
+])
+def test_presets_carry_the_papers_numbers(preset, model, data, votes, train, prompts, updates, steps, beta, loss,
+                                          beta2):
+    from rlrecipes.config import compose_config
+    from rlrecipes.engine.grpo_args import plan_batches
+
+    cfg = compose_config("train", [f"experiment={preset}"])
+    r, t = cfg.recipe, cfg.trainer
+    assert (cfg.recipe.name, cfg.model.name_or_path, cfg.data.name) == ("ttrl", model, data)
+    assert (t.num_generations, r.n_train) == (votes, train)
+    assert (t.prompts_per_rollout, t.updates_per_rollout) == (prompts, updates)
+    assert (t.max_steps, r.beta, r.loss_type, t.adam_beta2) == (steps, beta, loss, beta2)
+    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_ratio, t.temperature) == (5e-7, "cosine", 0.03, 1.0)
+    assert (r.epsilon, t.max_completion_length, cfg.rollout.importance_sampling_correction) == (0.2, 3072, False)
+    assert cfg.data.eval_path == cfg.data.path  # evaluated on the questions it trained on
+    # every optimizer step trains the responses of prompts_per_rollout * n_train / updates
+    plan = plan_batches(t)
+    assert plan.completions_per_update * train // votes == prompts * train // updates
+
+
+def test_local_ttrl_files_load_through_data_path(shared_data):
+    from rlrecipes.data.problems import load_problem_set
+
+    for data, folder, count in [("aime24_ttrl", "aime24", 30), ("amc_ttrl", "amc_ttrl", 83),
+                                ("math500_ttrl", "math500", 500)]:
+        path = shared_data / folder / "TTRL" / "test.json"
+        problems = load_problem_set(compose(f"data={data}", f"data.path={path}", "data.problem_field=prompt").data)
+        assert len(problems.train) == len(problems.eval) == count
+        assert problems.train[0]["problem"] == problems.eval[0]["problem"]
+
+
+def test_labels_never_weigh_in_and_bad_switches_are_one_line():
+    ctx = RewardContext(verify=answer_verifier("boxed"))
+    with pytest.raises(UserError, match="give the accuracy reward weight 0"):
+        TTRL(compose("recipe=ttrl", "recipe.rewards=[{name: majority_vote}, {name: accuracy, weight: 1}]")
+             .recipe).reward_functions(ctx)
+    with pytest.raises(UserError, match="needs the 'majority_vote' reward"):
+        TTRL(compose("recipe=ttrl", "recipe.rewards=[{name: accuracy, weight: 0}]").recipe).reward_functions(ctx)
+    with pytest.raises(UserError, match="recipe.vote='plurality'; valid: equivalence, exact"):
+        TTRL(compose("recipe=ttrl", "recipe.vote=plurality").recipe).hooks(ctx)
+    hooks = TTRL(compose("recipe=ttrl", "recipe.n_train=2").recipe).hooks(ctx)
+    assert [type(h).__name__ for h in hooks] == ["MajorityVote", "GroupSubset"]
+
+
+def test_vote_hook_fills_the_column_from_whole_groups_and_logs_diagnostics():
+    """Two groups of 3 (boxed answers), gold 4 and 9:
+    group 0: 4, 4, 5 -> label 4 (right), rewards 1 1 0 = true rewards; ratio 2/3
+    group 1: 7, 7, 9 -> label 7 (wrong), rewards 1 1 0, true 0 0 1: 0 of 3 agree; ratio 2/3"""
+    texts = ["\\boxed{4}", "\\boxed{4.0}", "\\boxed{5}", "\\boxed{7}", "\\boxed{7}", "\\boxed{9}"]
+    view = RolloutView(prompts=["p"] * 6, completions=texts, num_generations=3,
+                       columns={"answer": ["4"] * 3 + ["9"] * 3, "id": ["a"] * 3 + ["b"] * 3},
+                       reward_names=["majority_vote", "accuracy"])
+    logged = {}
+    trainer = SimpleNamespace(model=SimpleNamespace(training=True), log_metric=logged.__setitem__)
+    before = torch.tensor([[float("nan"), 0.5]] * 6)
+    hook = MajorityVote(RewardContext(verify=answer_verifier("boxed"), answer_style="boxed"), exact=False)
+    after = hook.transform_rewards(trainer, before, view)
+    assert after[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert after[:, 1].tolist() == [0.5] * 6  # other columns untouched
+    assert logged == {"ttrl/majority_ratio": pytest.approx(2 / 3), "ttrl/label_accuracy": 0.5,
+                      "ttrl/reward_accuracy": pytest.approx(3 / 6)}
+    # the exact rule agrees here: "4" and "4.0" normalise to the same string
+    exact = MajorityVote(RewardContext(verify=answer_verifier("boxed"), answer_style="boxed"), exact=True)
+    assert exact.transform_rewards(trainer, before, view)[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.slow
+def test_tiny_label_free_run_logs_the_diagnostics(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+
+    cfg = compose("recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
+    summary = train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "ttrl/majority_ratio" in r]
+    assert summary["steps"] == 2 and len(steps) == 2
+    for r in steps:
+        assert 1 / 4 <= r["ttrl/majority_ratio"] <= 1  # 4 votes: the winner has at least one
+        assert 0 <= r["ttrl/label_accuracy"] <= 1 and 0 <= r["ttrl/reward_accuracy"] <= 1
+        # a response scores 1 only if it voted for the label, so the mean reward cannot exceed
+        # the label's share of the votes
+        assert 0 < r["rewards/majority_vote/mean"] <= r["ttrl/majority_ratio"] + 1e-6
+        assert "accuracy" in r  # the gold answers feed the monitor (weight 0) and diagnostics only
