@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import stats
 from rlrecipes.config import compose_config
 
 SEEDS = [0, 1, 2]
@@ -64,11 +65,6 @@ def run(recipe: str, seed: int, budget: float, extra: list[str]) -> dict:
         rows = [json.loads(line) for line in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
     summary["ds_rows"] = [r for r in rows if "dynamic_sampling/rounds" in r]
     return summary
-
-
-def stats(values: list[float]) -> dict:
-    return {"mean": round(statistics.mean(values), 4), "stdev": round(statistics.stdev(values), 4),
-            "min": round(min(values), 4), "max": round(max(values), 4)}
 
 
 def describe(runs: list[dict]) -> dict:

@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import stats
 from rlrecipes.config import compose_config
 
 
@@ -80,12 +81,6 @@ def post_saturation_gain(run: Path, threshold: float) -> tuple[float | None, flo
     if not at or not after:
         return saturated, None
     return saturated, 100 * (after[-1] - at[-1])
-
-
-def summary_stats(values: list[float]) -> dict:
-    return {"mean": round(statistics.mean(values), 2), "min": round(min(values), 2),
-            "max": round(max(values), 2),
-            "stdev": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0}
 
 
 def main() -> None:
@@ -138,7 +133,7 @@ def main() -> None:
         "learning_rate": args.lr,
         "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
         "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
-        "gain_points": summary_stats(gains),
+        "gain_points": stats(gains, 2),
         "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
         "train_saturation_step": [s for s, _ in saturation],
         "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],

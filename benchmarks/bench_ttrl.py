@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import sampled_accuracy
 from rlrecipes.config import compose_config
 
 SEEDS = (0, 1, 2)
-SAMPLES = 16
 SETTINGS = [
     "recipe=ttrl",
     "data.synthetic.teacher_error_rate=0.3",
@@ -43,21 +43,6 @@ SETTINGS = [
     "trainer.learning_rate=5e-5",
     "trainer.progress=false",
 ]
-
-
-def sampled_accuracy(model_path: str, cfg, problems) -> float:
-    from rlrecipes.data.templates import render_prompt
-    from rlrecipes.generation import generate_completions
-    from rlrecipes.models import load_model
-
-    model, tokenizer = load_model(model_path, cfg.model)
-    prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
-               for it in problems.eval]
-    outs = generate_completions(model, tokenizer, prompts, max_new_tokens=cfg.trainer.max_completion_length,
-                                do_sample=True, temperature=1.0, num_samples=SAMPLES, seed=1234,
-                                batch_size=32)
-    hits = [problems.verify(text, it["answer"]) for texts, it in zip(outs, problems.eval) for text in texts]
-    return sum(hits) / len(hits)
 
 
 def main() -> None:

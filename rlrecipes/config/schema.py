@@ -85,7 +85,8 @@ class DataConfig:
     eval_path: Optional[str] = None  # held-out set; default: the synthetic eval split
     eval_split: str = "test"
     problem_field: str = "problem"
-    answer_field: str = "answer"
+    # null: unlabelled questions (label-free recipes: ttrl, intuitor, reward=format|random)
+    answer_field: Optional[str] = "answer"
     id_field: Optional[str] = None
     dedup: bool = False  # drop repeated problems (DAPO-Math-17k repeats each ~100x)
     max_examples: Optional[int] = None

@@ -87,12 +87,14 @@ def normalise_answer(value: Any) -> str | None:
     return text or None
 
 
-def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_field: str,
+def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_field: str | None,
                 id_field: str | None = None, dedup: bool = False,
                 limit: int | None = None) -> LoadedProblems:
+    """Problems with their gold answers; `answer_field=None` reads unlabelled questions
+    (every answer None), for rewards that need no labels."""
     rows = list(rows)
     if rows:
-        for fname in (problem_field, answer_field):
+        for fname in (problem_field, answer_field) if answer_field else (problem_field,):
             if all(get_field(r, fname) is None for r in rows):
                 keys = ", ".join(sorted(rows[0].keys()))
                 raise DataError(f"{source}: no row has field {fname!r}; columns are: {keys}")
@@ -100,11 +102,11 @@ def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_fi
     seen: set[str] = set()
     for index, row in enumerate(rows):
         problem = get_field(row, problem_field)
-        answer = normalise_answer(get_field(row, answer_field))
+        answer = normalise_answer(get_field(row, answer_field)) if answer_field else None
         if not isinstance(problem, str) or not problem.strip():
             out.skipped.append((index, f"no {problem_field}"))
             continue
-        if answer is None:
+        if answer is None and answer_field:
             out.skipped.append((index, f"no {answer_field}"))
             continue
         if dedup:

@@ -30,6 +30,9 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
         raise UserError(f"data.source={data_cfg.source!r}; valid: synthetic, hub, file")
     if not data_cfg.path:
         raise UserError(f"data.source={data_cfg.source} needs data.path (a hub id or a local file)")
+    if not data_cfg.answer_field and data_cfg.eval_path:
+        raise UserError(f"data.eval_path={data_cfg.eval_path} needs gold answers to measure held-out accuracy, "
+                        "but data.answer_field=null (unlabelled data); set data.answer_field or drop data.eval_path")
     train = _load(data_cfg, data_cfg.path, data_cfg.split, data_cfg.max_examples)
     held_out = (_load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples)
                 if data_cfg.eval_path else LoadedProblems([], "none"))

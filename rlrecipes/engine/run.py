@@ -15,6 +15,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes.data.problems import ProblemSet, load_problem_set
+from rlrecipes.errors import UserError
 from rlrecipes.rewards import RewardContext
 from rlrecipes.rundir import write_json
 
@@ -59,6 +60,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     reward_fns = _with_accuracy_monitor(reward_fns, ctx)
     train_rows = [{"prompt": prompt_of(it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
     train_rows = recipe.training_rows(train_rows)
+    _require_answers_if_graded(train_rows, cfg.recipe.rewards)
     eval_prompts = [prompt_of(it) for it in problems.eval]
     eval_answers = [it["answer"] for it in problems.eval]
 
@@ -109,6 +111,19 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     write_json(run_dir / "summary.json", summary)
     torch.set_grad_enabled(True)
     return summary
+
+
+def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) -> None:
+    """Unlabelled data (data.answer_field=null) trains only with rewards that need no answer."""
+    from rlrecipes.rewards import needs_answer
+
+    if any(row["answer"] is not None for row in rows):
+        return
+    graded = [spec.name for spec in reward_specs if float(spec.weight) != 0 and needs_answer(spec.name)]
+    if graded:
+        raise UserError(f"the training data has no answers (data.answer_field=null) but reward "
+                        f"{', '.join(graded)} grades against them; label-free choices: recipe=ttrl, "
+                        "recipe=intuitor, reward=format|random")
 
 
 def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:

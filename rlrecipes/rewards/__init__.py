@@ -30,14 +30,26 @@ class RewardContext:
 
 RewardFactory = Callable[[RewardContext], RewardFn]
 _FACTORIES: dict[str, RewardFactory] = {}
+_ANSWER_FREE: set[str] = set()  # rewards that never read the gold `answer` column
 
 
-def register_reward(name: str) -> Callable[[RewardFactory], RewardFactory]:
+def register_reward(name: str, *, needs_answer: bool = True) -> Callable[[RewardFactory], RewardFactory]:
+    """Register a reward factory under `name`; `needs_answer=False` marks a reward that
+    can train on unlabelled data (it never reads the gold `answer` column)."""
+
     def decorate(factory: RewardFactory) -> RewardFactory:
         _FACTORIES[name] = factory
+        if not needs_answer:
+            _ANSWER_FREE.add(name)
         return factory
 
     return decorate
+
+
+def needs_answer(name: str) -> bool:
+    """Whether the reward `name` grades against the gold answer."""
+    _load_builtin()
+    return name not in _ANSWER_FREE
 
 
 def reward_names() -> list[str]:

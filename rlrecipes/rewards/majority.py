@@ -115,7 +115,7 @@ def diagnostics(votes: Sequence[Vote]) -> dict[str, float]:
     return out
 
 
-@register_reward("majority_vote")
+@register_reward("majority_vote", needs_answer=False)
 def _majority_vote(ctx: RewardContext) -> RewardFn:
     """TTRL's pseudo-reward column. A vote needs the whole group, and TRL calls reward
     functions on each process's slice, where a group may be split; so this column is

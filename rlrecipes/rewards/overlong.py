@@ -32,7 +32,7 @@ def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
     return (expected - length) / cache_length
 
 
-@register_reward("overlong")
+@register_reward("overlong", needs_answer=False)
 def _overlong(ctx: RewardContext) -> RewardFn:
     """Soft overlong punishment over `trainer.max_completion_length` with window
     `recipe.overlong_buffer_length`; logs the share of completions inside the window."""

@@ -60,7 +60,7 @@ def format_reward(completions: Sequence[str], style: str = "boxed") -> list[floa
     return [float(has_answer(text)) for text in completions]
 
 
-@register_reward("format")
+@register_reward("format", needs_answer=False)
 def _format(ctx: RewardContext) -> RewardFn:
     def reward(completions: list[str], **_: Any) -> list[float]:
         return format_reward(completions, ctx.answer_style)
@@ -79,7 +79,7 @@ def random_rewards(count: int, gamma: float, key: Sequence[int]) -> list[float]:
     return (draws < gamma).astype(float).tolist()
 
 
-@register_reward("random")
+@register_reward("random", needs_answer=False)
 def _random(ctx: RewardContext) -> RewardFn:
     gamma = float(ctx.params.get("gamma", 0.5)) if ctx.params else 0.5
     random_rewards(0, gamma, [0])  # a bad gamma fails when the run starts, not at step 1
@@ -116,8 +116,8 @@ def _label_factory(ctx: RewardContext) -> RewardFn:
     return reward
 
 
-register_reward("majority_label")(_label_factory)
-register_reward("incorrect_label")(_label_factory)
+register_reward("majority_label", needs_answer=False)(_label_factory)
+register_reward("incorrect_label", needs_answer=False)(_label_factory)
 
 
 def build_labels(problems: Sequence[dict[str, Any]], samples: Sequence[Sequence[str]], *, style: str,

@@ -30,6 +30,24 @@ def test_rows_without_answers_are_counted_and_reported_not_trained_on(tmp_path):
     assert "3 rows left out: row 1 (no a), row 2 (no a), row 3 (no q)" in loaded.report()
 
 
+def test_without_an_answer_field_questions_load_unlabelled():
+    rows = [{"q": "a", "a": "1"}, {"q": "b"}, {"q": ""}]
+    loaded = to_problems(rows, "mem", "q", None)
+    assert loaded.items == [{"id": "0", "problem": "a", "answer": None}, {"id": "1", "problem": "b", "answer": None}]
+    assert loaded.skipped == [(2, "no q")]
+
+
+def test_unlabelled_training_data_cannot_have_a_held_out_set(tmp_path):
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.errors import UserError
+    from tests.conftest import compose
+
+    path = write_jsonl(tmp_path / "q.jsonl", [{"problem": "1+2"}])
+    cfg = compose("data.source=file", f"data.path={path}", "data.answer_field=null", f"data.eval_path={path}")
+    with pytest.raises(UserError, match="data.eval_path=.* needs gold answers .* data.answer_field=null"):
+        load_problem_set(cfg.data)
+
+
 def test_list_answers_are_joined_and_duplicates_removed(tmp_path):
     rows = [{"q": "x", "a": ["2", "3"]}, {"q": "x", "a": ["2", "3"]}, {"q": "y", "a": "1"}]
     loaded = to_problems(rows, "mem", "q", "a", dedup=True)

@@ -3,14 +3,13 @@ loss TRL computes for it (values by hand), and a tiny run where dynamic sampling
 
 import json
 import math
-from collections import defaultdict
-from types import SimpleNamespace
 
 import pytest
 import torch
 
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
+from tests.trl_loss import trl_loss
 
 
 def test_quick_start_config_is_the_released_recipe():
@@ -80,37 +79,10 @@ def test_soft_overlong_switch_adds_the_penalty_reward_with_its_factor():
 #   eps_high 0.20 (clip to [0.8, 1.20]): -1.10, -1.20, -1.20 | +0.80, +1.30
 # Token-level ("dapo"): sum / 5 tokens -> -1.55 / 5 = -0.31 (0.28) and -1.40 / 5 = -0.28 (0.20).
 # Sequence-level ("grpo"): mean(-3.65/3, 2.10/2) = mean(-1.216667, 1.05) = -0.083333.
-RATIOS = [[1.10, 1.27, 1.29], [0.70, 1.30, 1.0]]
-
-
-def trl_loss(loss_type, epsilon_high):
-    """TRL 1.16's GRPOTrainer._compute_loss on the batch above (no model: the per-token
-    log-probs are handed in), returning the loss, d loss / d log-prob and its metrics."""
-    from trl import GRPOTrainer
-
-    logps = torch.tensor(RATIOS).log().requires_grad_()
-    fake = SimpleNamespace(
-        loss_type=loss_type, epsilon_low=0.2, epsilon_high=epsilon_high, beta=0.0, top_entropy_quantile=1.0,
-        off_policy_mask_threshold=None, importance_sampling_level="token", use_vllm=False,
-        vllm_importance_sampling_correction=False, _entropy_bonus_enabled=False, aux_loss_enabled=False,
-        current_gradient_accumulation_steps=1, max_completion_length=3, model=SimpleNamespace(training=True),
-        args=SimpleNamespace(delta=None, steps_per_generation=1),
-        accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
-        _metrics=defaultdict(lambda: defaultdict(list)),
-        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(2, 3), None),
-    )
-    inputs = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "prompt_mask": torch.ones(2, 1, dtype=torch.long),
-              "completion_ids": torch.ones(2, 3, dtype=torch.long),
-              "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
-              "advantages": torch.tensor([1.0, -1.0]), "num_items_in_batch": torch.tensor(5.0),
-              "old_per_token_logps": torch.zeros(2, 3)}
-    loss = GRPOTrainer._compute_loss(fake, None, inputs)
-    loss.backward()
-    return loss.item(), logps.grad, fake._metrics["train"]
 
 
 def test_clip_higher_token_level_loss_by_hand():
-    loss, grad, metrics = trl_loss("dapo", 0.28)
+    loss, grad, metrics = trl_loss("dapo", 0.2, 0.28)
     assert loss == pytest.approx(-1.55 / 5, abs=1e-6)
     # d/dlogp of -r is -r (r = exp(logp)); clipped tokens and padding get no gradient
     expected = [-1.10 / 5, -1.27 / 5, 0.0, 0.0, 1.30 / 5, 0.0]
@@ -121,13 +93,13 @@ def test_clip_higher_token_level_loss_by_hand():
 
 
 def test_asymmetric_clip_only_changes_tokens_past_the_upper_bound():
-    assert trl_loss("dapo", 0.20)[0] == pytest.approx(-1.40 / 5, abs=1e-6)
+    assert trl_loss("dapo", 0.2, 0.20)[0] == pytest.approx(-1.40 / 5, abs=1e-6)
     # the gap is the two positive tokens with r in (1.20, 1.29]: (1.27-1.20) + (1.28-1.20)
-    assert trl_loss("dapo", 0.20)[0] - trl_loss("dapo", 0.28)[0] == pytest.approx(0.15 / 5, abs=1e-6)
+    assert trl_loss("dapo", 0.2, 0.20)[0] - trl_loss("dapo", 0.2, 0.28)[0] == pytest.approx(0.15 / 5, abs=1e-6)
 
 
 def test_token_level_differs_from_sequence_mean():
-    assert trl_loss("grpo", 0.28)[0] == pytest.approx((-3.65 / 3 + 2.10 / 2) / 2, abs=1e-6)
+    assert trl_loss("grpo", 0.2, 0.28)[0] == pytest.approx((-3.65 / 3 + 2.10 / 2) / 2, abs=1e-6)
 
 
 def test_recipe_maps_onto_trl(tmp_path):

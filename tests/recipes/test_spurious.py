@@ -4,8 +4,6 @@ runs with a stored majority label and with random rewards."""
 
 import json
 import math
-from collections import defaultdict
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,6 +13,7 @@ from rlrecipes.errors import UserError
 from rlrecipes.recipes.spurious import Spurious, attach_labels
 from rlrecipes.rewards import RewardContext
 from tests.conftest import TINY, compose
+from tests.trl_loss import trl_loss
 
 REWARD_NAMES = {"ground_truth": "accuracy", "majority": "majority_label", "incorrect": "incorrect_label",
                 "format": "format", "random": "random"}
@@ -63,31 +62,6 @@ def test_labels_attach_to_rows_and_filter_as_the_paper_does():
 #   sequence mean then batch mean: (-3.50/3 + 2.10/2) / 2 = -0.058333
 # No clip, -r A:                          -1.10 -1.27 -1.29 | +0.70 +1.30
 #   (-3.66/3 + 2.00/2) / 2 = -0.11, and every token has gradient -r A / (2 * its length)
-RATIOS = [[1.10, 1.27, 1.29], [0.70, 1.30, 1.0]]
-
-
-def trl_loss(args):
-    from trl import GRPOTrainer
-
-    logps = torch.tensor(RATIOS).log().requires_grad_()
-    fake = SimpleNamespace(
-        loss_type=args.loss_type, epsilon_low=args.epsilon, epsilon_high=args.epsilon_high or args.epsilon,
-        beta=0.0, top_entropy_quantile=1.0, off_policy_mask_threshold=None, importance_sampling_level="token",
-        use_vllm=False, vllm_importance_sampling_correction=False, _entropy_bonus_enabled=False,
-        aux_loss_enabled=False, current_gradient_accumulation_steps=1, max_completion_length=3,
-        model=SimpleNamespace(training=True), args=SimpleNamespace(delta=None, steps_per_generation=1),
-        accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
-        _metrics=defaultdict(lambda: defaultdict(list)),
-        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(2, 3), None),
-    )
-    inputs = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "prompt_mask": torch.ones(2, 1, dtype=torch.long),
-              "completion_ids": torch.ones(2, 3, dtype=torch.long),
-              "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
-              "advantages": torch.tensor([1.0, -1.0]), "num_items_in_batch": torch.tensor(5.0),
-              "old_per_token_logps": torch.zeros(2, 3)}
-    loss = GRPOTrainer._compute_loss(fake, None, inputs)
-    loss.backward()
-    return loss.item(), logps.grad, fake._metrics["train"]
 
 
 @pytest.mark.parametrize("clip, loss, grad", [
@@ -100,7 +74,7 @@ def test_clip_switch_by_hand(clip, loss, grad, tmp_path):
     cfg = compose("recipe=spurious", "reward=random", f"recipe.clip={str(clip).lower()}")
     args = build_grpo_config(cfg, tmp_path, Spurious(cfg.recipe).grpo_overrides(), [1.0, 0.0])
     assert (args.epsilon == 0.2) is clip and (args.epsilon == math.inf) is not clip
-    got, got_grad, metrics = trl_loss(args)
+    got, got_grad, metrics = trl_loss(args.loss_type, args.epsilon, args.epsilon_high or args.epsilon)
     assert got == pytest.approx(loss, abs=1e-6)
     assert got_grad.flatten().tolist() == pytest.approx(grad, abs=1e-6)
     assert (metrics["clip_ratio/region_mean"][0] > 0) is clip  # 3 of 5 tokens clipped with the clip on

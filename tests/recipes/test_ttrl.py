@@ -116,3 +116,40 @@ def test_tiny_label_free_run_logs_the_diagnostics(toy_model_dir, tmp_path):
         # the label's share of the votes
         assert 0 < r["rewards/majority_vote/mean"] <= r["ttrl/majority_ratio"] + 1e-6
         assert "accuracy" in r  # the gold answers feed the monitor (weight 0) and diagnostics only
+
+
+def unlabelled_questions(path, count=16):
+    """Toy-task questions without their answers, the way TTRL meets a test set."""
+    from rlrecipes.data.synthetic import make_task
+
+    task = make_task(compose().data.synthetic)
+    path.write_text("".join(json.dumps({"problem": it["problem"]}) + "\n" for it in task.eval[:count]))
+    return path
+
+
+def unlabelled_run(toy_model_dir, data_file, *overrides):
+    return compose(f"model.name_or_path={toy_model_dir}", "data.source=file", f"data.path={data_file}",
+                   "data.answer_field=null", *overrides)
+
+
+@pytest.mark.slow
+def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+
+    data = unlabelled_questions(tmp_path / "questions.jsonl")
+    cfg = unlabelled_run(toy_model_dir, data, "recipe=ttrl", "recipe.n_train=2")
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert summary["steps"] == 2 and summary["num_train_problems"] == 16
+    assert all(0 < r["ttrl/majority_ratio"] <= 1 for r in rows if "ttrl/majority_ratio" in r)
+    # without gold there is nothing to compare the label with
+    assert not any("ttrl/label_accuracy" in r for r in rows)
+
+
+def test_graded_rewards_refuse_unlabelled_data_naming_the_alternatives(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+    from rlrecipes.errors import UserError
+
+    data = unlabelled_questions(tmp_path / "questions.jsonl")
+    with pytest.raises(UserError, match="no answers .* reward accuracy grades against them; label-free choices"):
+        train(unlabelled_run(toy_model_dir, data, "recipe=grpo"), tmp_path / "run", log=lambda _: None)

@@ -1,0 +1,82 @@
+"""INTUITOR (self-certainty reward) on the toy task: what does label-free confidence training do? (3 seeds)
+
+Self-certainty rewards the completions the policy is most sure of, so it sharpens the
+policy around its own mode. Whether that helps depends on whether the mode is right, so
+the bench trains two warm-started toy models with `recipe=intuitor` (trainer=cpu: 120
+steps, lr 2e-4, KL 0.005, no labels in the reward):
+
+- `teacher_error_0.3`: imitates a teacher wrong on 30% of carries (its greedy answer is
+  mostly right; the same model the TTRL bench uses);
+- `teacher_error_0.75`: the quick-start model, whose greedy answer is usually wrong on
+  carries.
+
+For each, held-out accuracy before/after, greedy (rlrecipes' metric) and sampled (mean
+correctness of 16 samples at T=1.0), in points, plus the mean self-certainty of the
+first and last 10 logged steps. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+from benchkit import sampled_accuracy, stats, train_in_scratch
+
+SEEDS = (0, 1, 2)
+MODELS = {
+    "teacher_error_0.3": ["data.synthetic.teacher_error_rate=0.3", "model.toy.sft_max_steps=1000"],
+    "teacher_error_0.75": [],
+}
+
+
+def mean_of(rows: list[dict], key: str) -> float:
+    values = [row[key] for row in rows if key in row]
+    return round(statistics.mean(values), 4) if values else float("nan")
+
+
+def measure(model_overrides: list[str]) -> dict:
+    from rlrecipes.config import compose_config
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
+
+    overrides = ["recipe=intuitor", *model_overrides]
+    cfg = compose_config("train", overrides)
+    problems = load_problem_set(cfg.data)
+    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
+    sampled_before = sampled_accuracy(base, cfg, problems)
+    runs = [train_in_scratch([*overrides, f"seed={seed}"],
+                             inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems))
+            for seed in SEEDS]
+    greedy_before = runs[0]["accuracy_before"]
+    return {
+        "greedy_before": greedy_before,
+        "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
+        "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),
+        "sampled_before": round(sampled_before, 4),
+        "sampled_after": [round(r["inspected"], 4) for r in runs],
+        "sampled_gain_points": stats([100 * (r["inspected"] - sampled_before) for r in runs], 2),
+        "self_certainty_first10": [mean_of(r["rows"][:10], "self_certainty/mean") for r in runs],
+        "self_certainty_last10": [mean_of(r["rows"][-10:], "self_certainty/mean") for r in runs],
+        "train_seconds": [round(r["train_seconds"], 1) for r in runs],
+    }
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    started = time.time()
+    results = {name: measure(extra) for name, extra in MODELS.items()}
+    print(json.dumps({
+        "bench": "intuitor_toy",
+        "setting": "recipe=intuitor trainer=cpu (120 steps, lr 2e-4, 8 prompts x 8 samples)",
+        "seeds": SEEDS,
+        "models": results,
+        "wall_seconds": round(time.time() - started, 1),
+    }))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
