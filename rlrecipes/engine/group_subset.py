@@ -34,16 +34,20 @@ from rlrecipes.errors import UserError
 
 
 class GroupSubset(EngineHook):
-    def __init__(self, keep: int, key: str = "keep"):
-        self.keep = int(keep)
+    """`keep=None`: the first half of each group (TTRL's verl code: 32 of 64)."""
+
+    def __init__(self, keep: int | None, key: str = "keep"):
+        self.keep = None if keep is None else int(keep)
         self.key = key  # the config key users set, for error messages
 
     def bind(self, trainer: Any) -> None:
         groups, args = trainer.num_generations, trainer.args
-        if getattr(trainer, "dynamic_sampling", None) is not None:
+        if self.keep is None:
+            self.keep = max(1, groups // 2)
+        if getattr(trainer, "dynamic_sampling", None) is not None and self.keep != groups:
             # dynamic sampling selects and merges whole groups of num_generations rows
-            raise UserError(f"{self.key} (training on part of each group) cannot be combined with "
-                            "recipe.dynamic_sampling=true")
+            raise UserError(f"{self.key}={self.keep} (training on part of each group) cannot be combined with "
+                            f"recipe.dynamic_sampling=true; set {self.key}={groups} to train on every sample")
         if not 1 <= self.keep <= groups:
             raise UserError(f"{self.key}={self.keep} must be between 1 and trainer.num_generations={groups} "
                             "(the samples drawn per prompt)")
@@ -59,9 +63,9 @@ class GroupSubset(EngineHook):
                 "trainer.prompts_per_rollout or trainer.micro_batch_size")
 
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: torch.Tensor) -> dict[str, Any]:
-        if not trainer.model.training:
-            return batch
         groups = trainer.num_generations
+        if not trainer.model.training or self.keep == groups:
+            return batch
         local = batch["completion_ids"].size(0)
         start = trainer.accelerator.process_index * local
         keep = torch.arange(rewards.size(0), device=rewards.device) % groups < self.keep

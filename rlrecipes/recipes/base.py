@@ -20,7 +20,9 @@ class Recipe:
     name: ClassVar[str]
     paper: ClassVar[str]  # short citation, e.g. "DeepSeekMath (Shao et al., 2024)"
     idea: ClassVar[str]  # one line shown by `rlrecipes recipes`
-    status: ClassVar[str] = "ready"
+    # what has been verified: "cpu-tested" (unit tests + toy runs); "reproduced" once a
+    # paper's headline number has been reached with this code on its full setup
+    status: ClassVar[str] = "cpu-tested"
     config_cls: ClassVar[type[RecipeConfig]] = RecipeConfig
 
     def __init__(self, cfg: Any):

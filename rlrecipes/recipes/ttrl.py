@@ -46,7 +46,7 @@ REWARD = "majority_vote"
 class TTRLConfig(RecipeConfig):
     name: str = "ttrl"
     # Responses per prompt that train: the first n_train of the trainer.num_generations
-    # votes, in generation order. null = every vote trains (no down-sampling).
+    # votes, in generation order. null = half of them (the verl code's 64 -> 32).
     n_train: Optional[int] = None
     vote: str = "equivalence"  # equivalence | exact (the TTRL code's string Counter)
 
@@ -100,8 +100,7 @@ class TTRL(Recipe):
         if self.cfg.vote not in VOTE_RULES:
             raise UserError(f"recipe.vote={self.cfg.vote!r}; valid: {', '.join(VOTE_RULES)}")
         hooks: list[EngineHook] = [MajorityVote(ctx, exact=self.cfg.vote == "exact")]
-        if self.cfg.n_train is not None:
-            from rlrecipes.engine.group_subset import GroupSubset
+        from rlrecipes.engine.group_subset import GroupSubset
 
-            hooks.append(GroupSubset(self.cfg.n_train, key="recipe.n_train"))
+        hooks.append(GroupSubset(self.cfg.n_train, key="recipe.n_train"))
         return hooks

@@ -116,8 +116,16 @@ def test_bind_rejects_batches_that_cannot_split(keep, per_device, steps, message
 def test_bind_refuses_dynamic_sampling():
     trainer = fake_trainer()
     trainer.dynamic_sampling = object()
-    with pytest.raises(UserError, match="recipe.n_train .* cannot be combined with recipe.dynamic_sampling=true"):
+    with pytest.raises(UserError, match="recipe.n_train=2 .* cannot be combined with recipe.dynamic_sampling=true; "
+                                        "set recipe.n_train=4"):
         GroupSubset(2, key="recipe.n_train").bind(trainer)
+    GroupSubset(4, key="recipe.n_train").bind(trainer)  # every sample trains: nothing to subset
+
+
+def test_by_default_the_first_half_of_each_group_trains():
+    subset = GroupSubset(None, key="recipe.n_train")
+    subset.bind(fake_trainer())
+    assert subset.keep == 2  # of num_generations=4
 
 
 class Recorder(EngineHook):
