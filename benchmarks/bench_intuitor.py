@@ -18,10 +18,11 @@ first and last 10 logged steps. Prints one JSON line.
 What it showed on the development machine: on these near-deterministic toy models (token
 entropy ~0.06 nats) the groups' self-certainty differs by ~0.3 nats, group normalisation
 turns that into full-size advantages, and at lr 2e-4 the policy drifts until accuracy
-collapses (-85 and -28 points) while mean self-certainty *falls* (11.0 -> 10.6). Each
-update does push up the completions with above-mean self-certainty (tests/recipes/
-test_intuitor.py checks the direction), but the reward moves with the policy, and the
-toy shows no gain. The paper's claim (MATH-500 +6.8 points on Qwen2.5-3B) is unverified here.
+collapses (-85 and -28 points) while mean self-certainty *falls* (11.0 -> 10.6); at 2e-5
+it loses 13 points. Each update does push up the completions with above-mean
+self-certainty (tests/recipes/test_intuitor.py checks the direction), but on the 0.3
+model the wrong completions are the more self-certain ones (`self_certainty_advantage_
+before`), so the toy shows no gain. The paper's claim (MATH-500 +6.8 points on Qwen2.5-3B) is unverified here.
 """
 
 from __future__ import annotations
@@ -47,6 +48,38 @@ def mean_of(rows: list[dict], key: str) -> float:
     return round(statistics.mean(values), 4) if values else float("nan")
 
 
+def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 64, size: int = 8) -> dict:
+    """Before training: the mean self-certainty advantage (group-normalised, as INTUITOR
+    trains on it) of right and of wrong completions, over groups that hold both."""
+    import torch
+
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.models import load_model
+    from rlrecipes.rewards.certainty import policy_self_certainty
+
+    model, tok = load_model(model_path, cfg.model)
+    model.eval()
+    items = problems.eval[:groups]
+    prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt)
+               for it in items for _ in range(size)]
+    enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = model.generate(**enc, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                             max_new_tokens=cfg.trainer.max_completion_length, pad_token_id=tok.pad_token_id)
+    completions = out[:, enc.input_ids.size(1):]
+    ended = (completions == tok.eos_token_id).int().cumsum(1)
+    mask = ((ended == 0) | ((ended == 1) & (completions == tok.eos_token_id))).int()  # up to the first EOS
+    scores = policy_self_certainty(model, enc.input_ids, enc.attention_mask, completions, mask).view(groups, size)
+    texts = tok.batch_decode(completions, skip_special_tokens=True)
+    right = torch.tensor([problems.verify(t, items[i // size]["answer"]) for i, t in enumerate(texts)]).view(groups, size)
+    advantages = (scores - scores.mean(1, keepdim=True)) / (scores.std(1, keepdim=True) + 1e-4)
+    mixed = right.any(1) & ~right.all(1)
+    return {"mixed_groups": int(mixed.sum()),
+            "advantage_right": round(advantages[mixed][right[mixed]].mean().item(), 3),
+            "advantage_wrong": round(advantages[mixed][~right[mixed]].mean().item(), 3)}
+
+
 def measure(model_overrides: list[str]) -> dict:
     from rlrecipes.config import compose_config
     from rlrecipes.data.problems import load_problem_set
@@ -57,11 +90,13 @@ def measure(model_overrides: list[str]) -> dict:
     problems = load_problem_set(cfg.data)
     base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
     sampled_before = sampled_accuracy(base, cfg, problems)
+    certainty = certainty_of_right_and_wrong(base, cfg, problems)
     runs = [train_in_scratch([*overrides, f"seed={seed}"],
                              inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems))
             for seed in SEEDS]
     greedy_before = runs[0]["accuracy_before"]
     return {
+        "self_certainty_advantage_before": certainty,
         "greedy_before": greedy_before,
         "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
         "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),

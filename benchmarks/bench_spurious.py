@@ -1,17 +1,18 @@
 """Spurious Rewards on the quick-start task: which rewards move held-out accuracy? (3 seeds)
 
 The paper's ladder at CPU scale: the quick-start toy model (warm-started on a teacher
-that forgets carries 75% of the time) trained by `recipe=spurious` for the CPU preset's
-120 steps with each reward of §5(a): ground truth, majority and incorrect labels built
-from 16 samples of the model before RL (`rlrecipes.rewards.spurious.label_problems`, the
-paper uses 64), format, and random (gamma 0.5) with and without PPO clipping
-(`recipe.clip=false`). Every condition trains on the same first 1,000 training problems
-(one epoch at 8 prompts per step) and is measured on the same 300 held-out problems.
+that forgets carries 75% of the time) trained by `recipe=spurious` with each reward of
+§5(a): ground truth; majority and incorrect labels built from 16 samples of the model
+before RL (`rlrecipes.rewards.spurious.label_problems`; the paper uses 64); format; and
+random (gamma 0.5) with and without PPO clipping (`recipe.clip=false`). Every condition
+draws from the same first 1,000 training problems and is measured on the same 300
+held-out problems.
 
 What to read from it: the paper's gains from weak rewards rest on Qwen2.5-Math's latent
-code reasoning, which the toy model does not have; here the question is only whether the
-engine reproduces the mechanics (ground truth learns; format is saturated, so every group
-is tied and nothing moves; random with clipping vs without).
+code reasoning, which the toy model does not have; here the question is whether the
+mechanics behave as they should (ground truth learns; labels from a model that is wrong
+on 2/3 of the problems teach its mistakes; format is nearly always satisfied, so almost
+every group is tied; clipping acts only when updates go off-policy).
 
 Prints one JSON line: per reward, held-out greedy accuracy after training (per seed and
 statistics) and its gain over the shared starting accuracy in points, plus how many of the
@@ -30,7 +31,11 @@ from benchkit import stats, train_in_scratch
 
 SEEDS = (0, 1, 2)
 LABEL_SAMPLES = 16
-BASE = ["recipe=spurious", "data.max_examples=1000"]
+# Four optimizer updates per rollout (the paper's code makes 8): with one, every update is
+# on-policy, the ratio is exactly 1 and clipping never acts, so clip=true and clip=false
+# would be the same run. 240 updates = 60 rollouts of 8 prompts x 8 samples.
+BASE = ["recipe=spurious", "data.max_examples=1000", "trainer.updates_per_rollout=4",
+        "trainer.micro_batch_size=16", "trainer.max_steps=240"]
 CONDITIONS = {  # name -> overrides on top of BASE
     "ground_truth": ["reward=ground_truth"],
     "majority": ["reward=majority", "recipe.labels={labels}"],
@@ -78,10 +83,12 @@ def main() -> None:
                 # over the last 10 logged steps: what the reward paid, and how many groups were tied
                 "train_reward_last10": [round(tail_mean(r["rows"], "reward_mean"), 3) for r in runs],
                 "tied_groups_last10": [round(tail_mean(r["rows"], "frac_groups_zero_std"), 3) for r in runs],
+                # share of tokens whose ratio left the clip range (0 when nothing is clipped)
+                "clipped_fraction_mean": [round(tail_mean(r["rows"], "clip_ratio_region", 10**6), 4) for r in runs],
             }
     print(json.dumps({
         "bench": "spurious_rewards_toy",
-        "setting": " ".join(BASE) + " (trainer=cpu: 120 steps, lr 2e-4)",
+        "setting": " ".join(BASE) + " (trainer=cpu otherwise: lr 2e-4, 8 prompts x 8 samples)",
         "seeds": SEEDS,
         "accuracy_before": before,
         "labels": {"samples": LABEL_SAMPLES, "problems": len(labels),

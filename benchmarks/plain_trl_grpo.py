@@ -38,7 +38,7 @@ class StepTimer(TrainerCallback):
     """Wall time between consecutive step ends: the same span rlrecipes' step_time covers."""
 
     def __init__(self):
-        self.times, self.last = [], None
+        self.times, self.last, self.lengths = [], None, []
 
     def on_train_begin(self, args, state, control, **kw):
         self.last = time.perf_counter()
@@ -47,6 +47,10 @@ class StepTimer(TrainerCallback):
         now = time.perf_counter()
         self.times.append(now - self.last)
         self.last = now
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if logs and "completions/mean_length" in logs:
+            self.lengths.append(logs["completions/mean_length"])
 
 
 args = GRPOConfig(
@@ -61,4 +65,4 @@ timer = StepTimer()
 trainer = GRPOTrainer(model=model, reward_funcs=[accuracy], args=args, train_dataset=Dataset.from_list(rows),
                       processing_class=tok, callbacks=[timer])
 trainer.train()
-print(json.dumps({"step_times": timer.times}))
+print(json.dumps({"step_times": timer.times, "completion_lengths": timer.lengths}))
