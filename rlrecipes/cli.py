@@ -48,7 +48,7 @@ def _train_job(cfg: Any) -> Optional[float]:
     from hydra.types import RunMode
 
     from rlrecipes.engine.run import train as run_training
-    from rlrecipes.rundir import create_run_dir, write_manifest
+    from rlrecipes.rundir import create_run_dir, discard_unstarted_run, write_manifest
 
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
@@ -58,10 +58,14 @@ def _train_job(cfg: Any) -> Optional[float]:
         run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{cfg.data.name}",
                                  job_num=hc.job.num if is_multirun else None,
                                  sweep_dir=hc.sweep.dir if is_multirun else None)
+    except UserError as exc:
+        _fail(str(exc))
+    try:
         write_manifest(run_dir, cfg)
         console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
     except UserError as exc:
+        discard_unstarted_run(run_dir)
         _fail(str(exc))
     _print_summary(summary, run_dir)
     return summary.get("accuracy_after")

@@ -93,5 +93,18 @@ def write_manifest(run_dir: Path, cfg: DictConfig) -> None:
     write_json(run_dir / "versions.json", versions())
 
 
+def discard_unstarted_run(run_dir: Path) -> None:
+    """Remove what `write_manifest` (and trainer set-up) wrote for a run that failed before
+    logging its first step, so the same `run_dir` can be used again once the mistake is
+    fixed. Anything else in the folder is left alone."""
+    if (run_dir / "metrics.jsonl").exists() or (run_dir / "summary.json").exists():
+        return
+    for name in (MARKER, "versions.json"):
+        (run_dir / name).unlink(missing_ok=True)
+    for folder in (run_dir / "checkpoints", run_dir):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
 def write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, default=str) + "\n")

@@ -74,6 +74,22 @@ def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_dir, tmp_path):
+    run = tmp_path / "run"
+    bad = rlrecipes("train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={run}", cwd=tmp_path)
+    assert bad.returncode == 2 and "cannot be combined with recipe.dynamic_sampling=true" in bad.stdout
+    assert "Traceback" not in bad.stdout + bad.stderr and not run.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")  # a folder the user made: only our files go
+    assert rlrecipes("train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={kept}",
+                     cwd=tmp_path).returncode == 2
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+    good = rlrecipes("train", *TINY, "recipe=ttrl", "trainer.max_steps=1", f"run_dir={run}", cwd=tmp_path)
+    assert good.returncode == 0, good.stdout + good.stderr
+
+
+@pytest.mark.slow
 def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
     out = rlrecipes("train", "-m", *TINY, "trainer.max_steps=1", "seed=0,1", "trainer.learning_rate=1e-4,2e-4",
                     f"output_root={tmp_path}", cwd=tmp_path)

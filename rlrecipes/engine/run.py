@@ -72,10 +72,6 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     summary: dict[str, Any] = {"recipe": cfg.recipe.name, "model": path, "data": cfg.data.name,
                                "seed": cfg.seed, "num_train_problems": len(train_rows),
                                "num_heldout_problems": len(eval_prompts)}
-    if cfg.trainer.eval_before and eval_prompts:
-        summary["accuracy_before"] = held_out_accuracy()
-        log(f"held-out accuracy before RL: {summary['accuracy_before']:.3f}")
-
     args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
     writer = MetricsWriter(run_dir / "metrics.jsonl")
     callbacks: list[Any] = [writer]
@@ -96,6 +92,10 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     if evaluator is not None:
         evaluator.trainer = trainer
         trainer.add_callback(evaluator)
+    # after the trainer is built, so a configuration it rejects fails before this evaluation
+    if cfg.trainer.eval_before and eval_prompts:
+        summary["accuracy_before"] = held_out_accuracy()
+        log(f"held-out accuracy before RL: {summary['accuracy_before']:.3f}")
     train_started = time.time()
     trainer.train()
     summary["train_seconds"] = round(time.time() - train_started, 2)
