@@ -64,9 +64,11 @@ def _train_job(cfg: Any) -> Optional[float]:
         write_manifest(run_dir, cfg)
         console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
-    except UserError as exc:
+    except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
         discard_unstarted_run(run_dir)
-        _fail(str(exc))
+        if isinstance(exc, UserError):
+            _fail(str(exc))
+        raise
     _print_summary(summary, run_dir)
     return summary.get("accuracy_after")
 

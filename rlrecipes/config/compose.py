@@ -43,13 +43,17 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(config_name=config_name, overrides=list(overrides))
             OmegaConf.resolve(cfg)
-            return cfg
     except ConfigError:
         raise
     except Exception as exc:  # Hydra/OmegaConf raise many types; all become one line
         raise ConfigError(explain(exc, config_name, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
+    if config_name == "train":
+        from rlrecipes.config.checks import check_train_values
+
+        check_train_values(cfg)
+    return cfg
 
 
 def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ()) -> str:

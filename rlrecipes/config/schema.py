@@ -10,7 +10,7 @@ Recipe-specific knobs live in each recipe's own dataclass (a subclass of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -110,6 +110,8 @@ class TrainerConfig:
     max_steps: int = 120
     learning_rate: float = 2e-4
     lr_scheduler_type: str = "constant"
+    # extra scheduler arguments, e.g. +trainer.lr_scheduler_kwargs.min_lr_rate=0.1 for cosine_with_min_lr
+    lr_scheduler_kwargs: Dict[str, Any] = field(default_factory=dict)
     warmup_steps: int = 0
     warmup_ratio: float = 0.0
     weight_decay: float = 0.0

@@ -144,6 +144,13 @@ class DynamicSampler:
             raise UserError(f"recipe.dynamic_sampling_filter={settings.filter_reward!r} is not a reward of this run; "
                             f"valid: {', '.join(names)}")
         self.column = names.index(settings.filter_reward)
+        training = [n for n, w in zip(names, trainer.reward_weights.tolist()) if w != 0]
+        if settings.filter_reward not in training:
+            # a weight-0 reward is a monitor (e.g. gold-answer accuracy in a label-free recipe):
+            # filtering on it would let what the run must not train on pick its groups
+            raise UserError(f"recipe.dynamic_sampling_filter={settings.filter_reward!r} has weight 0 in this run "
+                            f"(it is only logged); filter on a reward that trains: "
+                            f"{', '.join(training) or 'none (this recipe scores completions in a hook)'}")
         g, args, procs = trainer.num_generations, trainer.args, trainer.accelerator.num_processes
         local = args.per_device_train_batch_size * args.steps_per_generation
         if local % g:

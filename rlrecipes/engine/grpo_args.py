@@ -65,6 +65,7 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         max_steps=t.max_steps,
         learning_rate=t.learning_rate,
         lr_scheduler_type=t.lr_scheduler_type,
+        lr_scheduler_kwargs=dict(t.lr_scheduler_kwargs or {}),
         warmup_steps=t.warmup_steps,
         weight_decay=t.weight_decay,
         adam_beta1=t.adam_beta1,
@@ -122,7 +123,10 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         _require_vllm()
     if ro.backend not in ("hf", "vllm"):
         raise UserError(f"rollout.backend={ro.backend!r}; valid: hf, vllm")
-    return GRPOConfig(**args)
+    try:
+        return GRPOConfig(**args)
+    except ValueError as exc:  # TRL/transformers check combinations of values when the config is built
+        raise UserError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
 
 
 def _require_vllm() -> None:

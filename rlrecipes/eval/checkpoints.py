@@ -76,6 +76,8 @@ def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int 
 
     `every` keeps checkpoints whose step is a multiple of it (the final model always).
     """
+    if every < 1:
+        raise UserError(f"--every {every}: evaluate every N-th checkpoint needs N >= 1")
     run = Path(run_dir).expanduser()
     if not (run / "config.yaml").is_file():
         raise UserError(f"{run} is not a training run directory (no config.yaml)")

@@ -26,6 +26,16 @@ def test_overrides_apply_with_types():
     ("seeed=1", "unknown key 'seeed'; valid keys here: cache_dir, data"),
     ("recipe.epsilonn=0.3", "unknown key 'recipe.epsilonn'; valid keys here: "),
     ("trainer.max_steps=abc", "could not be converted to Integer"),
+    # values the types allow but TRL would reject (late, with a traceback)
+    ("recipe.loss_type=foo", "recipe.loss_type='foo'; valid: grpo, dr_grpo, dapo, bnpo"),
+    ("recipe.scale_rewards=foo", "recipe.scale_rewards='foo'; valid: group, batch, none"),
+    ("trainer.lr_scheduler_type=foo", "trainer.lr_scheduler_type='foo'; valid: linear, cosine"),
+    ("trainer.lr_scheduler_type=cosine_with_min_lr", "needs its floor: +trainer.lr_scheduler_kwargs.min_lr_rate"),
+    ("trainer.temperature=0", "trainer.temperature=0.0 must be positive"),
+    ("trainer.updates_per_rollout=0", "trainer.updates_per_rollout=0 must be at least 1"),
+    ("trainer.num_generations=1", "trainer.num_generations=1 must be at least 2 (a group needs two samples"),
+    ("seed=-1", "seed=-1 must be at least 0"),
+    ("recipe.epsilon_high=0.1", "recipe.epsilon_high=0.1 is below recipe.epsilon=0.2"),
 ])
 def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
     with pytest.raises(ConfigError) as err:

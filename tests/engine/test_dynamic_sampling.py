@@ -32,7 +32,7 @@ class FakeAccelerator:
 
 def make_trainer(num_processes=1, process_index=0, local_prompts=4):
     t = SimpleNamespace(
-        num_generations=G, reward_func_names=["acc", "shaped"],
+        num_generations=G, reward_func_names=["acc", "shaped"], reward_weights=torch.tensor([1.0, 1.0]),
         accelerator=FakeAccelerator(num_processes, process_index),
         args=SimpleNamespace(seed=0, per_device_train_batch_size=local_prompts * G, steps_per_generation=1),
         train_dataset=[{"prompt": f"p{i}"} for i in range(10)], _tokenizer=SimpleNamespace(pad_token_id=PAD),
@@ -225,3 +225,12 @@ def test_any_recipe_can_switch_it_on(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["dynamic_sampling/prompts_kept"] for r in rows] == [4, 4]
     assert all(r["dynamic_sampling/prompts_generated"] >= 4 for r in rows)
+
+
+def test_a_weight_0_monitor_cannot_pick_the_groups():
+    """TTRL logs gold accuracy at weight 0: filtering on it would leak the labels into training."""
+    t = make_trainer()
+    t.reward_weights = torch.tensor([0.0, 1.0])
+    with pytest.raises(UserError, match="dynamic_sampling_filter='acc' has weight 0 .* filter on a reward that "
+                                        "trains: shaped"):
+        DynamicSampler(t, DynamicSamplingSettings("acc"))

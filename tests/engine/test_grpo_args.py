@@ -53,3 +53,19 @@ def test_vllm_rollout_without_vllm_is_a_clear_error(tmp_path):
         pass
     with pytest.raises(UserError, match="rollout=vllm needs vLLM"):
         build_grpo_config(compose("rollout=vllm"), tmp_path, {}, [1.0])
+
+
+def test_ttrl_v1_schedule_keeps_openrlhfs_floor(tmp_path):
+    from rlrecipes.config import compose_config
+
+    cfg = compose_config("train", ["experiment=ttrl_v1_amc_qwen2_5_math_7b", "rollout=hf", "trainer.use_cpu=true",
+                                   "trainer.bf16=false"])
+    args = build_grpo_config(cfg, tmp_path, {}, [1.0])
+    assert args.lr_scheduler_type == "cosine_with_min_lr" and args.lr_scheduler_kwargs == {"min_lr_rate": 0.1}
+
+
+def test_combinations_trl_rejects_are_one_line(tmp_path):
+    # valid one by one, rejected together by TRL: 64 completions do not split into groups of 7
+    cfg = compose("trainer.num_generations=8")
+    with pytest.raises(UserError, match="^TRL rejects these settings: "):
+        build_grpo_config(cfg, tmp_path, {"num_generations": 7}, [1.0])

@@ -59,6 +59,8 @@ def test_find_checkpoints_orders_steps_and_adds_base_and_final(tmp_path):
     assert [c.step for c in find_checkpoints(run, include_base=False, every=40)] == [40, 110]
     with pytest.raises(UserError, match="not a training run"):
         find_checkpoints(tmp_path / "checkpoints")
+    with pytest.raises(UserError, match="--every 0: .* needs N >= 1"):
+        find_checkpoints(run, every=0)
 
 
 def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
