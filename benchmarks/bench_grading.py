@@ -160,6 +160,39 @@ def _timed_fresh(fn_name: str, warmup: list, items: list) -> float:
     return fn(items)
 
 
+def _vote_groups(golds: list[str], groups: int, size: int, seed: int) -> list[list[str]]:
+    """Vote groups as a weak model produces them on hard problems: mostly distinct answers."""
+    rng = random.Random(seed)
+    return [[rng.choice(golds) for _ in range(size)] for _ in range(groups)]
+
+
+def _timed_votes(groups: list[list[str]], fast_reject: bool) -> tuple[float, list]:
+    """Seconds for TTRL-style majority votes (equivalence grouping), in a fresh process."""
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    import rlrecipes.grading.equivalence as equivalence
+    from rlrecipes.metrics import majority_vote
+
+    if not fast_reject:
+        equivalence._clearly_different = lambda *args: False
+    majority_vote(WARMUP_VOTES)
+    start = time.perf_counter()
+    winners = [majority_vote(group) for group in groups]
+    return time.perf_counter() - start, winners
+
+
+WARMUP_VOTES = ["\\frac{1}{2}", "\\sqrt{2}", "3\\pi", "(1, 2)"]
+
+
+def _votes_in_fresh_process(groups: list[list[str]], fast_reject: bool) -> tuple[float, list]:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
+        return ex.submit(_timed_votes, groups, fast_reject).result()
+
+
 def _in_fresh_process(fn_name: str, warmup: list, items: list) -> float:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
@@ -206,6 +239,11 @@ def main() -> None:
         pool.equivalent_many([p for p, _ in symbolic], [g for _, g in symbolic])
         t_sym_pool = time.perf_counter() - start
 
+    print("[bench] majority votes", file=sys.stderr)
+    vote_groups = _vote_groups(_golds(args.data_dir, 500), 8, 64, args.seed)
+    t_votes_plain, winners_plain = _votes_in_fresh_process(vote_groups, fast_reject=False)
+    t_votes_fast, winners_fast = _votes_in_fresh_process(vote_groups, fast_reject=True)
+
     probe = _cpu_parallelism(args.workers)
 
     print("[bench] 500 x 16", file=sys.stderr)
@@ -232,6 +270,11 @@ def main() -> None:
         "symbolic_single_aps": round(len(symbolic) / t_sym_single, 1),
         "symbolic_pool_aps": round(len(symbolic) / t_sym_pool, 1),
         "symbolic_ratio_pool_vs_single": round(t_sym_single / t_sym_pool, 2),
+        "vote_groups": f"{len(vote_groups)} x 64 answers (MATH-500 golds, mostly distinct)",
+        "vote_seconds_per_group_symbolic_only": round(t_votes_plain / len(vote_groups), 3),
+        "vote_seconds_per_group": round(t_votes_fast / len(vote_groups), 3),
+        "vote_ratio": round(t_votes_plain / t_votes_fast, 1),
+        "vote_winners_agree": winners_plain == winners_fast,
         "cpu_parallelism_probe": round(probe, 2),
         "wall_500x16_s": round(t_500x16, 2),
         "answers_500x16": len(items_500x16),

@@ -10,7 +10,8 @@ first extracts the answer from a full response. Both go, in order:
    accepts the value divided by 100 (``10\\%`` == ``0.1``);
 3. text answers (names, words, choice letters): case-insensitive string equality,
    never symbolic (sympy would read "Evelyn" as a product of commuting symbols);
-4. otherwise math-verify (``parse`` with the LaTeX extractor only + ``verify``).
+4. otherwise math-verify (``parse`` with the LaTeX extractor only + ``verify``), after a
+   cheap check that rejects two constants whose values clearly differ.
 
 Safety: only math-verify's LaTeX parser (an ANTLR grammar) reads model text. Its
 ``ExprExtractionConfig`` is never used because it calls sympy's ``parse_expr``, which
@@ -124,11 +125,65 @@ def fast_verdict(pred: str, gold: str) -> bool | None:
     return None
 
 
+# Two constant expressions whose values differ by more than this (relative) cannot be
+# equal for math-verify, which compares numbers to 6 decimals; rejecting them before its
+# symbolic simplification is what keeps a vote over many distinct answers fast (a
+# majority vote compares each new answer with every earlier one).
+_CLEARLY_DIFFERENT = 1e-3
+
+
+class _EvaluationTimeout(Exception):
+    pass
+
+
+@lru_cache(maxsize=8192)
+def _constant_value(latex: str, timeout_s: int) -> complex | None:
+    """The value of a variable-free expression (not a set, tuple or equation), else None.
+    Main thread only: the evaluation is cut off by ``signal.setitimer``."""
+    import math
+    import signal
+
+    import sympy
+
+    try:
+        parsed = _parse_latex(latex, timeout_s)
+    except BaseException as exc:  # math-verify's TimeoutException is a BaseException
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None
+    if not parsed or not isinstance(parsed[0], sympy.Expr) or parsed[0].free_symbols:
+        return None
+
+    def stop(signum, frame):
+        raise _EvaluationTimeout
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        value = complex(parsed[0].evalf(20))
+    except Exception:  # no numeric value (infinity, undefined), or too slow to evaluate
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return value if math.isfinite(value.real) and math.isfinite(value.imag) else None
+
+
+def _clearly_different(pred_latex: str, gold_latex: str, timeout_s: int) -> bool:
+    a, b = _constant_value(pred_latex, timeout_s), _constant_value(gold_latex, timeout_s)
+    if a is None or b is None:
+        return False
+    return abs(a - b) > _CLEARLY_DIFFERENT * max(abs(a), abs(b))
+
+
 def _equivalent_here(pred: str, gold: str, timeout_s: int) -> bool:
     verdict = fast_verdict(pred, gold)
     if verdict is not None:
         return verdict
-    return symbolic_equal(parse_answer(pred).latex, parse_answer(gold).latex, timeout_s)
+    pred_latex, gold_latex = parse_answer(pred).latex, parse_answer(gold).latex
+    if _clearly_different(pred_latex, gold_latex, timeout_s):
+        return False
+    return symbolic_equal(pred_latex, gold_latex, timeout_s)
 
 
 def is_equivalent(pred: str | None, gold: str | None, *,

@@ -103,3 +103,18 @@ def test_missing_gold_is_never_correct():
 ])
 def test_normalize_answer(raw, key):
     assert normalize_answer(raw) == key
+
+
+def test_constants_that_clearly_differ_skip_the_symbolic_comparison():
+    from rlrecipes.grading.equivalence import _clearly_different
+
+    assert _clearly_different("\\sqrt{2}", "\\frac{7}{5}", 3)  # 1.414 vs 1.4
+    assert _clearly_different("3\\pi", "9", 3)
+    # close enough that math-verify must decide (it rounds to 6 decimals)
+    assert not _clearly_different("\\frac{1}{3}", "0.3333", 3)
+    assert not _clearly_different("\\frac{\\sqrt{3}}{2}", "0.5\\sqrt{3}", 3)
+    # not constants: variables, sets, intervals, equations
+    for pred, gold in [("x+1", "2"), ("\\{1, 2\\}", "3"), ("(-\\infty, 3]", "3"), ("x = 5", "4")]:
+        assert not _clearly_different(pred, gold, 3), (pred, gold)
+    # and the verdicts stay math-verify's
+    assert is_equivalent("\\frac{\\sqrt{3}}{2}", "0.5\\sqrt{3}") and not is_equivalent("3\\pi", "9")
