@@ -25,6 +25,9 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
         train = task.train[: data_cfg.max_examples] if data_cfg.max_examples else task.train
         held_out = task.eval[: data_cfg.max_eval_examples] if data_cfg.max_eval_examples else task.eval
         report = f"{len(train)} train / {len(held_out)} held-out {task.name} problems (disjoint)"
+        if not data_cfg.answer_field:  # train as on unlabelled questions; held-out keeps its answers
+            train = [{**item, "answer": None} for item in train]
+            report += "; training answers withheld (data.answer_field=null)"
         return ProblemSet(train, held_out, task.verify, task, report)
     if data_cfg.source not in ("hub", "file"):
         raise UserError(f"data.source={data_cfg.source!r}; valid: synthetic, hub, file")

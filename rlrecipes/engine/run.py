@@ -60,6 +60,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     reward_fns = _with_accuracy_monitor(reward_fns, ctx)
     train_rows = [{"prompt": prompt_of(it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
     train_rows = recipe.training_rows(train_rows)
+    inputs = _keep_inputs(recipe.input_files(), run_dir)
     _require_answers_if_graded(train_rows, cfg.recipe.rewards)
     eval_prompts = [prompt_of(it) for it in problems.eval]
     eval_answers = [it["answer"] for it in problems.eval]
@@ -72,6 +73,8 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     summary: dict[str, Any] = {"recipe": cfg.recipe.name, "model": path, "data": cfg.data.name,
                                "seed": cfg.seed, "num_train_problems": len(train_rows),
                                "num_heldout_problems": len(eval_prompts)}
+    if inputs:
+        summary["inputs"] = inputs
     args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
     writer = MetricsWriter(run_dir / "metrics.jsonl")
     callbacks: list[Any] = [writer]
@@ -111,6 +114,22 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     write_json(run_dir / "summary.json", summary)
     torch.set_grad_enabled(True)
     return summary
+
+
+def _keep_inputs(files: list[str], run_dir: Path) -> dict[str, str]:
+    """Copy the recipe's input files into `run_dir/inputs/` (a rerun must not depend on a
+    file that may change); returns {file name: sha256}."""
+    import hashlib
+    import shutil
+
+    kept = {}
+    for name in files:
+        source = Path(name).expanduser()
+        target = run_dir / "inputs" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+        kept[source.name] = hashlib.sha256(target.read_bytes()).hexdigest()
+    return kept
 
 
 def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) -> None:

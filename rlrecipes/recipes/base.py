@@ -40,6 +40,10 @@ class Recipe:
         """Extra `trl.GRPOConfig` fields beyond the shared `RecipeConfig` mapping."""
         return {}
 
+    def input_files(self) -> list[str]:
+        """Files besides the data that the run's result depends on (copied into the run directory)."""
+        return []
+
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows TRL trains on, from the loaded ones (one-shot RLVR duplicates a few)."""
         return rows

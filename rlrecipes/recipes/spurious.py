@@ -89,6 +89,9 @@ class Spurious(Recipe):
         self._labelled()
         return super().reward_functions(ctx)
 
+    def input_files(self) -> list[str]:
+        return [self.cfg.labels] if self._labelled() else []
+
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = self._labelled()
         if kind is None:

@@ -37,6 +37,16 @@ def test_without_an_answer_field_questions_load_unlabelled():
     assert loaded.skipped == [(2, "no q")]
 
 
+def test_synthetic_training_answers_can_be_withheld():
+    from rlrecipes.data.problems import load_problem_set
+    from tests.conftest import compose
+
+    problems = load_problem_set(compose("data.answer_field=null").data)
+    assert all(it["answer"] is None for it in problems.train)
+    assert all(it["answer"] is not None for it in problems.eval)  # held-out accuracy still measurable
+    assert "training answers withheld" in problems.report
+
+
 def test_unlabelled_training_data_cannot_have_a_held_out_set(tmp_path):
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.errors import UserError

@@ -113,9 +113,14 @@ def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_pat
                   "trainer.eval_before=false", "trainer.eval_after=false")
     recipe = Spurious(cfg.recipe)
     assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == usable
-    train(cfg, tmp_path / "run", log=lambda _: None)
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
     [row] = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[:1]]
     assert 0 <= row["rewards/majority_label/mean"] <= 1 and "accuracy" in row
+    # the labels travel with the run: a copy and its digest
+    import hashlib
+
+    assert (tmp_path / "run" / "inputs" / "labels.jsonl").read_bytes() == labels.read_bytes()
+    assert summary["inputs"] == {"labels.jsonl": hashlib.sha256(labels.read_bytes()).hexdigest()}
 
 
 @pytest.mark.slow
