@@ -12,7 +12,10 @@ Two vote rules (`exact`):
   strings, so "0.5" and "\\frac{1}{2}" split the vote, and a missing answer counts as
   the empty string, which can win; the code's grader then gives 1 to every response
   without an answer (its MATH normaliser maps "" to "", so `grade_answer("", "")`
-  holds) and 0 to the others.
+  holds) and 0 to the others. The strings are keyed by rlrecipes' `normalize_answer`,
+  not by Qwen2.5-Math's `strip_string` the code uses; the two agree on the common
+  rewrites (\dfrac, \left/\right, "3.0" -> "3", units, degrees, dollars) but not on
+  everything: ours drops leading zeros ("025" and "25" vote together), theirs does not.
 
 The reward compares each response with the label through the data's verifier
 (`verify(completion, label)`: extract + equivalence grading), as TTRL's
