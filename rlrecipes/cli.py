@@ -83,6 +83,9 @@ def _print_summary(summary: dict, run_dir: Any) -> None:
     if "accuracy_before" in summary and "accuracy_after" in summary:
         gain = 100 * (summary["accuracy_after"] - summary["accuracy_before"])
         table.add_row("gain (points)", f"{gain:+.1f}")
+    for name, result in summary.get("final_eval", {}).items():  # final_eval=[...]: RUN/eval/
+        value = "n/a" if result["value"] is None else f"{result['value']:.3f}"
+        table.add_row(f"final eval: {name} {result['metric']}", value)
     table.add_row("wall seconds", f"{summary.get('wall_seconds', 0):.0f}")
     console.print(table)
 

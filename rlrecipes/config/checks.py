@@ -58,3 +58,10 @@ def check_train_values(cfg: Any) -> None:
         raise ConfigError(f"trainer.lr_scheduler_type={t.lr_scheduler_type} needs its floor: "
                           "+trainer.lr_scheduler_kwargs.min_lr_rate=0.1 (a fraction of the peak lr) or "
                           "+trainer.lr_scheduler_kwargs.min_lr=...")
+    if cfg.final_eval:
+        from rlrecipes.config.compose import compose_config
+
+        try:
+            compose_config("eval", list(cfg.final_eval))
+        except ConfigError as exc:
+            raise ConfigError(f"final_eval: {exc}") from None

@@ -197,3 +197,6 @@ class TrainConfig:
     run_dir: Optional[str] = None
     output_root: str = "outputs"
     cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
+    # `rlrecipes eval` overrides run on the final model after training, into RUN/eval/
+    # (e.g. [benchmark=aime24, protocol=dapo_avg32]); empty: none
+    final_eval: List[str] = field(default_factory=list)

@@ -53,6 +53,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
         return render_prompt(item["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
 
     recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
+    final_eval = _final_eval_config(cfg, run_dir)  # a mistake in it fails now, not after training
     ctx = RewardContext(verify=problems.verify, answer_style=cfg.data.answer_style,
                         max_completion_length=cfg.trainer.max_completion_length, seed=cfg.seed,
                         params=cfg.recipe)
@@ -109,11 +110,41 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
         log(f"held-out accuracy after RL:  {summary['accuracy_after']:.3f}")
     trainer.save_model(str(run_dir / "model"))
     tokenizer.save_pretrained(str(run_dir / "model"))
-    summary["wall_seconds"] = round(time.time() - started, 2)
     summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
+    if final_eval is not None:
+        del trainer, model, evaluator  # it loads the saved model (on GPU: frees the training copy)
+        summary["final_eval"] = _run_final_eval(final_eval, run_dir / "eval", log)
+    summary["wall_seconds"] = round(time.time() - started, 2)
     write_json(run_dir / "summary.json", summary)
     torch.set_grad_enabled(True)
     return summary
+
+
+def _final_eval_config(cfg: DictConfig, run_dir: Path) -> DictConfig | None:
+    if not cfg.final_eval:
+        return None
+    from rlrecipes.eval.checkpoints import eval_config_for
+
+    return eval_config_for(cfg, str(run_dir / "model"), list(cfg.final_eval))
+
+
+def _run_final_eval(eval_cfg: DictConfig, out_dir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Evaluate the saved model; returns each benchmark's headline metric."""
+    import gc
+
+    import torch
+
+    from rlrecipes.eval.runner import run_eval
+    from rlrecipes.eval.scoring import headline
+    from rlrecipes.rundir import write_manifest
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(out_dir, eval_cfg)
+    done = run_eval(eval_cfg, out_dir, log=log)
+    return {name: dict(zip(("metric", "value"), headline(m))) for name, m in done["benchmarks"].items()}
 
 
 def _keep_inputs(files: list[str], run_dir: Path) -> dict[str, str]:

@@ -136,15 +136,31 @@ def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Pat
     return pick_best(scores)
 
 
+def eval_config_for(train_cfg: Any, model_path: str | None, eval_overrides: Sequence[str]) -> Any:
+    """The `rlrecipes eval` config for a model trained with `train_cfg`: the model as trained
+    (dtype, tokenizer...) and, for synthetic suites, its task; `model_path` None = the base."""
+    from omegaconf import OmegaConf, open_dict
+
+    from rlrecipes.config.compose import compose_config
+
+    cfg = compose_config("eval", list(eval_overrides))
+    with open_dict(cfg):
+        cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
+        cfg.data = OmegaConf.merge(cfg.data, train_cfg.data)
+        cfg.cache_dir = cfg.cache_dir or train_cfg.get("cache_dir")
+        if model_path is not None:
+            cfg.model.name_or_path = model_path
+    return cfg
+
+
 def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str], None]) -> Evaluate:
     """An `Evaluate` that runs `rlrecipes eval` in-process with the run's model and data config.
 
     A part folder already holding a `summary.json` from the same settings is reused;
     one from other settings is an error rather than a silent mix of two protocols.
     """
-    from omegaconf import OmegaConf, open_dict
+    from omegaconf import OmegaConf
 
-    from rlrecipes.config.compose import compose_config
     from rlrecipes.eval.runner import run_eval
     from rlrecipes.eval.scoring import headline
     from rlrecipes.rundir import write_manifest
@@ -159,14 +175,7 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
             raise UserError(f"{part_dir} holds results for other settings ({_read_json(part_dir / SETTINGS)}); "
                             "pass --out DIR for a new sweep")
         if not done:
-            cfg = compose_config("eval", eval_overrides)
-            with open_dict(cfg):
-                # the model as trained (dtype, tokenizer...) and, for synthetic suites, its task
-                cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
-                cfg.data = OmegaConf.merge(cfg.data, train_cfg.data)
-                cfg.cache_dir = cfg.cache_dir or train_cfg.get("cache_dir")
-                if ckpt.model is not None:
-                    cfg.model.name_or_path = ckpt.model
+            cfg = eval_config_for(train_cfg, ckpt.model, eval_overrides)
             part_dir.mkdir(parents=True, exist_ok=True)
             write_manifest(part_dir, cfg)
             (part_dir / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")

@@ -36,6 +36,7 @@ def test_overrides_apply_with_types():
     ("trainer.num_generations=1", "trainer.num_generations=1 must be at least 2 (a group needs two samples"),
     ("seed=-1", "seed=-1 must be at least 0"),
     ("recipe.epsilon_high=0.1", "recipe.epsilon_high=0.1 is below recipe.epsilon=0.2"),
+    ('final_eval=["benchmark=aime2x"]', "final_eval: unknown benchmark 'aime2x'; valid: aime24"),
 ])
 def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
     with pytest.raises(ConfigError) as err:

@@ -106,3 +106,16 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
         eval_checkpoints(run, "synthetic", ["limit=4", "progress=false"], log=lambda _: None)
     with pytest.raises(UserError, match="unknown key 'nope'"):  # checked before any generation
         eval_checkpoints(run, "synthetic", ["nope=1"], out=tmp_path / "other", log=lambda _: None)
+
+
+@pytest.mark.slow
+def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_path):
+    from rlrecipes.engine.run import train
+
+    cfg = compose("trainer.max_steps=1", "trainer.eval_before=false", 'final_eval=["benchmark=arithmetic","limit=6"]')
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    evaluated = json.loads((tmp_path / "run" / "eval" / "summary.json").read_text())
+    assert evaluated["model"] == str(tmp_path / "run" / "model")
+    assert summary["final_eval"]["arithmetic"]["metric"] == "pass@1"
+    assert 0.0 <= summary["final_eval"]["arithmetic"]["value"] <= 1.0
+    assert len((tmp_path / "run" / "eval" / "samples.jsonl").read_text().splitlines()) == 6
