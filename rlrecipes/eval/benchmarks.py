@@ -119,14 +119,20 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
         return root
     if not root.is_dir():
         raise BenchmarkError(f"data_dir {str(root)!r} does not exist")
-    tried = []
     for rel in spec.local_files:
         parts = Path(rel).parts
-        for k in range(len(parts)):  # also accept data_dir below the layout's root
+        for k in range(len(parts)):
+            # data_dir may sit below the layout's root, but only on this file's own path:
+            # .../math500 must not serve aime24 from math500/One-Shot-RLVR/test.jsonl
+            if k and root.resolve().parts[-k:] != parts[:k]:
+                continue
             candidate = root.joinpath(*parts[k:])
-            tried.append(str(candidate))
             if candidate.is_file():
                 return candidate
+    other = _benchmark_folder_of(root)
+    if other is not None and other not in _layout_folders(spec):
+        raise BenchmarkError(f"data_dir {str(root)!r} is the folder of benchmark {other!r}, not of {spec.name!r}; "
+                             "pass the shared data root or the file itself")
     found = sorted(p for ext in ("jsonl", "json", "parquet") for p in root.glob(f"*.{ext}"))
     if len(found) == 1:
         return found[0]
@@ -135,6 +141,16 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
         f"no file for benchmark {spec.name!r} under {str(root)!r} (looked for "
         f"{', '.join(spec.local_files) or 'a single .jsonl/.json/.parquet'}){hint}; "
         f"pass the file itself as data_dir=PATH")
+
+
+def _layout_folders(spec: BenchmarkSpec) -> set[str]:
+    return {Path(rel).parts[0] for rel in spec.local_files}
+
+
+def _benchmark_folder_of(path: Path) -> str | None:
+    """The shared-data benchmark folder (``math500``, ``aime24`` ...) that ``path`` lies in, if any."""
+    folders = set().union(*(_layout_folders(spec) for spec in BENCHMARKS.values()))
+    return next((part for part in reversed(path.resolve().parts) if part in folders), None)
 
 
 def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:

@@ -152,3 +152,13 @@ def test_hub_failure_is_one_clear_line(monkeypatch):
         load_benchmark("aime24")
     msg = str(err.value)
     assert "\n" not in msg and "HuggingFaceH4/aime_2024" in msg and "data_dir=" in msg
+
+
+def test_a_benchmark_folder_never_serves_another_benchmark(shared_data):
+    from rlrecipes.eval.benchmarks import BENCHMARKS, BenchmarkError, find_local_file
+
+    assert find_local_file(BENCHMARKS["math500"], shared_data / "math500").parent.parent.name == "math500"
+    assert find_local_file(BENCHMARKS["aime24"], shared_data).parts[-3] == "aime24"
+    for folder in (shared_data / "math500", shared_data / "math500" / "TTRL"):
+        with pytest.raises(BenchmarkError, match="is the folder of benchmark 'math500', not of 'aime24'"):
+            find_local_file(BENCHMARKS["aime24"], folder)
