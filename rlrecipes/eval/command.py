@@ -73,10 +73,12 @@ def eval_job(cfg: Any) -> float | None:
         write_manifest(run_dir, cfg)
         console.rule(f"[bold]eval[/] {', '.join(cfg.benchmark.names)} -> {run_dir}")
         summary = run_eval(cfg, run_dir, log=console.log, prepared=prepared)
-    except UserError as exc:
+    except BaseException as exc:  # a crash before the first sample leaves nothing to keep
         if run_dir is not None and fresh:
             _discard_if_empty(run_dir)
-        _fail(str(exc))
+        if isinstance(exc, UserError):
+            _fail(str(exc))
+        raise
     write_report(run_dir, summary)
     print_eval_summary(summary, run_dir, console)
     return summary["average"]["headline"]

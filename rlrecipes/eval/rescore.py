@@ -19,7 +19,7 @@ from rlrecipes.eval.benchmarks import BENCHMARKS, resolve_benchmarks
 from rlrecipes.eval.items import BenchmarkItems
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_generations
 from rlrecipes.eval.scoring import compute_metrics, grade_records
-from rlrecipes.grading import GradingPool
+from rlrecipes.grading import STYLES, GradingPool
 
 
 def _benchmark(cfg: Any) -> str:
@@ -54,6 +54,9 @@ def prepare_rescore(cfg: Any) -> RescoreJob:
         items, style = plan.items, plan.style
     else:
         style = cfg.benchmark.answer_style or cfg.protocol.answer_style or spec.answer_style
+        if style not in STYLES:
+            key = "benchmark.answer_style" if cfg.benchmark.answer_style else "protocol.answer_style"
+            raise UserError(f"{key}={style!r}; valid: {', '.join(STYLES)}")
     by_id = {it.id: it for it in items} if items is not None else {}
     records = []
     for lineno, row in rows:

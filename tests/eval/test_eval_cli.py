@@ -133,6 +133,12 @@ def _bad_generations(tmp_path: Path) -> str:
     return f"generations={bad}"
 
 
+def _good_generations(tmp_path: Path) -> str:
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"gold": "5", "completions": ["\\\\boxed{5}"]}\n')
+    return f"generations={good}"
+
+
 @pytest.mark.parametrize("make_args, needle", [
     (lambda t: ["benchmark=nope"], "unknown benchmark 'nope'; valid: aime24"),
     (lambda t: ["benchmark=aime24,nope"], "unknown benchmark 'nope'; valid: aime24"),
@@ -141,6 +147,8 @@ def _bad_generations(tmp_path: Path) -> str:
     (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
     (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
     (lambda t: ["generation.backend=vllm"], "generation.backend=vllm needs vLLM"),
+    (lambda t: ["benchmark=aime25", "benchmark.answer_style=boxd", _good_generations(t)],
+     "benchmark.answer_style='boxd'; valid: boxed, answer_line"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path, capsys):
     run = tmp_path / "run"
