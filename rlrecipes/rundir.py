@@ -15,6 +15,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 MARKER = "config.yaml"  # a directory holding this file holds a run
+# The command line as the user typed it: Hydra's entry point replaces sys.argv with the
+# overrides alone (see config/hydra_app.py), which would drop the subcommand.
+invocation: list[str] | None = None
 
 
 class RunDirError(UserError):
@@ -83,7 +86,15 @@ def versions() -> dict[str, Any]:
     except ImportError:
         pass
     out["git_commit"] = git_commit()
-    out["command"] = " ".join(sys.argv)
+    import shlex
+
+    out["command"] = shlex.join(invocation or sys.argv)
+    try:  # inside a Hydra job: the overrides of this job (one point of a -m sweep)
+        from hydra.core.hydra_config import HydraConfig
+
+        out["job_overrides"] = list(HydraConfig.get().overrides.task)
+    except (ImportError, ValueError):
+        pass
     return out
 
 

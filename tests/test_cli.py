@@ -68,6 +68,7 @@ def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
         assert key in rows[0], key
     versions = json.loads((run / "versions.json").read_text())
     assert versions["trl"] and versions["torch"] and "git_commit" in versions
+    assert " train " in versions["command"] and f"run_dir={run}" in versions["job_overrides"]  # rerunnable
     # the same run_dir again is refused: runs are never overwritten
     again = rlrecipes("train", *TINY, f"run_dir={run}", cwd=tmp_path)
     assert again.returncode == 2 and "already holds a run" in again.stdout + again.stderr

@@ -47,7 +47,10 @@ def run_hydra(config_name: str, task: Callable[[DictConfig], Any], overrides: Se
     def _main(cfg: DictConfig) -> Any:
         return task(cfg)
 
+    from rlrecipes import rundir
+
     saved = sys.argv
+    rundir.invocation = list(saved)
     sys.argv = [saved[0], *(["--multirun"] if multirun else []), *overrides]
     try:
         _main()
