@@ -215,9 +215,20 @@ def answer_of(prediction: str | None, style: str = "auto") -> str | None:
     text = str(prediction).strip()
     if not text:
         return None
-    if style == "auto" and "\n" not in text and not has_answer_marker(text):
+    if style == "auto" and "\n" not in text and not has_answer_marker(text) and _looks_bare(text):
         return text
     return extract_answer(text, style)
+
+
+_LATEX_TEXT_RE = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}|\\[A-Za-z]+")
+_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+
+
+def _looks_bare(text: str) -> bool:
+    """An answer written alone (``\\frac{1}{2}``, ``x = 5``, ``Evelyn``, ``no solution``),
+    not a sentence around a number ("So x equals 5", whose answer is extracted)."""
+    words = _WORD_RE.findall(_LATEX_TEXT_RE.sub(" ", text))
+    return len(words) <= 1 or not any(ch.isdigit() for ch in text)
 
 
 # One pair per kind of object sympy builds for MATH answers. A fresh process pays

@@ -118,3 +118,12 @@ def test_constants_that_clearly_differ_skip_the_symbolic_comparison():
         assert not _clearly_different(pred, gold, 3), (pred, gold)
     # and the verdicts stay math-verify's
     assert is_equivalent("\\frac{\\sqrt{3}}{2}", "0.5\\sqrt{3}") and not is_equivalent("3\\pi", "9")
+
+
+@pytest.mark.parametrize("response, gold", [
+    ("So x equals 5", "5"), ("The result is 7", "7"), ("He has 1,234 apples", "1234"),  # sentences
+    ("x = 5", "5"), ("\\frac{1}{2}", "0.5"), ("Evelyn", "Evelyn"), ("no solution", "\\text{no solution}"),
+    ("10 \\text{ cm}", "10"),  # answers written alone are compared whole
+])
+def test_one_line_responses_grade_by_their_answer(response, gold):
+    assert grade(response, gold)
