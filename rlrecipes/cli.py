@@ -79,8 +79,8 @@ def _print_summary(summary: dict, run_dir: Any) -> None:
     table.add_column("value", justify="right")
     for key in ("accuracy_before", "accuracy_after"):
         if key in summary:
-            table.add_row(key.replace("_", " "), f"{summary[key]:.3f}")
-    if "accuracy_before" in summary and "accuracy_after" in summary:
+            table.add_row(key.replace("_", " "), "n/a" if summary[key] is None else f"{summary[key]:.3f}")
+    if summary.get("accuracy_before") is not None and summary.get("accuracy_after") is not None:
         gain = 100 * (summary["accuracy_after"] - summary["accuracy_before"])
         table.add_row("gain (points)", f"{gain:+.1f}")
     for name, result in summary.get("final_eval", {}).items():  # final_eval=[...]: RUN/eval/

@@ -63,7 +63,7 @@ def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
     assert summary["wall_seconds"] > 0 and summary["steps"] == 2
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
-    for key in ("reward_mean", "reward_std", "accuracy", "entropy", "clip_ratio_low", "clip_ratio_high",
+    for key in ("reward_mean", "reward_std", "accuracy", "kl", "entropy", "clip_ratio_low", "clip_ratio_high",
                 "completion_length_mean", "step_time", "tokens_per_second"):
         assert key in rows[0], key
     versions = json.loads((run / "versions.json").read_text())

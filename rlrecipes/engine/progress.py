@@ -54,6 +54,8 @@ class MetricsWriter(TrainerCallback):
                                "tokens_per_second": round((tokens - self._last_tokens) / max(now - self._last_time, 1e-9), 1)}
         for key, value in logs.items():
             row[_RENAMES.get(key, key)] = value
+        if "loss" in row:
+            row.setdefault("kl", None)  # TRL computes KL only when recipe.beta > 0: null = not computed
         self._last_time, self._last_step, self._last_tokens = now, state.global_step, tokens
         self.rows.append(row)
         with self.path.open("a") as f:

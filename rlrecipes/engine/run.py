@@ -96,6 +96,9 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     if evaluator is not None:
         evaluator.trainer = trainer
         trainer.add_callback(evaluator)
+    if not eval_prompts and (cfg.trainer.eval_before or cfg.trainer.eval_after):
+        log("no held-out problems (set data.eval_path): accuracy_before/after are not measured (null)")
+        summary["accuracy_before"] = summary["accuracy_after"] = None
     # after the trainer is built, so a configuration it rejects fails before this evaluation
     if cfg.trainer.eval_before and eval_prompts:
         summary["accuracy_before"] = held_out_accuracy()
