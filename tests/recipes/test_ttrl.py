@@ -46,7 +46,10 @@ def test_presets_carry_the_papers_numbers(preset, model, data, votes, train, pro
     assert (t.num_generations, r.n_train) == (votes, train)
     assert (t.prompts_per_rollout, t.updates_per_rollout) == (prompts, updates)
     assert (t.max_steps, r.beta, r.loss_type, t.adam_beta2) == (steps, beta, loss, beta2)
-    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_ratio, t.temperature) == (5e-7, "cosine", 0.03, 1.0)
+    # the verl code decays to 0, OpenRLHF's v1 code to a floor of 0.1 x lr
+    schedule = ("cosine_with_min_lr", {"min_lr_rate": 0.1}) if "_v1_" in preset else ("cosine", {})
+    assert (t.lr_scheduler_type, dict(t.lr_scheduler_kwargs)) == schedule
+    assert (t.learning_rate, t.warmup_ratio, t.temperature) == (5e-7, 0.03, 1.0)
     assert (r.epsilon, t.max_completion_length, cfg.rollout.importance_sampling_correction) == (0.2, 3072, False)
     assert cfg.data.eval_path == cfg.data.path  # evaluated on the questions it trained on
     # every optimizer step trains the responses of prompts_per_rollout * n_train / updates
