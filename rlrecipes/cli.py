@@ -127,7 +127,12 @@ def config_show(ctx: typer.Context,
 
     from rlrecipes.config.compose import compose_config
 
-    cfg = compose_config(name, list(ctx.args))
+    overrides = list(ctx.args)
+    if name == "eval":  # as `rlrecipes eval` reads it: benchmark=a,b is one run on both
+        from rlrecipes.eval.command import rewrite_benchmark_list
+
+        overrides = rewrite_benchmark_list(overrides, multirun=False)
+    cfg = compose_config(name, overrides)
     typer.echo(OmegaConf.to_yaml(cfg, resolve=True), nl=False)
 
 

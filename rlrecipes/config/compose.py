@@ -72,6 +72,14 @@ def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ())
             return f"{_first_line(exc)}; valid: {', '.join(options)}"
         return _first_line(exc)
     text = str(exc)
+    if "Ambiguous value" in text:  # "a=1,2" outside a sweep
+        return f"{_first_line(exc)}; a comma list is a sweep: add -m (rlrecipes {'train' if config_name == 'train' else config_name} -m ...)"
+    if "No match in the defaults list" in text:  # a group of the other root config
+        other = "eval" if config_name == "train" else "train"
+        group = re.search(r"override '([^']+)'", text)
+        if group and (conf_dir() / group.group(1)).is_dir():
+            return (f"{group.group(1)}= is not a group of the {config_name} config (valid groups: "
+                    f"{', '.join(_groups_of(config_name))}); for {other}: rlrecipes config show --name {other} ...")
     # the interesting OmegaConf error is usually the cause of Hydra's wrapper
     cause = exc.__cause__ or exc.__context__
     if cause is not None and "Key '" in str(cause):
@@ -90,6 +98,13 @@ def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ())
     if cause is not None:
         return f"{_first_line(exc)}: {_first_line(cause)}"
     return _first_line(exc)
+
+
+def _groups_of(config_name: str) -> list[str]:
+    """The config groups named in `conf/<config_name>.yaml`'s defaults list."""
+    text = (conf_dir() / f"{config_name}.yaml").read_text()
+    names = re.findall(r"^\s*-\s*(?:optional\s+)?([a-z_]+)\s*:", text, flags=re.M)
+    return sorted({n for n in names if (conf_dir() / n).is_dir()})
 
 
 def _override_key_for(leaf: str, overrides: Sequence[str]) -> str:

@@ -93,9 +93,12 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
 
 def _load(run: Path) -> dict[str, Any]:
     try:
-        return json.loads((run / "summary.json").read_text())
+        summary = json.loads((run / "summary.json").read_text())
     except json.JSONDecodeError as exc:
         raise UserError(f"{run / 'summary.json'}: not valid JSON ({exc.msg})") from None
+    if not isinstance(summary, dict):
+        raise UserError(f"{run / 'summary.json'}: not a run summary (a JSON object is expected)")
+    return summary
 
 
 def comparison_table(paths: Sequence[str | Path]) -> Table:

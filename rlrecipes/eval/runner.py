@@ -115,11 +115,20 @@ def _tokenizer_of(backend: Backend) -> Any:
 def prepare(cfg: Any) -> Any:
     """Check and load every input (benchmarks or the generations file) before any run
     directory exists, so a mistake leaves nothing behind: a list of plans, or a RescoreJob."""
+    if cfg.grading.timeout_s < 1:
+        raise UserError(f"grading.timeout_s={cfg.grading.timeout_s} must be at least 1 (seconds per answer)")
+    if cfg.grading.workers is not None and cfg.grading.workers < 0:
+        raise UserError(f"grading.workers={cfg.grading.workers}; valid: a number of processes, 0 = in-process, "
+                        "null = one per CPU")
     if cfg.generations:
         from rlrecipes.eval.rescore import prepare_rescore
 
         return prepare_rescore(cfg)
     check_backend(cfg.generation.backend)
+    if cfg.model.name_or_path:
+        from rlrecipes.models import check_model_location
+
+        check_model_location(cfg.model.name_or_path)
     return [plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))]
 
 

@@ -92,6 +92,13 @@ def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "auto": "auto"}
 
 
+def check_model_location(name_or_path: str) -> None:
+    """A path-like `model.name_or_path` must be an existing folder (else the hub client
+    would report it as a malformed repo id)."""
+    if str(name_or_path).startswith(("/", "./", "../", "~")) and not Path(name_or_path).expanduser().is_dir():
+        raise UserError(f"model.name_or_path={name_or_path}: no such folder (a local model folder or a hub id)")
+
+
 def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> tuple[Any, Any]:
     """Load (model, tokenizer) with transformers; tokenizer left-padded with a pad token."""
     import torch
@@ -101,6 +108,7 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
         raise UserError(f"model.dtype={model_cfg.dtype!r}; valid: {', '.join(_DTYPES)}")
     dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
     kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
+    check_model_location(name_or_path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **kwargs)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs)

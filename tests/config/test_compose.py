@@ -39,6 +39,7 @@ def test_overrides_apply_with_types():
     ('final_eval=["benchmark=aime2x"]', "final_eval: unknown benchmark 'aime2x'; valid: aime24"),
 ])
 def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
+    """(one override at a time, composed as `rlrecipes train` / `config show` do)"""
     with pytest.raises(ConfigError) as err:
         compose_config("train", [override])
     message = str(err.value)
@@ -71,3 +72,14 @@ def test_every_group_option_composes():
     for experiment in group_options("experiment"):
         compose_config("train", [f"experiment={experiment}"])
     assert (conf_dir() / "train.yaml").is_file()
+
+
+@pytest.mark.parametrize("name, override, expected", [
+    ("train", "benchmark=math500", "benchmark= is not a group of the train config (valid groups: data, experiment"),
+    ("eval", "recipe=dapo", "recipe= is not a group of the eval config (valid groups: benchmark"),
+    ("train", "seed=0,1", "a comma list is a sweep: add -m (rlrecipes train -m ...)"),
+])
+def test_groups_of_the_other_command_and_sweeps_without_m_are_explained(name, override, expected):
+    with pytest.raises(ConfigError) as err:
+        compose_config(name, [override])
+    assert expected in str(err.value) and "\n" not in str(err.value)

@@ -149,6 +149,9 @@ def _good_generations(tmp_path: Path) -> str:
     (lambda t: ["generation.backend=vllm"], "generation.backend=vllm needs vLLM"),
     (lambda t: ["benchmark=aime25", "benchmark.answer_style=boxd", _good_generations(t)],
      "benchmark.answer_style='boxd'; valid: boxed, answer_line"),
+    (lambda t: ["grading.timeout_s=0"], "grading.timeout_s=0 must be at least 1"),
+    (lambda t: ["grading.workers=-1"], "grading.workers=-1; valid: a number of processes"),
+    (lambda t: [f"model.name_or_path={t / 'nowhere'}", "limit=1"], "nowhere: no such folder"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path, capsys):
     run = tmp_path / "run"
@@ -172,3 +175,12 @@ def test_multirun_sweep_and_report(toy_model_dir, tmp_path, capsys):
     assert "arithmetic" in text and text.count("default") == 2
     code, text = cli(capsys, "report", str(tmp_path / "nope"))
     assert code == 2 and "no such run directory" in text
+
+
+def test_report_refuses_a_summary_that_is_not_a_run(tmp_path):
+    from rlrecipes.errors import UserError
+    from rlrecipes.eval.report import comparison_table
+
+    (tmp_path / "summary.json").write_text("[1, 2]")
+    with pytest.raises(UserError, match="summary.json: not a run summary"):
+        comparison_table([tmp_path])
