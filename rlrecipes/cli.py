@@ -48,6 +48,7 @@ def _train_job(cfg: Any) -> Optional[float]:
     from hydra.types import RunMode
 
     from rlrecipes.engine.run import train as run_training
+    from rlrecipes.data.problems import data_label
     from rlrecipes.rundir import create_run_dir, discard_unstarted_run, write_manifest
 
     hc = HydraConfig.get()
@@ -55,14 +56,14 @@ def _train_job(cfg: Any) -> Optional[float]:
     # Hydra would print its own multi-line report for any exception a job raises;
     # user mistakes leave here as one line and exit status 2 instead.
     try:
-        run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{cfg.data.name}",
+        run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{data_label(cfg.data)}",
                                  job_num=hc.job.num if is_multirun else None,
                                  sweep_dir=hc.sweep.dir if is_multirun else None)
     except UserError as exc:
         _fail(str(exc))
     try:
         write_manifest(run_dir, cfg)
-        console.rule(f"[bold]{cfg.recipe.name}[/] on {cfg.data.name} -> {run_dir}")
+        console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
     except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
         discard_unstarted_run(run_dir)

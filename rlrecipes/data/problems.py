@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from rlrecipes.data.loader import LoadedProblems, read_records, to_problems
@@ -47,6 +48,14 @@ def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProb
     rows, source = read_records(path, data_cfg.subset, split)
     return to_problems(rows, source, data_cfg.problem_field, data_cfg.answer_field, data_cfg.id_field,
                        dedup=data_cfg.dedup, limit=limit)
+
+
+def data_label(data_cfg: Any) -> str:
+    """The training data's name for run names and summaries: the data group's name, or the
+    file / hub id when a synthetic group (the default) was pointed at other data."""
+    if data_cfg.source != "synthetic" and data_cfg.path and data_cfg.name in ("arithmetic", "countdown"):
+        return Path(str(data_cfg.path)).stem or str(data_cfg.path)
+    return str(data_cfg.name)
 
 
 def answer_verifier(style: str) -> Callable[[str, Any], bool]:

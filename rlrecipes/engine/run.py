@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.data.problems import ProblemSet, load_problem_set
+from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.errors import UserError
 from rlrecipes.rewards import RewardContext
 from rlrecipes.rundir import write_json
@@ -71,7 +71,7 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
                                max_new_tokens=cfg.trainer.max_completion_length,
                                batch_size=cfg.trainer.eval_batch_size)
 
-    summary: dict[str, Any] = {"recipe": cfg.recipe.name, "model": path, "data": cfg.data.name,
+    summary: dict[str, Any] = {"recipe": cfg.recipe.name, "model": path, "data": data_label(cfg.data),
                                "seed": cfg.seed, "num_train_problems": len(train_rows),
                                "num_heldout_problems": len(eval_prompts)}
     if inputs:

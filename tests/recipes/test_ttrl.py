@@ -145,6 +145,7 @@ def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert summary["steps"] == 2 and summary["num_train_problems"] == 16
     assert summary["accuracy_before"] is None and summary["accuracy_after"] is None  # no held-out set given
+    assert summary["data"] == "questions"  # named after the file, not the default synthetic group
     assert all(0 < r["ttrl/majority_ratio"] <= 1 for r in rows if "ttrl/majority_ratio" in r)
     # without gold there is nothing to compare the label with
     assert not any("ttrl/label_accuracy" in r for r in rows)
