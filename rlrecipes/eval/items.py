@@ -165,7 +165,10 @@ def _gold(spec: BenchmarkSpec, row: dict[str, Any]) -> tuple[str | None, str]:
     raw = _first(row, spec.gold_fields)
     if spec.gold_from == "gsm8k" and isinstance(raw, str):
         m = re.search(r"####\s*(.+)\s*$", raw)
-        raw = m.group(1).replace(",", "") if m else raw
+        if m:
+            raw = m.group(1).replace(",", "")
+        elif len(raw.split()) > 1:  # a solution text without its "#### answer" line, not an answer
+            return None, "no '#### answer' line in the answer field"
     gold = gold_to_str(raw)
     if gold is None:
         return None, f"no gold answer (looked for {', '.join(spec.gold_fields)})"

@@ -97,8 +97,12 @@ def test_minerva_gold_is_the_last_box_of_the_solution(tmp_path):
 
 def test_gsm8k_gold_after_hashes(tmp_path):
     f = tmp_path / "gsm.jsonl"
-    f.write_text(json.dumps({"question": "q", "answer": "3 + 4 = 7\n#### 1,007"}) + "\n")
-    assert load_benchmark("gsm8k", data_dir=f)[0].gold == "1007"
+    rows = [{"question": "q", "answer": "3 + 4 = 7\n#### 1,007"}, {"question": "r", "answer": "42"},
+            {"question": "s", "answer": "a solution without its final line"}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items = load_benchmark("gsm8k", data_dir=f)
+    assert [it.gold for it in items] == ["1007", "42"]  # an already extracted answer is kept
+    assert items.skipped[0].row == 2 and "no '#### answer' line" in items.skipped[0].reason
 
 
 def test_chat_message_prompts(tmp_path):
