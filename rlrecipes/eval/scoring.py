@@ -95,6 +95,12 @@ def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int
     per_problem = [sum(r.correct) / len(r.correct) for r in records]
     m: dict[str, Any] = {"problems": len(records), "samples_per_problem": n,
                          "pass@1": round(_mean(per_problem) or 0.0, 6)}
+    most = max(len(r.correct) for r in records)
+    if most != n:  # uneven sample counts: every k-metric uses k <= the smallest count
+        m["samples_per_problem_max"] = most
+    too_large = sorted(k for k in requested_ks if k > n)
+    if too_large:
+        m["ks_not_reported"] = too_large  # requested k above the samples per problem
     if n > 1:
         m[f"avg@{n}"] = m["pass@1"]
     ks = default_ks(n, requested_ks)

@@ -51,6 +51,11 @@ def test_requested_ks_and_greedy_headline():
     grade_records(records, "auto")
     m = compute_metrics(records, requested_ks=[2, 16])
     assert "pass@2" in m and "pass@4" not in m and "pass@16" not in m
+    assert m["ks_not_reported"] == [16]  # said, not silently dropped
+    uneven = [rec("a", "3", ["\\boxed{3}", "\\boxed{4}"]), rec("b", "3", ["\\boxed{3}"])]
+    grade_records(uneven, "boxed")
+    u = compute_metrics(uneven)
+    assert (u["samples_per_problem"], u["samples_per_problem_max"]) == (1, 2)
     greedy = [rec("g", "3", ["\\boxed{3}"])]
     grade_records(greedy, "boxed")
     g = compute_metrics(greedy)
