@@ -49,7 +49,7 @@ def _train_job(cfg: Any) -> Optional[float]:
 
     from rlrecipes.engine.run import train as run_training
     from rlrecipes.data.problems import data_label
-    from rlrecipes.rundir import create_run_dir, discard_unstarted_run, write_manifest
+    from rlrecipes.rundir import create_run_dir, discard_unstarted_run, drop_hydra_job_dir, write_manifest
 
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
@@ -59,6 +59,8 @@ def _train_job(cfg: Any) -> Optional[float]:
         run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{data_label(cfg.data)}",
                                  job_num=hc.job.num if is_multirun else None,
                                  sweep_dir=hc.sweep.dir if is_multirun else None)
+        if is_multirun:
+            drop_hydra_job_dir(run_dir)
     except UserError as exc:
         _fail(str(exc))
     try:

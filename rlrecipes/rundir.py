@@ -104,6 +104,19 @@ def write_manifest(run_dir: Path, cfg: DictConfig) -> None:
     write_json(run_dir / "versions.json", versions())
 
 
+def drop_hydra_job_dir(run_dir: Path) -> None:
+    """In a multirun, Hydra makes an (empty) output folder per job next to the run
+    directories rlrecipes names itself; remove it so a sweep holds only the runs."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        job_dir = Path(HydraConfig.get().runtime.output_dir)
+    except (ImportError, ValueError):
+        return
+    if job_dir.resolve() != run_dir.resolve() and job_dir.is_dir() and not any(job_dir.iterdir()):
+        job_dir.rmdir()
+
+
 def discard_unstarted_run(run_dir: Path) -> None:
     """Remove what `write_manifest` (and trainer set-up) wrote for a run that failed before
     logging its first step, so the same `run_dir` can be used again once the mistake is

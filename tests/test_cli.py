@@ -99,6 +99,8 @@ def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
     assert len(summaries) == 4
     configs = [(json.loads(p.read_text())["seed"]) for p in summaries]
     assert sorted(configs) == [0, 0, 1, 1]
+    [sweep] = tmp_path.glob("multirun/*")  # only the runs (and Hydra's multirun.yaml), no empty job folders
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == [p.parent.name for p in summaries]
 
 
 @pytest.mark.slow

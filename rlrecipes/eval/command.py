@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
-from rlrecipes.rundir import MARKER, RunDirError, create_run_dir, write_manifest
+from rlrecipes.rundir import MARKER, RunDirError, create_run_dir, drop_hydra_job_dir, write_manifest
 
 # Settings that must match for a resumed eval to continue the same experiment.
 _RESUME_KEYS = ("model", "protocol", "seed", "data_dir", "generations", "benchmark.answer_style",
@@ -69,6 +69,8 @@ def eval_job(cfg: Any) -> float | None:
     try:
         prepared = prepare(cfg)  # inputs first: a mistake must not leave a run directory
         run_dir = open_run_dir(cfg, hc.job.num if multirun else None, hc.sweep.dir if multirun else None)
+        if multirun:
+            drop_hydra_job_dir(run_dir)
         fresh = not (run_dir / MARKER).exists()
         write_manifest(run_dir, cfg)
         console.rule(f"[bold]eval[/] {', '.join(cfg.benchmark.names)} -> {run_dir}")
