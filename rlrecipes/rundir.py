@@ -125,6 +125,9 @@ def discard_unstarted_run(run_dir: Path) -> None:
         return
     for name in (MARKER, "versions.json"):
         (run_dir / name).unlink(missing_ok=True)
+    import shutil
+
+    shutil.rmtree(run_dir / "inputs", ignore_errors=True)  # the recipe's input copies (run.py)
     for folder in (run_dir / "checkpoints", run_dir):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()

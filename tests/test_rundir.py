@@ -35,3 +35,19 @@ def test_manifest_records_config_versions_and_commit(tmp_path):
     for key in ("torch", "transformers", "trl", "git_commit", "python"):
         assert key in versions
     assert versions["trl"].startswith("1.16")
+
+
+def test_an_unstarted_run_is_discarded_with_its_input_copies(tmp_path):
+    from rlrecipes.rundir import discard_unstarted_run
+
+    run = tmp_path / "run"
+    (run / "inputs").mkdir(parents=True)
+    for name in ("config.yaml", "versions.json", "inputs/labels.jsonl"):
+        (run / name).write_text("x")
+    discard_unstarted_run(run)
+    assert not run.exists()
+    started = tmp_path / "started"
+    started.mkdir()
+    (started / "metrics.jsonl").write_text("{}\n")
+    discard_unstarted_run(started)
+    assert (started / "metrics.jsonl").exists()  # a run that logged a step is kept

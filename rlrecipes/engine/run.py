@@ -114,11 +114,21 @@ def train(cfg: DictConfig, run_dir: Path, log: Callable[[str], None] = print) ->
     trainer.save_model(str(run_dir / "model"))
     tokenizer.save_pretrained(str(run_dir / "model"))
     summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
-    if final_eval is not None:
-        del trainer, model, evaluator  # it loads the saved model (on GPU: frees the training copy)
-        summary["final_eval"] = _run_final_eval(final_eval, run_dir / "eval", log)
     summary["wall_seconds"] = round(time.time() - started, 2)
-    write_json(run_dir / "summary.json", summary)
+    write_json(run_dir / "summary.json", summary)  # the training's result, whatever the evaluation does
+    if final_eval is not None:
+        trainer.accelerator.wait_for_everyone()
+        main_process = trainer.accelerator.is_main_process
+        del trainer, model, evaluator  # it loads the saved model (on GPU: frees the training copy)
+        if main_process:  # one evaluation (its own vLLM engine), not one per rank
+            try:
+                summary["final_eval"] = _run_final_eval(final_eval, run_dir / "eval", log)
+            except Exception as exc:
+                summary["final_eval_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                write_json(run_dir / "summary.json", summary)
+                raise
+            summary["wall_seconds"] = round(time.time() - started, 2)
+            write_json(run_dir / "summary.json", summary)
     torch.set_grad_enabled(True)
     return summary
 
