@@ -34,16 +34,17 @@ from rlrecipes.errors import UserError
 
 
 class GroupSubset(EngineHook):
-    """`keep=None`: the first half of each group (TTRL's verl code: 32 of 64)."""
+    """Keep the first `keep` rows of each group; `keep=None` keeps `fraction` of the group
+    (known only at bind time, from trainer.num_generations)."""
 
-    def __init__(self, keep: int | None, key: str = "keep"):
+    def __init__(self, keep: int | None, key: str = "keep", fraction: float = 1.0):
         self.keep = None if keep is None else int(keep)
-        self.key = key  # the config key users set, for error messages
+        self.key, self.fraction = key, fraction  # key: the config key users set, for error messages
 
     def bind(self, trainer: Any) -> None:
         groups, args = trainer.num_generations, trainer.args
         if self.keep is None:
-            self.keep = max(1, groups // 2)
+            self.keep = max(1, int(groups * self.fraction))
         if getattr(trainer, "dynamic_sampling", None) is not None and self.keep != groups:
             # dynamic sampling selects and merges whole groups of num_generations rows
             raise UserError(f"{self.key}={self.keep} (training on part of each group) cannot be combined with "

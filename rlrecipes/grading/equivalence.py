@@ -219,13 +219,18 @@ def answer_of(prediction: str | None, style: str = "auto") -> str | None:
     text = str(prediction).strip()
     if not text:
         return None
-    if style == "auto" and "\n" not in text and not has_answer_marker(text) and _looks_bare(text):
+    if style == "auto" and _one_unmarked_line(text) and _looks_bare(text):
         return text
     return extract_answer(text, style)
 
 
 _LATEX_TEXT_RE = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}|\\[A-Za-z]+")
 _WORD_RE = re.compile(r"[A-Za-z]{2,}")
+
+
+def _one_unmarked_line(text: str) -> bool:
+    """One line with no answer marker (\\boxed, "Answer:", ####): maybe an answer written alone."""
+    return "\n" not in text and not has_answer_marker(text)
 
 
 def _looks_bare(text: str) -> bool:
@@ -276,5 +281,5 @@ def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
     # a one-line answer with words ("Monday, March 15") was cut to its last number: the
     # whole line may still be the answer
     text = str(prediction or "").strip()
-    return (style == "auto" and answer != text and "\n" not in text and not has_answer_marker(text)
+    return (style == "auto" and answer != text and _one_unmarked_line(text)
             and is_equivalent(text, gold, timeout_s=timeout_s))

@@ -46,8 +46,9 @@ REWARD = "majority_vote"
 class TTRLConfig(RecipeConfig):
     name: str = "ttrl"
     # Responses per prompt that train: the first n_train of the trainer.num_generations
-    # votes, in generation order. null = half of them (the verl code's 64 -> 32).
+    # votes, in generation order. null = train_fraction of them.
     n_train: Optional[int] = None
+    train_fraction: float = 0.5
     vote: str = "equivalence"  # equivalence | exact (the TTRL code's string Counter)
 
 
@@ -102,5 +103,5 @@ class TTRL(Recipe):
         hooks: list[EngineHook] = [MajorityVote(ctx, exact=self.cfg.vote == "exact")]
         from rlrecipes.engine.group_subset import GroupSubset
 
-        hooks.append(GroupSubset(self.cfg.n_train, key="recipe.n_train"))
+        hooks.append(GroupSubset(self.cfg.n_train, key="recipe.n_train", fraction=float(self.cfg.train_fraction)))
         return hooks

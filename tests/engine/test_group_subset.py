@@ -123,7 +123,7 @@ def test_bind_refuses_dynamic_sampling():
 
 
 def test_by_default_the_first_half_of_each_group_trains():
-    subset = GroupSubset(None, key="recipe.n_train")
+    subset = GroupSubset(None, key="recipe.n_train", fraction=0.5)
     subset.bind(fake_trainer())
     assert subset.keep == 2  # of num_generations=4
 

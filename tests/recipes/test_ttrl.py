@@ -19,7 +19,7 @@ def test_recipe_is_grpo_with_the_vote_reward():
     r = compose("recipe=ttrl").recipe
     assert [(x.name, x.weight) for x in r.rewards] == [("majority_vote", 1.0)]
     assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high, r.entropy_coef) == ("dapo", 0.001, 0.2, None, 0.0)
-    assert (r.n_train, r.vote) == (None, "equivalence")
+    assert (r.n_train, r.train_fraction, r.vote) == (None, 0.5, "equivalence")  # verl: 32 of 64 votes train
 
 
 @pytest.mark.parametrize("preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2", [
