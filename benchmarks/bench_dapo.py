@@ -56,7 +56,7 @@ def wall_clock_budget(seconds: float):
 
 
 def run(recipe: str, seed: int, budget: float, extra: list[str]) -> dict:
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose_config("train", [f"recipe={recipe}", f"seed={seed}", "trainer.max_steps=100000",
                                    "trainer.progress=false", *extra])

@@ -39,7 +39,7 @@ from rlrecipes.config import compose_config
 
 
 def history_run(args: argparse.Namespace, workdir: Path) -> dict:
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose_config("train", [
         "recipe=one_shot", f"data.max_examples={args.pool}", f"trainer.max_steps={args.history_steps}",
@@ -54,7 +54,7 @@ def history_run(args: argparse.Namespace, workdir: Path) -> dict:
 
 
 def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path) -> dict:
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.rundir import write_manifest
 
     cfg = compose_config("train", [

@@ -22,7 +22,7 @@ from rlrecipes.config import compose_config
 
 
 def rl_runs(seeds: list[int], extra: list[str]) -> list[dict]:
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     out = []
     for seed in seeds:

@@ -49,7 +49,7 @@ def main() -> None:
     import torch
 
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.models import resolve_model_path
 
     torch.set_num_threads(1)

@@ -19,7 +19,7 @@ def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None
     what `inspect(run_dir)` returned before the directory (and the model in it) went away.
     """
     from rlrecipes.config import compose_config
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose_config("train", [*overrides, "trainer.progress=false"])
     with tempfile.TemporaryDirectory() as tmp:

@@ -47,32 +47,42 @@ def _train_job(cfg: Any) -> Optional[float]:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from rlrecipes.engine.run import train as run_training
     from rlrecipes.data.problems import data_label
-    from rlrecipes.rundir import create_run_dir, discard_unstarted_run, drop_hydra_job_dir, write_manifest
+    from rlrecipes.rundir import (create_run_dir, discard_unstarted_run, drop_hydra_job_dir, is_main_process,
+                                  shared_run_dir, write_manifest)
+    from rlrecipes.train import train as run_training
 
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
-    # Hydra would print its own multi-line report for any exception a job raises;
-    # user mistakes leave here as one line and exit status 2 instead.
-    try:
+    main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
+
+    def create():
         run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{data_label(cfg.data)}",
                                  job_num=hc.job.num if is_multirun else None,
                                  sweep_dir=hc.sweep.dir if is_multirun else None)
         if is_multirun:
             drop_hydra_job_dir(run_dir)
+        write_manifest(run_dir, cfg)
+        return run_dir
+
+    # Hydra would print its own multi-line report for any exception a job raises;
+    # user mistakes leave here as one line and exit status 2 instead.
+    try:
+        run_dir = shared_run_dir(create, cpu=bool(cfg.trainer.use_cpu))
     except UserError as exc:
         _fail(str(exc))
     try:
-        write_manifest(run_dir, cfg)
-        console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
+        if main:
+            console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
     except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
-        discard_unstarted_run(run_dir)
+        if main:
+            discard_unstarted_run(run_dir)
         if isinstance(exc, UserError):
             _fail(str(exc))
         raise
-    _print_summary(summary, run_dir)
+    if main:
+        _print_summary(summary, run_dir)
     return summary.get("accuracy_after")
 
 
@@ -142,7 +152,10 @@ def config_show(ctx: typer.Context,
 def _fail(message: str) -> None:
     from rich.markup import escape
 
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    from rlrecipes.rundir import is_main_process
+
+    if is_main_process():  # every rank of a multi-process launch meets the same mistake: say it once
+        console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise SystemExit(2)
 
 

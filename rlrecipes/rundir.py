@@ -5,12 +5,13 @@ from __future__ import annotations
 from rlrecipes.errors import UserError
 
 import json
+import os
 import platform
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -53,6 +54,38 @@ def create_run_dir(requested: str | None, output_root: str, label: str,
         except FileExistsError:
             n += 1
             path = base.with_name(f"{base.name}-{n}")
+
+
+def is_main_process() -> bool:
+    """True on the process that owns the run's files (rank 0 of a multi-process launch)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def shared_run_dir(create: Callable[[], Path], cpu: bool) -> Path:
+    """The run directory, created once by the main process and handed to every process.
+
+    Under a multi-process launch (WORLD_SIZE > 1) every rank runs the same command line;
+    only rank 0 calls `create` (so an explicit `run_dir=` is claimed once, not refused to
+    the other ranks) and broadcasts the path, or its error, to the rest. `cpu` picks the
+    process group's backend as the trainer will (gloo on CPU), since this is where the
+    group is first set up.
+    """
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return create()
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    state = PartialState(cpu=cpu)
+    message: list[str | None] = [None, None]  # [path, error]
+    if state.is_main_process:
+        try:
+            message[0] = str(create())
+        except UserError as exc:
+            message[1] = str(exc)
+    broadcast_object_list(message, from_process=0)
+    if message[1] is not None:
+        raise RunDirError(message[1])
+    return Path(str(message[0]))
 
 
 def git_commit() -> str | None:

@@ -44,7 +44,8 @@ class MetricsWriter(TrainerCallback):
         self._last_time = time.time()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "train_runtime" in logs:
+        # TRL has already reduced the metrics across processes: the main one writes them
+        if not logs or "train_runtime" in logs or not state.is_world_process_zero:
             return
         now = time.time()
         steps = max(state.global_step - self._last_step, 1)
@@ -79,6 +80,8 @@ class RichProgress(TrainerCallback):
         self.task = None
 
     def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:  # one display per run, not one per process
+            return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
@@ -108,20 +111,3 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{float(value):.{digits}f}"
-
-
-class HeldOutEvaluator(TrainerCallback):
-    """Measures held-out greedy accuracy every `every` steps and logs it as `heldout_accuracy`.
-
-    Lets training and held-out accuracy be plotted on one axis (one-shot RLVR's
-    post-saturation generalisation) without a separate evaluation job.
-    """
-
-    def __init__(self, every: int, measure: Any):
-        self.every = every
-        self.measure = measure
-        self.trainer: Any = None
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.trainer is not None and state.global_step % self.every == 0:
-            self.trainer.log_metric("heldout_accuracy", self.measure())

@@ -215,7 +215,7 @@ def test_any_recipe_can_switch_it_on(tmp_path):
     (one-digit sums, which the tiny model gets right only sometimes)."""
     import json
 
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from tests.conftest import compose
 
     cfg = compose("recipe=grpo", "recipe.dynamic_sampling=true", "data.synthetic.num_train=80",

@@ -80,7 +80,7 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
 def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     """Train 1 step saving it, then evaluate base + checkpoint on the synthetic suite
     (8 held-out problems) through the real eval runner; re-running reuses the results."""
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.eval.checkpoints import eval_checkpoints
     from rlrecipes.rundir import write_manifest
 
@@ -110,7 +110,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
 
 @pytest.mark.slow
 def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose("trainer.max_steps=1", "trainer.eval_before=false", 'final_eval=["benchmark=arithmetic","limit=6"]')
     summary = train(cfg, tmp_path / "run", log=lambda _: None)

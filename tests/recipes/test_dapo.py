@@ -120,7 +120,7 @@ EASY = ["data.synthetic.num_train=80", "data.synthetic.num_eval=20", "data.synth
 
 @pytest.mark.slow
 def test_tiny_dapo_run_refills_the_batch(tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose("recipe=dapo", *EASY, "trainer.max_steps=3", "trainer.eval_before=false",
                   "trainer.max_completion_length=16", "recipe.overlong_buffer_length=4")

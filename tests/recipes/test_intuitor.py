@@ -54,7 +54,7 @@ def test_bad_scorer_is_one_line():
 @pytest.mark.slow
 @pytest.mark.parametrize("scorer", ["online", "offline"])
 def test_tiny_run_trains_on_self_certainty_alone(scorer, toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose("recipe=intuitor", f"recipe.scorer={scorer}", "trainer.max_steps=2", "trainer.eval_before=false",
                   "recipe.score_batch_size=3", "recipe.score_chunk_tokens=5")
@@ -96,7 +96,7 @@ def completion_logprob(model, batch):
 def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, tmp_path, monkeypatch):
     """The direction of the update: completions whose self-certainty is above their group's
     mean (positive advantage) gain log-probability relative to those below it."""
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.models import load_model
 
     spy = BatchSpy()

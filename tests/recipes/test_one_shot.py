@@ -147,7 +147,7 @@ def test_loss_is_pg_plus_kl_minus_entropy_on_a_hand_made_distribution(toy_model_
 @pytest.mark.slow
 def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir, tmp_path):
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose("recipe=one_shot", "recipe.rows=8", "trainer.max_steps=2", "trainer.prompts_per_rollout=4",
                   "trainer.record_accuracy_history=true", "trainer.eval_before=false",

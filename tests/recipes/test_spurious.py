@@ -100,7 +100,7 @@ def test_presets_carry_the_papers_numbers(size, model):
 
 @pytest.mark.slow
 def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.rewards.spurious import label_problems
 
     few = ["data.max_examples=8"]
@@ -125,7 +125,7 @@ def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_pat
 
 @pytest.mark.slow
 def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     # two updates per rollout: the second is off-policy, where a clip could bind
     cfg = compose("recipe=spurious", "reward=random", "recipe.clip=false", "trainer.max_steps=4",

@@ -105,7 +105,7 @@ def test_vote_hook_fills_the_column_from_whole_groups_and_logs_diagnostics():
 
 @pytest.mark.slow
 def test_tiny_label_free_run_logs_the_diagnostics(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     cfg = compose("recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
     summary = train(cfg, tmp_path, log=lambda _: None)
@@ -137,7 +137,7 @@ def unlabelled_run(toy_model_dir, data_file, *overrides):
 
 @pytest.mark.slow
 def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
 
     data = unlabelled_questions(tmp_path / "questions.jsonl")
     cfg = unlabelled_run(toy_model_dir, data, "recipe=ttrl", "recipe.n_train=2")
@@ -152,7 +152,7 @@ def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
 
 
 def test_graded_rewards_refuse_unlabelled_data_naming_the_alternatives(toy_model_dir, tmp_path):
-    from rlrecipes.engine.run import train
+    from rlrecipes.train import train
     from rlrecipes.errors import UserError
 
     data = unlabelled_questions(tmp_path / "questions.jsonl")

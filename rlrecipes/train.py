@@ -1,0 +1,328 @@
+"""`train(cfg, run_dir)`: one RL run, from a resolved config to a finished run directory.
+
+The training job sits above the recipes and the engine and wires them together, in
+four phases: `setup` (data, recipe, rewards, TRL config, model), `build_trainer`,
+`run` (held-out accuracy before, RL, held-out accuracy after) and `finish` (model,
+summary, final evaluation).
+
+Every process of a multi-process launch runs this same function on the same run
+directory (created once by the CLI). Work that is per-run rather than per-rank —
+writing files, logging, the final evaluation — happens on the main process only;
+everything that touches the model happens on all of them, because under DDP, ZeRO or
+FSDP those calls are collective.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from omegaconf import DictConfig
+
+from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
+from rlrecipes.data.templates import render_prompt
+from rlrecipes.errors import UserError
+from rlrecipes.recipes import get_recipe
+from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards import RewardContext, build_reward, needs_answer
+from rlrecipes.rundir import write_json
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class TrainingJob:
+    """Everything `setup` prepares before a trainer exists."""
+
+    cfg: DictConfig
+    run_dir: Path
+    log: Log
+    is_main: bool
+    problems: ProblemSet
+    recipe: Recipe
+    reward_context: RewardContext
+    reward_fns: list
+    train_rows: list[dict[str, Any]]
+    args: Any  # trl.GRPOConfig
+    model_path: str = ""
+    model: Any = None
+    tokenizer: Any = None
+    final_eval: DictConfig | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def train(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
+    import torch
+
+    started = time.time()
+    job = setup(cfg, run_dir, log)
+    trainer, writer, heldout = build_trainer(job)
+    run(job, trainer, heldout)
+    finish(job, trainer, writer, started)
+    if job.final_eval is not None:
+        evaluate_final_model(job, trainer, started)
+    torch.set_grad_enabled(True)
+    return job.summary
+
+
+# ------------------------------------------------------------------------------ setup
+def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
+    """Data, recipe, rewards and the TRL config (every check that needs no model), then the model."""
+    import warnings
+
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from rlrecipes.engine.grpo_args import build_grpo_config
+
+    hf_logging.disable_progress_bar()  # our own display reports progress
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
+    is_main = int(os.environ.get("RANK", "0")) == 0
+    log = log if is_main else _silent
+    if cfg.trainer.cpu_threads:
+        torch.set_num_threads(cfg.trainer.cpu_threads)
+    _seed_everything(cfg.seed)
+    problems = load_problem_set(cfg.data)
+    log(f"data: {problems.report}")
+    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
+    ctx = RewardContext(verify=problems.verify, answer_style=cfg.data.answer_style,
+                        max_completion_length=cfg.trainer.max_completion_length, seed=cfg.seed,
+                        params=cfg.recipe)
+    reward_fns = _with_accuracy_monitor(recipe.reward_functions(ctx), ctx)
+    # Built before the model loads: a setting TRL rejects fails at once, and under ZeRO-3
+    # the config's DeepSpeed settings must exist for from_pretrained to load sharded.
+    args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
+    job = TrainingJob(cfg=cfg, run_dir=run_dir, log=log, is_main=is_main, problems=problems, recipe=recipe,
+                      reward_context=ctx, reward_fns=reward_fns, train_rows=[], args=args,
+                      final_eval=_final_eval_config(cfg, run_dir))  # a mistake in it fails now, not after training
+    _load_model(job)
+    job.train_rows = recipe.training_rows([{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]}
+                                           for it in problems.train])
+    _require_answers_if_graded(job.train_rows, cfg.recipe.rewards)
+    job.summary = {"recipe": cfg.recipe.name, "model": job.model_path, "data": data_label(cfg.data),
+                   "seed": cfg.seed, "world_size": args.world_size,
+                   "num_train_problems": len(job.train_rows), "num_heldout_problems": len(problems.eval)}
+    if is_main:
+        inputs = _keep_inputs(recipe.input_files(), run_dir)
+        if inputs:
+            job.summary["inputs"] = inputs
+    return job
+
+
+def _load_model(job: TrainingJob) -> None:
+    from accelerate import PartialState
+
+    from rlrecipes.models import load_model, resolve_model_path
+
+    cfg = job.cfg
+    # the main process builds (toy warm-start, GGUF conversion) while the others wait, then they read its cache
+    with PartialState().main_process_first():
+        job.model_path = resolve_model_path(cfg.model, job.problems.task, cfg.data.synthetic, cfg.cache_dir, job.log)
+    job.model, job.tokenizer = load_model(job.model_path, cfg.model)
+    job.log(f"model: {job.model_path}")
+
+
+def _prompt(job: TrainingJob, item: dict[str, Any]) -> str:
+    data = job.cfg.data
+    return render_prompt(item["problem"], data.template, job.tokenizer, data.system_prompt)
+
+
+# ---------------------------------------------------------------------------- trainer
+def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any]:
+    """The RecipeGRPOTrainer with the metrics writer, progress display and held-out callbacks."""
+    from datasets import Dataset
+    from transformers import PrinterCallback
+
+    from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
+    from rlrecipes.engine.heldout import HeldOutAccuracy
+    from rlrecipes.engine.history import AccuracyHistory
+    from rlrecipes.engine.progress import MetricsWriter, RichProgress
+    from rlrecipes.engine.trainer import RecipeGRPOTrainer
+
+    cfg, t = job.cfg, job.cfg.trainer
+    writer = MetricsWriter(job.run_dir / "metrics.jsonl")
+    callbacks: list[Any] = [writer]
+    if t.progress:
+        callbacks.append(RichProgress(writer, extra_keys=getattr(job.recipe, "progress_keys", ())))
+    heldout = HeldOutAccuracy([_prompt(job, it) for it in job.problems.eval],
+                              [it["answer"] for it in job.problems.eval], job.problems.verify, job.tokenizer,
+                              max_new_tokens=t.max_completion_length, batch_size=t.eval_batch_size,
+                              before=t.eval_before, after=t.eval_after, every=t.eval_every)
+    hooks = job.recipe.hooks(job.reward_context)
+    if t.record_accuracy_history:
+        hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
+    trainer = RecipeGRPOTrainer(
+        model=job.model, reward_funcs=[fn for fn, _ in job.reward_fns], args=job.args,
+        train_dataset=Dataset.from_list(job.train_rows), processing_class=job.tokenizer,
+        callbacks=[*callbacks, heldout], hooks=hooks,
+        dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
+    )
+    trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
+    heldout.trainer = trainer
+    return trainer, writer, heldout
+
+
+# -------------------------------------------------------------------------------- run
+def run(job: TrainingJob, trainer: Any, heldout: Any) -> None:
+    """RL, with held-out accuracy measured by `heldout` at its start and end."""
+    cfg = job.cfg
+    if not job.problems.eval and (cfg.trainer.eval_before or cfg.trainer.eval_after):
+        job.log("no held-out problems (set data.eval_path): accuracy_before/after are not measured (null)")
+    started = time.time()
+    trainer.train()
+    job.summary["train_seconds"] = round(time.time() - started - heldout.seconds, 2)
+    job.summary["heldout_seconds"] = round(heldout.seconds, 2)
+    job.summary["steps"] = trainer.state.global_step
+    job.summary["accuracy_before"], job.summary["accuracy_after"] = heldout.before, heldout.after
+    if heldout.before is not None:
+        job.log(f"held-out accuracy before RL: {heldout.before:.3f}")
+    if heldout.after is not None:
+        job.log(f"held-out accuracy after RL:  {heldout.after:.3f}")
+
+
+# ----------------------------------------------------------------------------- finish
+def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
+    """The model (every process takes part: ZeRO-3 gathers its shards to save) and summary.json."""
+    out = job.run_dir / "model"
+    trainer.save_model(str(out))
+    trainer.accelerator.wait_for_everyone()
+    job.summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
+    job.summary["wall_seconds"] = round(time.time() - started, 2)
+    if job.is_main:
+        job.tokenizer.save_pretrained(str(out))
+        write_json(job.run_dir / "summary.json", job.summary)  # the training's result, whatever the evaluation does
+
+
+def evaluate_final_model(job: TrainingJob, trainer: Any, started: float) -> None:
+    """`final_eval=[...]`: evaluate the saved model once, in a process of its own.
+
+    A separate process starts from a clean slate: its vLLM engine does not share the
+    training's GPU memory, nor inherit the training's torch.distributed world (which a
+    second in-process vLLM engine would try to join). The training's own engine and
+    model are released first.
+    """
+    trainer.accelerator.wait_for_everyone()
+    _release_generation_memory(trainer)
+    if job.is_main:
+        out_dir = job.run_dir / "eval"
+        try:
+            job.summary["final_eval"] = _run_final_eval(job.final_eval, out_dir, job.log)
+        except Exception as exc:
+            job.summary["final_eval_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            write_json(job.run_dir / "summary.json", job.summary)
+            raise
+        job.summary["wall_seconds"] = round(time.time() - started, 2)
+        write_json(job.run_dir / "summary.json", job.summary)
+    trainer.accelerator.wait_for_everyone()
+
+
+def _release_generation_memory(trainer: Any) -> None:
+    import gc
+
+    import torch
+
+    generation = getattr(trainer, "vllm_generation", None)
+    if generation is not None and getattr(generation, "llm", None) is not None:
+        generation.llm = None  # TRL's colocated engine: its KV cache is most of a GPU's memory
+    trainer.model = trainer.model_wrapped = None
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _final_eval_config(cfg: DictConfig, run_dir: Path) -> DictConfig | None:
+    if not cfg.final_eval:
+        return None
+    from rlrecipes.eval.checkpoints import eval_config_for
+
+    return eval_config_for(cfg, str(run_dir / "model"), list(cfg.final_eval))
+
+
+def _run_final_eval(eval_cfg: DictConfig, out_dir: Path, log: Log) -> dict[str, Any]:
+    """Run the evaluation of `eval_cfg` (written to out_dir/config.yaml) in a child process;
+    returns each benchmark's headline metric."""
+    import json
+
+    from rlrecipes.rundir import write_manifest
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(out_dir, eval_cfg)
+    log(f"final evaluation of the trained model -> {out_dir}")
+    done = subprocess.run([sys.executable, "-m", "rlrecipes.eval.final", str(out_dir)], env=_single_process_env())
+    if done.returncode != 0:
+        raise RuntimeError(f"the final evaluation exited with status {done.returncode} (its output is above)")
+    return json.loads((out_dir / "headline.json").read_text())
+
+
+def _single_process_env() -> dict[str, str]:
+    """This process's environment without the launcher's distributed variables, on this rank's GPU."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+                        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
+           and not k.startswith(("ACCELERATE_", "TORCHELASTIC_"))}
+    local_rank = os.environ.get("LOCAL_RANK")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if local_rank is not None and visible:
+        devices = visible.split(",")
+        env["CUDA_VISIBLE_DEVICES"] = devices[int(local_rank) % len(devices)]
+    elif local_rank is not None:
+        env["CUDA_VISIBLE_DEVICES"] = local_rank
+    return env
+
+
+# ---------------------------------------------------------------------------- helpers
+def _keep_inputs(files: list[str], run_dir: Path) -> dict[str, str]:
+    """Copy the recipe's input files into `run_dir/inputs/` (a rerun must not depend on a
+    file that may change); returns {file name: sha256}."""
+    import hashlib
+    import shutil
+
+    kept = {}
+    for name in files:
+        source = Path(name).expanduser()
+        target = run_dir / "inputs" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+        kept[source.name] = hashlib.sha256(target.read_bytes()).hexdigest()
+    return kept
+
+
+def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) -> None:
+    """Unlabelled data (data.answer_field=null) trains only with rewards that need no answer."""
+    if any(row["answer"] is not None for row in rows):
+        return
+    graded = [spec.name for spec in reward_specs if float(spec.weight) != 0 and needs_answer(spec.name)]
+    if graded:
+        raise UserError(f"the training data has no answers (data.answer_field=null) but reward "
+                        f"{', '.join(graded)} grades against them; label-free choices: recipe=ttrl, "
+                        "recipe=intuitor, reward=format|random")
+
+
+def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:
+    """Always log correctness: add the accuracy reward with weight 0 if the recipe lacks it.
+
+    Label-free recipes (TTRL, INTUITOR) train without it; the paper's diagnostics and
+    our progress display still need it, as INTUITOR's own config does (weight 0.0).
+    """
+    if any(fn.__name__ == "accuracy" for fn, _ in reward_fns):
+        return reward_fns
+    return [*reward_fns, (build_reward("accuracy", ctx), 0.0)]
+
+
+def _seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _silent(message: str) -> None:
+    """The log of a non-main process: one process reports for the run."""
