@@ -10,9 +10,18 @@ everywhere, so it adds no gradient but still dilutes the batch. Each step theref
    `RepeatSampler` does);
 2. keeps the groups whose filter reward (`recipe.dynamic_sampling_filter`; DAPO uses
    correctness, not the length-shaped score) is not the same for every completion;
-3. repeats until the batch holds `trainer.prompts_per_rollout` such groups, then
-   discards the surplus, as verl does (`batch[:train_batch_size * n]`);
+3. repeats until the **global** batch (all processes together) holds
+   `trainer.prompts_per_rollout` such groups, then discards the surplus, as verl does
+   (`batch[:train_batch_size * n]` over the concatenated rounds);
 4. gives up with a `UserError` after `recipe.max_generation_rounds` rounds.
+
+With several processes each one scores its own share of every round, so one process
+may find more mixed groups than its share of the batch while another finds fewer.
+verl's single controller sees one pool; here the processes agree (from the gathered
+rewards, identically everywhere) on which groups the pool keeps and move the few
+groups needed from processes with a surplus to those with a deficit
+(`plan_kept_groups`), so a step never fails or oversamples while the global batch
+could have been filled.
 
 Advantages were computed per group within each round, so keeping whole groups leaves
 them exact. The loss denominator of TRL's token-level loss (`num_items_in_batch`) is
@@ -24,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -107,6 +116,38 @@ def merge_batches(batches: list[Batch], pad_token_id: int) -> Batch:
     return merged
 
 
+class KeptGroup(NamedTuple):
+    round: int  # generation round (0-based)
+    source: int  # the process that generated it
+    index: int  # its position among that process's mixed groups of that round
+    destination: int  # the process that trains on it
+
+
+def plan_kept_groups(counts: Sequence[Sequence[int]], per_process: int) -> list[KeptGroup]:
+    """Which mixed groups the step keeps and which process trains on each.
+
+    `counts[r][p]` is how many mixed groups process `p` found in round `r`. The kept
+    groups are the first `per_process * processes` in pool order (round, then process,
+    then position: the order of verl's concatenated batch). Each process keeps its own
+    kept groups up to its share; the rest go, in pool order, to the processes that
+    found fewer than their share, lowest rank first — so only the imbalance moves.
+    Raises ValueError when the pool holds too few groups.
+    """
+    processes = len(counts[0]) if counts else 0
+    need = per_process * processes
+    pool = [(r, p, j) for r, row in enumerate(counts) for p, n in enumerate(row) for j in range(n)][:need]
+    if len(pool) < need:
+        raise ValueError(f"{len(pool)} mixed groups found, {need} needed")
+    owned = Counter()
+    destination: list[int | None] = []
+    for _, p, _ in pool:
+        stays = owned[p] < per_process
+        owned[p] += stays
+        destination.append(p if stays else None)
+    receivers = iter([p for p in range(processes) for _ in range(per_process - owned[p])])
+    return [KeptGroup(r, p, j, d if d is not None else next(receivers)) for (r, p, j), d in zip(pool, destination)]
+
+
 class RefillPrompts:
     """An endless shuffled stream of training rows, identical on every process.
 
@@ -167,14 +208,14 @@ class DynamicSampler:
         t, s = self.trainer, self.settings
         g = t.num_generations
         procs, rank = t.accelerator.num_processes, t.accelerator.process_index
-        target = len(inputs) // g  # groups this process must keep
+        target = len(inputs) // g  # groups each process trains on
         per_round = s.prompts_per_round or target * procs
         round_inputs = list(inputs)
         if per_round > target * procs:  # verl's gen_batch_size > train_batch_size: oversample up front
             round_inputs += self.refill.take(per_round - target * procs, rank, procs)
 
-        kept: list[Batch] = []
-        found = torch.zeros(procs, dtype=torch.long)  # mixed groups seen so far, per process
+        mixed_batches: list[Batch] = []  # this process's mixed groups of each round, in order
+        counts: list[list[int]] = []  # mixed groups found per round, per process
         generated, uniform = 0, Counter()
         for rounds in range(1, s.max_rounds + 1):
             if rounds > 1:
@@ -184,21 +225,19 @@ class DynamicSampler:
             mixed = mixed_groups(values)
             generated += mixed.numel()
             uniform.update(_uniform_values(values[~mixed]))
-            need = target - int(found[rank])
-            mine = mixed[rank].nonzero().flatten()[:max(need, 0)]
-            if len(mine):
-                kept.append(select_groups(batch, mine, g))
-            found += mixed.sum(dim=1)
-            if int(found.min()) >= target:
+            mixed_batches.append(select_groups(batch, mixed[rank].nonzero().flatten(), g))
+            counts.append(mixed.sum(dim=1).tolist())
+            if sum(map(sum, counts)) >= target * procs:
                 break
         else:
-            where = " per process" if procs > 1 else ""
             raise UserError(
-                f"dynamic sampling found only {int(found.min())} of the {target} prompt groups with mixed "
-                f"'{s.filter_reward}' rewards it needs{where} after {s.max_rounds} generation rounds "
+                f"dynamic sampling found only {sum(map(sum, counts))} of the {target * procs} prompt groups with "
+                f"mixed '{s.filter_reward}' rewards it needs after {s.max_rounds} generation rounds "
                 f"({generated} groups generated; groups with one reward for all completions: "
                 f"{_describe(uniform)}); raise recipe.max_generation_rounds (now {s.max_rounds}), lower "
                 "trainer.prompts_per_rollout, or use data the model solves sometimes but not always")
+        plan = plan_kept_groups(counts, target)
+        kept = _exchange(plan, mixed_batches, rank, procs, g)
 
         out = merge_batches(kept, t._tokenizer.pad_token_id)
         loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
@@ -207,8 +246,29 @@ class DynamicSampler:
         t.log_metric("dynamic_sampling/prompts_generated", generated)
         t.log_metric("dynamic_sampling/prompts_kept", target * procs)
         t.log_metric("dynamic_sampling/filtered_fraction", sum(uniform.values()) / generated)
-        t.log_metric("dynamic_sampling/surplus_discarded", int((found - target).sum()))
+        t.log_metric("dynamic_sampling/surplus_discarded", sum(map(sum, counts)) - target * procs)
+        t.log_metric("dynamic_sampling/groups_moved", sum(k.source != k.destination for k in plan))
         return out
+
+
+def _exchange(plan: list[KeptGroup], mixed_batches: list[Batch], rank: int, procs: int,
+              num_generations: int) -> list[Batch]:
+    """This process's kept groups, one batch per group in pool order: its own, plus those
+    other processes send it (every process takes part in the gather, even with nothing to send)."""
+    def group(k: KeptGroup) -> Batch:
+        return select_groups(mixed_batches[k.round], torch.tensor([k.index]), num_generations)
+
+    mine = [(n, group(k)) for n, k in enumerate(plan) if k.source == rank == k.destination]
+    if procs > 1:
+        from accelerate.utils import gather_object
+
+        outgoing = [(n, k.destination, {key: v.cpu() for key, v in group(k).items() if key != "num_items_in_batch"})
+                    for n, k in enumerate(plan) if k.source == rank != k.destination]
+        device = mixed_batches[0]["completion_ids"].device
+        for n, destination, batch in gather_object(outgoing):
+            if destination == rank:
+                mine.append((n, {key: v.to(device) for key, v in batch.items()}))
+    return [batch for _, batch in sorted(mine, key=lambda item: item[0])]
 
 
 def _uniform_values(values: torch.Tensor) -> list[str]:

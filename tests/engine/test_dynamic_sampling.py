@@ -11,8 +11,10 @@ from rlrecipes.engine.dynamic_sampling import (
     DynamicSampler,
     DynamicSamplingSettings,
     RefillPrompts,
+    KeptGroup,
     merge_batches,
     mixed_groups,
+    plan_kept_groups,
 )
 from rlrecipes.errors import UserError
 
@@ -112,7 +114,7 @@ def test_fills_the_batch_with_mixed_groups_only_and_counts_rounds():
     assert t.logged == {"dynamic_sampling/rounds": 3, "dynamic_sampling/prompts_generated": 12,
                         "dynamic_sampling/prompts_kept": 4,
                         "dynamic_sampling/filtered_fraction": pytest.approx(7 / 12),
-                        "dynamic_sampling/surplus_discarded": 1}
+                        "dynamic_sampling/surplus_discarded": 1, "dynamic_sampling/groups_moved": 0}
     # rounds had 4- and 6-token completions: round-1 rows are right-padded with zeros
     assert batch["completion_ids"].shape == (8, 6)
     assert batch["completion_mask"].sum(dim=1).tolist() == [4, 4, 4, 4, 6, 6, 6, 6]
@@ -155,6 +157,55 @@ def test_two_processes_stop_together_and_keep_whole_local_groups():
     assert t.logged["dynamic_sampling/prompts_kept"] == 4
     assert t.logged["dynamic_sampling/surplus_discarded"] == 1
     assert int(batch["num_items_in_batch"]) == 2 * (2 * 4 + 2 * 5)  # gathered over both ranks
+
+
+def test_the_quota_is_global_and_only_the_imbalance_moves():
+    # round 1: rank 0 found 3 mixed groups, rank 1 one; 2 each are needed. Per process, rank 1
+    # would need another round; globally the batch is full, and rank 0's third group moves.
+    assert plan_kept_groups([[3, 1]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 0, 1, 0), KeptGroup(0, 0, 2, 1),
+                                             KeptGroup(0, 1, 0, 1)]
+    # pool order is round, then process, then position (verl's concatenated batch); rank 1's
+    # round-2 groups are surplus because rank 0's earlier ones fill the pool first
+    assert plan_kept_groups([[3, 0], [1, 2]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 0, 1, 0),
+                                                     KeptGroup(0, 0, 2, 1), KeptGroup(1, 0, 0, 1)]
+    # rank 1 keeps its first two; its third is rank 0's missing one
+    assert plan_kept_groups([[1, 1], [0, 2]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 1, 0, 1),
+                                                     KeptGroup(1, 1, 0, 1), KeptGroup(1, 1, 1, 0)]
+    with pytest.raises(ValueError, match="3 mixed groups found, 4 needed"):
+        plan_kept_groups([[2, 1]], 2)
+
+
+def test_a_process_short_of_mixed_groups_is_filled_from_another(monkeypatch):
+    """2 processes, 2 groups each. Rank 0 finds only mixed groups, rank 1 none: after two
+    rounds the global pool holds the 4 needed, so rank 0 sends its round-2 groups to rank 1
+    (a per-process quota would have gone on sampling for rank 1 until the cap). The gather
+    across the two ranks is played by hand."""
+    import accelerate.utils
+
+    script = {0: [rows("mixed", "mixed", tag="a"), rows("mixed", "mixed", tag="b")],
+              1: [rows("wrong", "right", tag="c"), rows("wrong", "wrong", tag="d")]}
+    sent: dict[int, list] = {}
+
+    def gather_as(rank):
+        def gather_object(outgoing):
+            sent[rank] = outgoing
+            return [item for r in sorted(sent) for item in sent[r]]
+        return gather_object
+
+    result = {}
+    for rank in (0, 1):  # rank 0 first: what it sends is there when rank 1 gathers
+        t = make_trainer(num_processes=2, process_index=rank, local_prompts=2)
+        monkeypatch.setattr(accelerate.utils, "gather_object", gather_as(rank))
+        batch, names = run(sampler(t, [script[rank][1]]), Script(t, [script[1 - rank]]), script[rank][0])
+        assert len(names) == 2
+        result[rank] = batch, t.logged
+    assert result[0][0]["advantages"].tolist() == pytest.approx([1.00, 1.01, 1.02, 1.03])  # its round-1 groups
+    assert result[1][0]["advantages"].tolist() == pytest.approx([2.00, 2.01, 2.02, 2.03])  # rank 0's round 2
+    assert result[1][0]["completion_ids"].shape == (4, 5)  # round-2 completions, moved whole
+    assert [len(item) for item in sent[0]] == [3, 3] and sent[1] == []  # only rank 0 sent: 2 groups
+    for _, logged in result.values():
+        assert logged["dynamic_sampling/groups_moved"] == 2
+        assert logged["dynamic_sampling/rounds"] == 2 and logged["dynamic_sampling/surplus_discarded"] == 0
 
 
 def test_oversampling_draws_the_extra_prompts_of_the_first_round_from_the_stream():
