@@ -1,0 +1,104 @@
+"""The training job under a real multi-process launch on CPU (gloo): `accelerate launch
+--multi_gpu --num_processes 2`, the form used on GPUs (on a CPU machine accelerate's
+`--cpu` or a MULTI_CPU config start only one process; `trainer.use_cpu=true` makes the
+two ranks form a gloo group). Every test asserts the world size it got."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(processes: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    launcher = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "--main_process_port", str(free_port())] if processes > 1 else []
+    command = [sys.executable, *launcher, ENTRY, "train", *TINY, *overrides]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_two_processes_share_one_run_dir_and_measure_held_out_accuracy_once(toy_model_dir, tmp_path):
+    out = launch(2, f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["world_size"] == 2
+    assert [row["step"] for row in metrics(tmp_path / "run")] == [1, 2]  # one writer, no step twice
+    assert out.stdout.count("held-out accuracy before RL") == 1 and out.stdout.count("held-out accuracy after RL") == 1
+    assert summary["accuracy_before"] is not None and summary["accuracy_after"] is not None
+    assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no second run directory
+
+    # the same run_dir again: refused once, with one line, by a launch that exits
+    again = launch(2, f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert again.returncode != 0
+    errors = [line for line in (again.stdout + again.stderr).splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "already holds a run" in errors[0]
+
+
+def test_held_out_accuracy_does_not_depend_on_the_process_count(toy_model_dir, tmp_path):
+    """Each process generates for its share of the held-out problems; the gathered verdicts
+    must give the single-process number (64 problems: 32 per process)."""
+    runs = {}
+    for n in (1, 2):
+        out = launch(n, "trainer.max_steps=1", f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        runs[n] = json.loads((tmp_path / str(n) / "summary.json").read_text())
+        assert runs[n]["world_size"] == n
+    assert runs[1]["accuracy_before"] == runs[2]["accuracy_before"]
+
+
+def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_dir, tmp_path):
+    """DAPO's filter on a scripted reward (mixed groups depend on the prompt only): with 2
+    processes the rounds, generated and filtered counts match the single-process run on the
+    same seed and data, i.e. the quota is counted globally (a per-process quota needs more
+    rounds whenever the mixed groups fall unevenly)."""
+    settings = ["recipe=dapo", "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
+                "recipe.dynamic_sampling_filter=scripted_groups", "recipe.max_generation_rounds=20",
+                "trainer.max_steps=3", "trainer.eval_before=false", "trainer.eval_after=false"]
+    keys = ("dynamic_sampling/rounds", "dynamic_sampling/prompts_generated", "dynamic_sampling/filtered_fraction",
+            "dynamic_sampling/surplus_discarded", "dynamic_sampling/prompts_kept")
+    seen = {}
+    for n in (1, 2):
+        out = launch(n, *settings, f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
+        seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
+    assert seen[1] == seen[2]
+    assert all(row["dynamic_sampling/prompts_kept"] == 4 for row in seen[2])
+    assert any(row["dynamic_sampling/rounds"] > 1 for row in seen[2])  # the filter did act
+
+
+def test_ttrl_votes_over_whole_groups_as_one_process_does(toy_model_dir, tmp_path):
+    """TTRL's vote on 2 processes: with top_k=1 each prompt's completions do not depend on
+    which process samples them, so the vote's diagnostics per step must equal one process's."""
+    settings = ["recipe=ttrl", "trainer.top_k=1", "trainer.max_steps=2", "trainer.eval_before=false",
+                "trainer.eval_after=false"]
+    keys = ("ttrl/label_accuracy", "ttrl/majority_ratio", "ttrl/reward_accuracy")
+    seen = {}
+    for n in (1, 2):
+        out = launch(n, *settings, f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
+        seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
+    assert seen[1] == seen[2] and len(seen[2]) == 2
