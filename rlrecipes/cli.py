@@ -122,6 +122,18 @@ def report(run_dirs: List[str] = typer.Argument(..., help="Run directories (or f
     console.print(comparison_table(run_dirs))
 
 
+@app.command("launch-config")
+def launch_config(name: Optional[str] = typer.Argument(None, help="ddp, zero2, zero3, fsdp or multinode.")) -> None:
+    """Path of a shipped accelerate config: accelerate launch --config_file $(rlrecipes launch-config zero3) -m rlrecipes.cli train ..."""
+    from rlrecipes.launch import config_names, config_path
+
+    if name is None:
+        for known in config_names():
+            typer.echo(f"{known}\t{config_path(known)}")
+        return
+    typer.echo(str(config_path(name)))
+
+
 # One-shot RLVR's tools; their options are declared next to their code (no torch imports).
 from rlrecipes.eval.checkpoints import eval_checkpoints_command  # noqa: E402
 from rlrecipes.plots import plot_command  # noqa: E402

@@ -174,16 +174,29 @@ def run(job: TrainingJob, trainer: Any, heldout: Any) -> None:
     cfg = job.cfg
     if not job.problems.eval and (cfg.trainer.eval_before or cfg.trainer.eval_after):
         job.log("no held-out problems (set data.eval_path): accuracy_before/after are not measured (null)")
+    _say_if_sharding_is_ignored(trainer, job.log)
     started = time.time()
     trainer.train()
     job.summary["train_seconds"] = round(time.time() - started - heldout.seconds, 2)
     job.summary["heldout_seconds"] = round(heldout.seconds, 2)
     job.summary["steps"] = trainer.state.global_step
     job.summary["accuracy_before"], job.summary["accuracy_after"] = heldout.before, heldout.after
+    job.summary["distributed"] = trainer.accelerator.distributed_type.value
     if heldout.before is not None:
         job.log(f"held-out accuracy before RL: {heldout.before:.3f}")
     if heldout.after is not None:
         job.log(f"held-out accuracy after RL:  {heldout.after:.3f}")
+
+
+def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
+    """accelerate applies FSDP and DeepSpeed on accelerators only: a CPU launch with such a
+    config trains plain data-parallel, which the user should hear about."""
+    asked = [name for name, var in (("FSDP", "ACCELERATE_USE_FSDP"), ("DeepSpeed", "ACCELERATE_USE_DEEPSPEED"))
+             if os.environ.get(var, "false").lower() == "true"]
+    kind = trainer.accelerator.distributed_type.value
+    if asked and kind in ("MULTI_CPU", "NO"):
+        log(f"note: the launch config asks for {asked[0]}, which accelerate does not apply on CPUs; "
+            f"this run is {kind} (every process holds the whole model)")
 
 
 # ----------------------------------------------------------------------------- finish

@@ -1,7 +1,8 @@
-"""The training job under a real multi-process launch on CPU (gloo): `accelerate launch
---multi_gpu --num_processes 2`, the form used on GPUs (on a CPU machine accelerate's
-`--cpu` or a MULTI_CPU config start only one process; `trainer.use_cpu=true` makes the
-two ranks form a gloo group). Every test asserts the world size it got."""
+"""The training job under a real multi-process launch on CPU (gloo), in the README's form:
+`accelerate launch --config_file $(rlrecipes launch-config ddp) --num_processes 2 -m
+rlrecipes.cli train ...` (on a CPU machine accelerate's `--cpu` or a MULTI_CPU config
+start only one process; the DDP config starts two, and `trainer.use_cpu=true` makes them
+form a gloo group). Every test asserts the world size it got."""
 
 import json
 import os
@@ -26,9 +27,10 @@ def free_port() -> int:
 
 
 def launch(processes: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    launcher = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                "--main_process_port", str(free_port())] if processes > 1 else []
+    from rlrecipes.launch import config_path
+
+    launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp")),
+                "--num_processes", str(processes), "--main_process_port", str(free_port())] if processes > 1 else []
     command = [sys.executable, *launcher, ENTRY, "train", *TINY, *overrides]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
