@@ -104,3 +104,14 @@ def test_ttrl_votes_over_whole_groups_as_one_process_does(toy_model_dir, tmp_pat
         assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
         seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
     assert seen[1] == seen[2] and len(seen[2]) == 2
+
+
+@pytest.mark.parametrize("recipe", [["recipe=intuitor"], ["recipe=one_shot", "recipe.examples=[68+42]", "recipe.rows=8"],
+                                    ["recipe=spurious", "reward=random"]],
+                         ids=["intuitor", "one_shot", "spurious"])
+def test_the_other_recipes_train_on_two_processes(recipe, toy_model_dir, tmp_path):
+    out = launch(2, *recipe, "trainer.eval_before=false", f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 2
+    assert [row["step"] for row in metrics(tmp_path / "run")] == [1, 2]
