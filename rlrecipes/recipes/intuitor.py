@@ -44,7 +44,9 @@ class IntuitorConfig(RecipeConfig):
 
 def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int,
                          chunk_tokens: int) -> Any:
-    """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py)."""
+    """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py);
+    through the model's own forward when the trainer shards it (FSDP, ZeRO-3)."""
+    from rlrecipes.engine.policy_score import sharded
     from rlrecipes.rewards.certainty import policy_self_certainty
 
     mask = batch["completion_mask"]
@@ -52,7 +54,7 @@ def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_
         mask = mask * batch["tool_mask"]
     return policy_self_certainty(model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
                                  mask, temperature=trainer.temperature, batch_size=batch_size,
-                                 chunk_tokens=chunk_tokens)
+                                 chunk_tokens=chunk_tokens, sharded=sharded(trainer))
 
 
 @register_recipe

@@ -22,8 +22,9 @@ from typing import Any
 import torch
 
 
-def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: int = 1024) -> torch.Tensor:
-    """Per-sequence self-certainty: KL(U || softmax(logits)) averaged over masked positions.
+def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: int = 1024,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """Per-sequence self-certainty: KL(U || softmax(logits / temperature)) averaged over masked positions.
 
     `logits`: [batch, time, vocab] (any float dtype; computed in float32, or float64 for
     float64 input). `mask`: [batch, time], 1 where the position belongs to the response.
@@ -40,7 +41,7 @@ def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: in
     totals = torch.zeros(batch * time, dtype=dtype, device=logits.device)
     for start in range(0, positions.numel(), chunk_tokens):
         index = positions[start : start + chunk_tokens]
-        totals[index] = token_self_certainty(flat[index].to(dtype))
+        totals[index] = token_self_certainty(flat[index].to(dtype).div_(temperature))
     return masked_sequence_mean(totals.view(batch, time), mask)
 
 
@@ -59,18 +60,29 @@ def masked_sequence_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tens
 def policy_self_certainty(
     model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
     completion_mask: torch.Tensor, *, temperature: float = 1.0, batch_size: int = 8,
-    chunk_tokens: int = 1024,
+    chunk_tokens: int = 1024, sharded: bool = False,
 ) -> torch.Tensor:
     """Self-certainty of each completion under `model`, as TRL scores log-probs.
 
     Same shift and temperature as TRL's per-token log-probs: the distribution that
     predicts completion token t comes from the hidden state at position t-1, and the
-    logits are divided by `temperature`. Rows are run `batch_size` at a time; the LM
-    head is applied to `chunk_tokens` completion positions at a time, so the full
-    [B, T, V] logits never exist. Returns a float32 [B] tensor on the model's device.
+    logits are divided by `temperature`. Rows are run `batch_size` at a time. Returns a
+    float32 [B] tensor on the model's device.
+
+    Unsharded (`sharded=False`): the backbone runs once per row batch and the LM head is
+    applied to `chunk_tokens` completion positions at a time, so the [B, T, V] logits
+    never exist (benchmarks/bench_self_certainty.py). A PEFT model is scored with its
+    adapters active. Sharded (`sharded=True`, FSDP / ZeRO-3): `model` is the wrapped
+    module the trainer runs, and only its own forward gathers the sharded parameters, so
+    the logits come from that forward (`logits_to_keep`: completion positions only); the
+    price is one [batch_size, completion length, V] logits tensor per row batch.
     """
-    backbone, head = model.base_model, model.get_output_embeddings()
-    text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if sharded:
+        return _self_certainty_by_forward(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
+                                          temperature, batch_size, chunk_tokens)
+    inner = _transformers_model(model)
+    backbone, head = inner.base_model, inner.get_output_embeddings()
+    text_config = inner.config.get_text_config() if hasattr(inner.config, "get_text_config") else inner.config
     softcap = getattr(text_config, "final_logit_softcapping", None)
     scale = getattr(text_config, "logit_scale", None)
     prompt_len = prompt_ids.size(1)
@@ -96,4 +108,33 @@ def policy_self_certainty(
                 z.div_(softcap).tanh_().mul_(softcap)
             flat_totals[index] = token_self_certainty(z.div_(temperature))
         scores.append(masked_sequence_mean(totals, mask))
+    return torch.cat(scores)
+
+
+def _transformers_model(model: Any) -> Any:
+    """The transformers model whose submodules carry the weights that score.
+
+    A PeftModel's `base_model` is peft's LoraModel, not the transformer backbone; the
+    model peft wraps (`get_base_model()`) has the LoRA layers injected in place, so its
+    backbone and head compute with the adapters (or without, inside `disable_adapter()`).
+    """
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if callable(get_base_model) else model
+
+
+def _self_certainty_by_forward(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                               completion_ids: torch.Tensor, completion_mask: torch.Tensor, temperature: float,
+                               batch_size: int, chunk_tokens: int) -> torch.Tensor:
+    """Self-certainty from the model's own forward (its logit scaling and softcapping included)."""
+    keep = completion_ids.size(1)
+    scores = []
+    for start in range(0, prompt_ids.size(0), batch_size):
+        rows = slice(start, start + batch_size)
+        input_ids = torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1)
+        attention = torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1)
+        # the last keep+1 positions; dropping the final one leaves those that predict the completion
+        logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep + 1,
+                       use_cache=False).logits[:, :-1]
+        scores.append(self_certainty(logits, completion_mask[rows], chunk_tokens=chunk_tokens,
+                                     temperature=temperature).float())
     return torch.cat(scores)

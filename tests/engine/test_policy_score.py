@@ -82,3 +82,93 @@ def test_offline_scorer_reuses_the_kl_reference_model():
 def test_unknown_scorer_is_one_line():
     with pytest.raises(UserError, match="scorer='future'; valid: online, offline"):
         PolicyScoreAdvantage(lambda *a: None, "x", scorer="future")
+
+
+def test_sharded_is_read_from_the_trainer():
+    from rlrecipes.engine.policy_score import sharded
+
+    def trainer(fsdp=False, deepspeed=False, stage=None):
+        plugin = SimpleNamespace(zero_stage=stage) if stage else None
+        return SimpleNamespace(is_fsdp_enabled=fsdp, is_deepspeed_enabled=deepspeed,
+                               accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)))
+
+    assert sharded(trainer(fsdp=True))
+    assert sharded(trainer(deepspeed=True, stage=3))
+    assert not sharded(trainer(deepspeed=True, stage=2))  # ZeRO-2 keeps whole parameters on every rank
+    assert not sharded(trainer())
+
+
+def sharded_trainer(weights=(0.0,)):
+    """A trainer whose model is 'wrapped': trainer.model is not what unwrap_model returns."""
+    trainer, logged = make_trainer(list(weights))
+    inner, wrapper = trainer.model, Model(1, 1)
+    trainer.model = wrapper
+    trainer.accelerator.unwrap_model = lambda m: inner if m is wrapper else m
+    trainer.is_fsdp_enabled, trainer.is_deepspeed_enabled = True, False
+    return trainer, inner, wrapper
+
+
+def test_a_sharded_policy_is_scored_through_the_wrapped_module():
+    """Under FSDP the submodules of the unwrapped model hold only this rank's shards:
+    the score function must get the wrapper, whose forward gathers them."""
+    trainer, inner, wrapper = sharded_trainer()
+    seen = []
+    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty")
+    hook.bind(trainer)
+    hook.after_scoring(trainer, batch(), torch.zeros(8, 1))
+    assert seen == [wrapper]
+
+
+def test_offline_scorer_never_deep_copies_a_sharded_model(monkeypatch):
+    import rlrecipes.engine.policy_score as policy_score
+
+    trainer, _, _ = sharded_trainer()
+    frozen = Model(1, 1)
+    monkeypatch.setattr(policy_score.copy, "deepcopy", lambda *a: pytest.fail("deep-copied a sharded model"))
+    monkeypatch.setattr(policy_score, "_sharded_frozen_copy", lambda t: frozen)
+    seen = []
+    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty",
+                                scorer="offline")
+    hook.bind(trainer)
+    hook.after_scoring(trainer, batch(), torch.zeros(8, 1))
+    assert seen == [frozen]
+
+
+def lora_trainer():
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=13, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1)
+    base = LlamaForCausalLM(config)
+    reference = LlamaForCausalLM(config)
+    reference.load_state_dict(base.state_dict())
+    policy = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+    trainer, _ = make_trainer([0.0])
+    trainer.model = policy.train()
+    return trainer, reference.eval()
+
+
+def last_logits(model):
+    return model(input_ids=torch.tensor([[1, 2, 3]] * 4)).logits[:, -1, 0]
+
+
+@pytest.mark.parametrize("scorer", ["online", "offline"])
+def test_a_lora_policy_is_scored_with_adapters_online_and_without_them_offline(scorer, monkeypatch):
+    """Offline with LoRA is the base model under the adapters (as TRL's reference log-probs),
+    not a deep copy of the whole model."""
+    import rlrecipes.engine.policy_score as policy_score
+
+    trainer, reference = lora_trainer()
+    monkeypatch.setattr(policy_score.copy, "deepcopy", lambda *a: pytest.fail("copied a LoRA model"))
+    seen = []
+    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(last_logits(model)), SCORES[4:])[1],
+                                "certainty", scorer=scorer)
+    hook.bind(trainer)
+    hook.after_scoring(trainer, batch(), torch.zeros(8, 1))
+    with torch.no_grad():
+        base, adapted = last_logits(reference), last_logits(trainer.model)
+    assert not torch.allclose(base, adapted, atol=1e-4)
+    assert torch.allclose(seen[0], adapted if scorer == "online" else base, atol=1e-6)
+    assert hook.frozen is None

@@ -96,3 +96,63 @@ def test_policy_pass_uses_the_shifted_temperature_scaled_distributions():
     z_unshifted = full[:, 3:] / temperature
     unshifted = ((torch.logsumexp(z_unshifted, -1) - z_unshifted.mean(-1) - math.log(13)) * m).sum(-1) / m.sum(-1)
     assert not torch.allclose(got.double(), unshifted, atol=1e-4)
+
+
+# Two rows, left-padded prompts, right-padded completions (as TRL batches them).
+PROMPT, PROMPT_MASK = torch.tensor([[0, 5, 6], [7, 8, 9]]), torch.tensor([[0, 1, 1], [1, 1, 1]])
+COMPLETION, COMPLETION_MASK = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+
+
+def full_softmax_reference(model, temperature):
+    """Self-certainty from the model's complete forward logits (no chunks, float64)."""
+    with torch.no_grad():
+        full = model(input_ids=torch.cat([PROMPT, COMPLETION], 1),
+                     attention_mask=torch.cat([PROMPT_MASK, COMPLETION_MASK], 1)).logits.double()
+    z = full[:, 2:-1] / temperature
+    per_token = torch.logsumexp(z, -1) - z.mean(-1) - math.log(z.size(-1))
+    m = COMPLETION_MASK.double()
+    return (per_token * m).sum(-1) / m.sum(-1)
+
+
+def score(model, **kwargs):
+    return policy_self_certainty(model, PROMPT, PROMPT_MASK, COMPLETION, COMPLETION_MASK, temperature=0.7,
+                                 batch_size=1, chunk_tokens=2, **kwargs).double()
+
+
+def _lora(model):
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(1)  # init_lora_weights=False: random A and B, so the adapter changes the outputs
+    return get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+
+
+def test_adapted_model_is_scored_with_its_adapters():
+    """On a PeftModel `base_model` is peft's LoraModel, not the transformer backbone: the
+    score must come from the adapted backbone and head (and from the base without them)."""
+    peft_model = _lora(_tiny_model())
+    assert torch.allclose(score(peft_model), full_softmax_reference(peft_model, 0.7), atol=1e-5)
+    with peft_model.disable_adapter():
+        base = score(peft_model)
+        assert torch.allclose(base, full_softmax_reference(peft_model, 0.7), atol=1e-5)
+    assert not torch.allclose(base, score(peft_model), atol=1e-4)  # the adapter matters here
+
+
+def _tiny_gemma2():
+    """A model whose forward softcaps its logits (the chunked path must apply it itself)."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Gemma2Config(vocab_size=13, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                          num_attention_heads=2, num_key_value_heads=1, head_dim=8, final_logit_softcapping=0.5)
+    return Gemma2ForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("build", [_tiny_model, _tiny_gemma2, lambda: _lora(_tiny_model())],
+                         ids=["llama", "gemma2-softcap", "llama-lora"])
+def test_forward_path_for_sharded_models_agrees_with_the_chunked_path(build):
+    """The sharded path (the model's own forward with logits_to_keep) and the chunked
+    path (backbone + head on chunks) score the same distributions."""
+    model = build()
+    chunked, by_forward = score(model), score(model, sharded=True)
+    assert torch.allclose(by_forward, chunked, atol=1e-6)
+    assert torch.allclose(by_forward, full_softmax_reference(model, 0.7), atol=1e-5)

@@ -1,0 +1,143 @@
+"""LoRA and QLoRA through peft, configured by `model.lora` (see `LoraConfig` in the schema).
+
+TRL does the wrapping: `GRPOTrainer(peft_config=peft_config(cfg.model))` calls peft's
+`get_peft_model` and, with beta > 0, takes the reference log-probs with the adapters
+disabled (no second model). This module only turns the config into peft's objects,
+adds QLoRA's 4-bit loading, and saves what a run produces: the adapter (and, on
+request, a merged full model that any tool loads without peft).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rlrecipes.errors import UserError
+
+BIASES = ("none", "all", "lora_only")
+
+
+def lora_enabled(model_cfg: Any) -> bool:
+    lora = model_cfg.get("lora") if hasattr(model_cfg, "get") else getattr(model_cfg, "lora", None)
+    return lora is not None and int(lora.r) != 0
+
+
+def peft_config(model_cfg: Any) -> Any:
+    """peft's LoraConfig for `model.lora`, or None when LoRA is off (null or r=0)."""
+    if not lora_enabled(model_cfg):
+        return None
+    lora = model_cfg.lora
+    if int(lora.r) < 0:
+        raise UserError(f"model.lora.r={lora.r} must be positive (0 turns LoRA off)")
+    if not float(lora.alpha) > 0:
+        raise UserError(f"model.lora.alpha={lora.alpha} must be positive")
+    if not 0 <= float(lora.dropout) < 1:
+        raise UserError(f"model.lora.dropout={lora.dropout} must be in [0, 1)")
+    if lora.bias not in BIASES:
+        raise UserError(f"model.lora.bias={lora.bias!r}; valid: {', '.join(BIASES)}")
+    targets = lora.target_modules
+    if not isinstance(targets, str):  # an OmegaConf ListConfig: peft wants a plain list
+        targets = [str(name) for name in targets]
+        if not targets:
+            raise UserError("model.lora.target_modules is empty; e.g. all-linear or [q_proj,v_proj]")
+    from peft import LoraConfig
+
+    return LoraConfig(r=int(lora.r), lora_alpha=float(lora.alpha), lora_dropout=float(lora.dropout),
+                      target_modules=targets, bias=str(lora.bias), task_type="CAUSAL_LM")
+
+
+def quantization_kwargs(model_cfg: Any) -> dict[str, Any]:
+    """Extra `from_pretrained` arguments for QLoRA's 4-bit base; {} without it.
+
+    Checked before any weights load, so a CPU machine fails in one line instead of
+    after minutes of loading. The settings are the QLoRA paper's (arXiv 2305.14314):
+    NF4 storage, double quantisation, bfloat16 compute.
+    """
+    if not lora_enabled(model_cfg) or not model_cfg.lora.load_in_4bit:
+        return {}
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError("model.lora.load_in_4bit=true (QLoRA) needs a CUDA GPU (bitsandbytes' 4-bit kernels); "
+                        "on this machine use plain LoRA (model.lora.load_in_4bit=false)")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise UserError("model.lora.load_in_4bit=true (QLoRA) needs bitsandbytes: pip install bitsandbytes")
+    from accelerate import PartialState
+    from transformers import BitsAndBytesConfig
+
+    config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                bnb_4bit_compute_dtype=torch.bfloat16)
+    # 4-bit weights are quantised as they load onto a GPU and cannot be moved afterwards:
+    # each process loads its copy straight onto its own device
+    return {"quantization_config": config, "device_map": {"": PartialState().local_process_index}}
+
+
+def prepare_quantized(model: Any) -> Any:
+    """peft's preparation of a k-bit base for training (norms in fp32, base frozen).
+
+    Gradient checkpointing stays the trainer's decision (`trainer.gradient_checkpointing`,
+    which TRL applies to PEFT models itself), so it is not switched on here.
+    """
+    from peft import prepare_model_for_kbit_training
+
+    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+
+
+def is_adapter_folder(path: str | Path) -> bool:
+    return (Path(path).expanduser() / "adapter_config.json").is_file()
+
+
+def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
+    """The base model named in `path`'s adapter_config.json + that adapter, merged.
+
+    Merged because evaluation only generates: the LoRA branch would cost a second
+    matmul per layer and token, and a merged model is an ordinary transformers model.
+    `kwargs` go to the base model's `from_pretrained`.
+    """
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = PeftConfig.from_pretrained(path).base_model_name_or_path
+    try:
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, **kwargs)
+    except OSError as exc:
+        raise UserError(f"the adapter in {path} was trained on {base}, which cannot be loaded: "
+                        f"{str(exc).splitlines()[0]}") from None
+    return PeftModel.from_pretrained(model, path).merge_and_unload()
+
+
+def trainable_parameters(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def save_trained_model(trainer: Any, tokenizer: Any, out_dir: Path, model_cfg: Any) -> dict[str, Any]:
+    """Save the trained model into `out_dir`; returns what summary.json records about it.
+
+    With LoRA, `trainer.save_model` writes the adapter only (adapter_config.json and its
+    weights, gathered from every rank when sharded); `rlrecipes eval
+    model.name_or_path=RUN/model` loads it onto its base. `model.lora.save_merged` also
+    writes a merged full model to `out_dir.parent / "model_merged"`, rebuilt from the
+    saved adapter so the trainer's own (possibly sharded) model is left as it is.
+    """
+    from accelerate.utils import is_peft_model
+
+    out_dir = Path(out_dir)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    adapter = is_peft_model(model)
+    info: dict[str, Any] = {"adapter": adapter, "trainable_parameters": trainable_parameters(model), "merged": None}
+    trainer.save_model(str(out_dir))
+    if trainer.args.should_save:  # the main process (transformers' rule for who writes files)
+        tokenizer.save_pretrained(str(out_dir))
+    if adapter and model_cfg.lora.save_merged:
+        merged = out_dir.parent / "model_merged"
+        if trainer.args.should_save:
+            import torch
+
+            dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
+            load_adapter_merged(str(out_dir), dtype).save_pretrained(str(merged))
+            tokenizer.save_pretrained(str(merged))
+        trainer.accelerator.wait_for_everyone()
+        info["merged"] = str(merged)
+    return info

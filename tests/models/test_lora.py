@@ -1,0 +1,168 @@
+"""LoRA / QLoRA through peft (`model.lora.*`): the config switch, its one-line errors, QLoRA's
+CPU refusal, and tiny runs per recipe family that train only the adapter and save one
+that `rlrecipes eval` loads."""
+
+import json
+
+import pytest
+import torch
+
+from rlrecipes.errors import UserError
+from tests.conftest import compose
+from tests.eval.test_eval_cli import EVAL_TINY, cli, rlrecipes
+
+
+# ----------------------------------------------------------------------------- config
+def test_lora_is_off_by_default_and_when_null():
+    from rlrecipes.models.lora import peft_config
+
+    assert compose().model.lora.r == 0 and peft_config(compose().model) is None
+    assert compose("model.lora=null").model.lora is None and peft_config(compose("model.lora=null").model) is None
+
+
+def test_a_rank_on_the_command_line_turns_lora_on(capsys):
+    """`model.lora.r=8` must compose (Hydra cannot set a key below a null node)."""
+    from rlrecipes.models.lora import peft_config
+
+    config = peft_config(compose("model.lora.r=8", "model.lora.dropout=0.05").model)
+    assert (config.r, config.lora_alpha, config.lora_dropout) == (8, 32.0, 0.05)
+    assert config.target_modules == "all-linear" and config.bias == "none" and config.task_type == "CAUSAL_LM"
+    listed = peft_config(compose("model.lora.r=4", "model.lora.target_modules=[q_proj,v_proj]").model)
+    assert set(listed.target_modules) == {"q_proj", "v_proj"}
+    code, out = cli(capsys, "config", "show", "model.lora.r=8")
+    assert code == 0 and "r: 8" in out
+
+
+@pytest.mark.parametrize("override, message", [
+    ("model.lora.r=-1", r"model.lora.r=-1 must be positive \(0 turns LoRA off\)"),
+    ("model.lora.alpha=0", "model.lora.alpha=0.0 must be positive"),
+    ("model.lora.dropout=1.0", r"model.lora.dropout=1.0 must be in \[0, 1\)"),
+    ("model.lora.bias=some", "model.lora.bias='some'; valid: none, all, lora_only"),
+    ("model.lora.target_modules=[]", "model.lora.target_modules is empty"),
+])
+def test_bad_lora_settings_are_one_line(override, message):
+    from rlrecipes.models.lora import peft_config
+
+    r = [] if override.startswith("model.lora.r=") else ["model.lora.r=8"]
+    with pytest.raises(UserError, match=message):
+        peft_config(compose(*r, override).model)
+
+
+def test_qlora_without_cuda_fails_before_any_weights_load(monkeypatch, tmp_path):
+    import transformers
+
+    from rlrecipes.models import load_model
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: pytest.fail("loaded weights before refusing QLoRA"))
+    cfg = compose("model.lora.r=8", "model.lora.load_in_4bit=true").model
+    with pytest.raises(UserError, match=r"load_in_4bit=true \(QLoRA\) needs a CUDA GPU"):
+        load_model(str(tmp_path), cfg)
+
+
+def test_qlora_composes_the_papers_4bit_settings(monkeypatch):
+    """What a CUDA machine with bitsandbytes gets (checked here with both pretended)."""
+    import importlib.util
+
+    from rlrecipes.models import lora
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "bitsandbytes" else real_find_spec(name, *a))
+    kwargs = lora.quantization_kwargs(compose("model.lora.r=8", "model.lora.load_in_4bit=true").model)
+    q = kwargs["quantization_config"]
+    assert q.load_in_4bit and q.bnb_4bit_quant_type == "nf4" and q.bnb_4bit_use_double_quant
+    assert q.bnb_4bit_compute_dtype == torch.bfloat16 and kwargs["device_map"] == {"": 0}
+    assert lora.quantization_kwargs(compose("model.lora.r=8").model) == {}  # plain LoRA: full-precision base
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else
+                        real_find_spec(name, *a))
+    with pytest.raises(UserError, match="needs bitsandbytes: pip install bitsandbytes"):
+        lora.quantization_kwargs(compose("model.lora.r=8", "model.lora.load_in_4bit=true").model)
+
+
+# ------------------------------------------------------------------------ tiny runs
+@pytest.fixture
+def built_trainers(monkeypatch):
+    """Every RecipeGRPOTrainer a run builds, with a copy of its parameters as built."""
+    from rlrecipes.engine.trainer import RecipeGRPOTrainer
+
+    built = []
+    original = RecipeGRPOTrainer.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.initial_parameters = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+        built.append(self)
+
+    monkeypatch.setattr(RecipeGRPOTrainer, "__init__", spy)
+    return built
+
+
+# The TINY toy model answers every tiny-run prompt alike, so accuracy gives GRPO no signal:
+# the GRPO run trains on the random reward instead (a reward-independent gradient).
+FAMILIES = {
+    "grpo": ["recipe=grpo", "reward=random"],
+    "ttrl": ["recipe=ttrl", "recipe.n_train=2"],  # beta > 0: the reference is the base (adapters disabled)
+    "intuitor": ["recipe=intuitor"],  # self-certainty scored on the adapted model
+    "one_shot": ["recipe=one_shot"],  # its entropy term is the only gradient here (rewards all equal)
+}
+
+
+def logits(model, tokenizer):
+    ids = tokenizer(["12+34=", "7+8="], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        return model(**ids).logits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_dir, tmp_path, built_trainers):
+    from rlrecipes.models import load_model
+    from rlrecipes.train import train
+
+    run = tmp_path / "run"
+    cfg = compose(*FAMILIES[family], "model.lora.r=4", "trainer.max_steps=2", "trainer.learning_rate=1e-3",
+                  "trainer.eval_before=false", "trainer.eval_after=false")
+    summary = train(cfg, run, log=lambda _: None)
+    [trainer] = built_trainers
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    trained = dict(model.named_parameters())
+    assert all("lora_" in n for n, p in trained.items() if p.requires_grad)
+    base = [n for n in trained if "lora_" not in n]
+    adapter = [n for n in trained if "lora_" in n]
+    assert base and adapter
+    assert all(torch.equal(trained[n], trainer.initial_parameters[n]) for n in base), "a base weight moved"
+    assert any(not torch.equal(trained[n], trainer.initial_parameters[n]) for n in adapter), "adapter unchanged"
+    assert summary["steps"] == 2
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["grad_norm"] > 0 for r in rows if "grad_norm" in r)
+    if family in ("ttrl", "intuitor", "one_shot"):  # beta > 0: KL to the base, adapters disabled
+        assert rows[-1]["kl"] > 0
+    # RUN/model holds the adapter (and tokenizer), not a full model; loading it gives the trained model
+    saved = run / "model"
+    assert (saved / "adapter_config.json").is_file() and not (saved / "model.safetensors").exists()
+    merged, tokenizer = load_model(str(saved), cfg.model)
+    assert not hasattr(merged, "peft_config")  # merged into plain weights for generation
+    model.eval()
+    assert torch.allclose(logits(merged, tokenizer), logits(model, tokenizer), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_path, built_trainers):
+    from rlrecipes.train import train
+
+    run = tmp_path / "run"
+    cfg = compose("model.lora.r=4", "model.lora.save_merged=true", "trainer.max_steps=1",
+                  "trainer.eval_before=false", "trainer.eval_after=false")
+    summary = train(cfg, run, log=lambda _: None)
+    merged = run / "model_merged"
+    assert (merged / "model.safetensors").is_file() and not (merged / "adapter_config.json").exists()
+    assert summary["saved_model"]["adapter"] and summary["saved_model"]["merged"] == str(merged)
+    assert 0 < summary["saved_model"]["trainable_parameters"] < 10_000
+    out = rlrecipes("eval", *EVAL_TINY, f"model.name_or_path={run / 'model'}", "benchmark=arithmetic", "limit=4",
+                    "protocol.num_samples=1", f"run_dir={tmp_path / 'eval'}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    m = json.loads((tmp_path / "eval" / "summary.json").read_text())["benchmarks"]["arithmetic"]
+    assert m["problems"] == 4 and 0 <= m["pass@1"] <= 1
