@@ -5,12 +5,15 @@ naive way (what the paper's TRL fork did) takes the model's [batch, time, vocab]
 and their log-softmax at once; `rlrecipes.rewards.certainty.policy_self_certainty`
 runs the backbone, then the LM head on `chunk` positions at a time, so only
 [chunk, vocab] floats exist. Same model, same tokens, Qwen2.5's 151,936-row vocabulary.
+A third variant, `forward`, is the path sharded models (FSDP, ZeRO-3) take: the model's
+own forward with `logits_to_keep`, i.e. the completion positions' logits of a row batch
+at once (the price of letting the wrapper gather its parameters).
 
 Each variant runs in its own process; memory = peak resident set during the computation
 minus the resident set just before it (ru_maxrss, so a variant that never rises above
 the process's earlier peak would read as 0; the check `above_setup_peak` says whether
-it did). Prints one JSON line with the ratios naive / chunked and the largest
-difference between the two results (they must agree).
+it did). Prints one JSON line with the ratios naive / chunked and forward / chunked and the
+largest difference between the results (they must agree).
 """
 
 from __future__ import annotations
@@ -70,6 +73,16 @@ def chunked(model, prompt, prompt_mask, completion, completion_mask):
                                  batch_size=BATCH, chunk_tokens=CHUNK)
 
 
+def forward(model, prompt, prompt_mask, completion, completion_mask):
+    from rlrecipes.rewards.certainty import policy_self_certainty
+
+    return policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
+                                 batch_size=BATCH, chunk_tokens=CHUNK, sharded=True)
+
+
+VARIANTS = {"naive": naive, "chunked": chunked, "forward": forward}
+
+
 def child(variant: str) -> None:
     """Measure one variant in this (fresh) process and print its numbers as JSON."""
     import gc
@@ -79,7 +92,7 @@ def child(variant: str) -> None:
 
     torch.set_num_threads(1)
     model, inputs = _model(), _inputs()
-    fn = naive if variant == "naive" else chunked
+    fn = VARIANTS[variant]
     prompt, prompt_mask, completion, completion_mask = inputs
     fn(model, prompt[:1], prompt_mask[:1], completion[:1, :8], completion_mask[:1, :8])  # warm-up (lazy inits)
     gc.collect()
@@ -102,10 +115,11 @@ def run(variant: str) -> dict:
 
 
 def main() -> None:
-    naive_r, chunked_r = run("naive"), run("chunked")
+    naive_r, chunked_r, forward_r = run("naive"), run("chunked"), run("forward")
     tokens = naive_r["tokens"]
     mb = 2**20
     diff = max(abs(a - b) for a, b in zip(naive_r["values"], chunked_r["values"]))
+    forward_diff = max(abs(a - b) for a, b in zip(forward_r["values"], chunked_r["values"]))
     print(json.dumps({
         "bench": "self_certainty",
         "vocab": VOCAB, "completion_tokens": tokens, "chunk_tokens": CHUNK,
@@ -118,8 +132,14 @@ def main() -> None:
         "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
         "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
         "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
-        "peaks_measured": naive_r["above_setup_peak"] and chunked_r["above_setup_peak"],
+        "forward_peak_mb": round(forward_r["peak_extra_bytes"] / mb, 1),
+        "memory_ratio_forward_over_chunked": round(
+            forward_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
+        "forward_us_per_token": round(1e6 * forward_r["seconds"] / tokens, 1),
+        "peaks_measured": naive_r["above_setup_peak"] and chunked_r["above_setup_peak"]
+        and forward_r["above_setup_peak"],
         "max_abs_diff": diff,
+        "forward_max_abs_diff": forward_diff,
     }))
 
 
