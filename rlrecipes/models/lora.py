@@ -109,7 +109,8 @@ def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
 
 
 def trainable_parameters(model: Any) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    # ZeRO-3 leaves each rank an empty placeholder per parameter; `ds_numel` is the full size
+    return sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters() if p.requires_grad)
 
 
 def save_trained_model(trainer: Any, tokenizer: Any, out_dir: Path, model_cfg: Any) -> dict[str, Any]:

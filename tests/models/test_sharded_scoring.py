@@ -1,5 +1,6 @@
 """Self-certainty of a sharded model (FSDP2 on CPU, 2 gloo processes): the forward path
-matches the unsharded chunked path; the chunked path cannot run on the shards."""
+matches the unsharded chunked path; the chunked path cannot run on the shards; the offline
+scorer shards a reloaded initial model and scores with it."""
 
 import json
 import os
@@ -27,3 +28,6 @@ def test_fsdp_sharded_self_certainty_matches_the_unsharded_model(tmp_path):
             # what the forward path is for: submodules called directly see only this rank's shards
             assert "DTensor" in r[f"{name}_chunked_error"]
         assert ranks[0][f"{name}_scores"] == ranks[1][f"{name}_scores"]
+    for r in ranks:  # INTUITOR's offline scorer: a reloaded, sharded initial model, not a deepcopy
+        assert r["offline_frozen_is_sharded"] and r["offline_max_difference"] < 1e-6
+        assert r["policy_moved_by"] > 1e-3  # ...so scoring the moved policy would have been caught
