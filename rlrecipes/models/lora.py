@@ -108,6 +108,34 @@ def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
     return PeftModel.from_pretrained(model, path).merge_and_unload()
 
 
+def merged_model_path(path: str, model_cfg: Any, cache_dir: str | None = None, log: Any = print) -> str:
+    """A full-model folder for tools that cannot apply an adapter themselves (vLLM).
+
+    `path` itself unless it holds an adapter; then its merged copy, built once into the
+    model cache and keyed by the adapter's files, so a retrained adapter is merged anew.
+    """
+    if not is_adapter_folder(path):
+        return path
+    import hashlib
+
+    from rlrecipes.models import _cached, _digest, cache_root
+
+    folder = Path(path).expanduser()
+    files = sorted(f for f in folder.iterdir() if f.name.startswith("adapter_"))
+    key = {"adapter": str(folder.resolve()), "dtype": str(model_cfg.dtype),
+           "files": {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}}
+
+    def build(tmp: Path) -> None:
+        import torch
+        from transformers import AutoTokenizer
+
+        dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
+        load_adapter_merged(str(folder), dtype).save_pretrained(str(tmp))
+        AutoTokenizer.from_pretrained(str(folder)).save_pretrained(str(tmp))
+
+    return str(_cached(cache_root(cache_dir) / "merged" / _digest(key), key, build, log))
+
+
 def trainable_parameters(model: Any) -> int:
     # ZeRO-3 leaves each rank an empty placeholder per parameter; `ds_numel` is the full size
     return sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters() if p.requires_grad)

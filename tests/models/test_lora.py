@@ -3,6 +3,7 @@ CPU refusal, and tiny runs per recipe family that train only the adapter and sav
 that `rlrecipes eval` loads."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -166,3 +167,36 @@ def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_p
     assert out.returncode == 0, out.stdout + out.stderr
     m = json.loads((tmp_path / "eval" / "summary.json").read_text())["benchmarks"]["arithmetic"]
     assert m["problems"] == 4 and 0 <= m["pass@1"] <= 1
+
+
+def tiny_adapter(toy_model_dir, folder):
+    """A random (non-zero) LoRA adapter on the toy model, saved as a run saves one."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(0)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(toy_model_dir),
+                           LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(toy_model_dir).save_pretrained(folder)
+    return model.eval()
+
+
+def test_adapter_is_merged_once_for_tools_without_peft(toy_model_dir, tmp_path):
+    """vLLM loads full-model folders only: an adapter becomes a cached merged folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rlrecipes.models.lora import merged_model_path
+
+    adapted = tiny_adapter(toy_model_dir, tmp_path / "model")
+    cfg = compose().model
+    assert merged_model_path(str(toy_model_dir), cfg) == str(toy_model_dir)  # a full model: as it is
+    logs = []
+    merged = merged_model_path(str(tmp_path / "model"), cfg, cache_dir=str(tmp_path / "cache"), log=logs.append)
+    assert merged.startswith(str(tmp_path / "cache")) and not (Path(merged) / "adapter_config.json").exists()
+    tokenizer = AutoTokenizer.from_pretrained(merged, padding_side="left")
+    assert torch.allclose(logits(AutoModelForCausalLM.from_pretrained(merged), tokenizer),
+                          logits(adapted, tokenizer), atol=1e-5)
+    logs.clear()
+    assert merged_model_path(str(tmp_path / "model"), cfg, cache_dir=str(tmp_path / "cache"), log=logs.append) == merged
+    assert logs == []  # cached
