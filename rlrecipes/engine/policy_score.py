@@ -58,7 +58,9 @@ class PolicyScoreAdvantage(EngineHook):
         # Bound before the first update, so anything copied holds the initial weights.
         if self.scorer != "offline" or _is_peft(trainer):
             return  # online: the policy itself; LoRA: the policy with its adapters disabled
-        if trainer.ref_model is not None:  # frozen already, and sharded by TRL when the policy is
+        # TRL's reference model is never updated (rlrecipes leaves TRL's sync_ref_model off)
+        # and TRL already sharded it like the policy
+        if trainer.ref_model is not None:
             self.frozen = trainer.ref_model
         elif sharded(trainer):
             self.frozen = _sharded_frozen_copy(trainer)
@@ -93,7 +95,9 @@ class PolicyScoreAdvantage(EngineHook):
     def _initial_weights(self, policy: Any) -> Any:
         """Offline scoring of a LoRA policy: its base, as TRL takes reference log-probs (a
         re-trained adapter's initial copy, "ref", when there is one; else adapters disabled)."""
-        if self.scorer != "offline" or self.frozen is not None or not hasattr(policy, "peft_config"):
+        from accelerate.utils import is_peft_model
+
+        if self.scorer != "offline" or self.frozen is not None or not is_peft_model(policy):
             return nullcontext()
         from trl.trainer.utils import use_adapter
 
