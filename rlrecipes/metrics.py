@@ -17,7 +17,9 @@ Majority-vote rules (``majority_vote``), shared with TTRL's pseudo-labels:
   identical cleaned strings join without a symbolic comparison;
 - missing answers (None / empty: no extractable answer, truncated) never win, but they
   count in the denominator: they are votes for nobody;
-- ties go to the group whose first member appeared earliest;
+- ties go to the group whose first member appeared earliest (``ties="first"``, as
+  Qwen2.5-Math and TTRL), or share the credit (``ties="fractional"``, as NeMo-Skills and
+  lighteval: each tied group counts 1/t);
 - the winner is reported as its group's representative (the first answer written in
   that group), with the group's size; no answers at all -> ``(None, 0)``.
 """
@@ -59,20 +61,10 @@ def _default_equivalence() -> Equivalence:
     return is_equivalent
 
 
-def majority_vote(answers: Sequence[str | None],
-                  equivalent: Equivalence | None = None) -> tuple[str | None, int]:
-    """The most common answer (grouping equivalent answers) and its vote count.
-
-    ``equivalent(candidate, representative)`` decides whether two answers are the same;
-    it defaults to ``rlrecipes.grading.is_equivalent``. See the module doc for the rules.
-
-    >>> majority_vote(["1/2", "0.5", "3", None, "3", "\\\\frac{1}{2}"])
-    ('1/2', 3)
-    >>> majority_vote(["3", "4"])          # a tie: the earliest group wins
-    ('3', 1)
-    >>> majority_vote([None, ""])
-    (None, 0)
-    """
+def vote_groups(answers: Sequence[str | None],
+                equivalent: Equivalence | None = None) -> list[tuple[str, int]]:
+    """``(representative, votes)`` of every group of equivalent answers, in the order the
+    groups first appeared (see the module doc for the grouping rules)."""
     from rlrecipes.grading.normalize import normalize_answer
 
     eq = equivalent or _default_equivalence()
@@ -93,15 +85,58 @@ def majority_vote(answers: Sequence[str | None],
                 counts.append(0)
             group_of_key[key] = group
         counts[group] += 1
-    if not reps:
+    return list(zip(reps, counts))
+
+
+def majority_vote(answers: Sequence[str | None],
+                  equivalent: Equivalence | None = None) -> tuple[str | None, int]:
+    """The most common answer (grouping equivalent answers) and its vote count.
+
+    ``equivalent(candidate, representative)`` decides whether two answers are the same;
+    it defaults to ``rlrecipes.grading.is_equivalent``. See the module doc for the rules.
+
+    >>> majority_vote(["1/2", "0.5", "3", None, "3", "\\\\frac{1}{2}"])
+    ('1/2', 3)
+    >>> majority_vote(["3", "4"])          # a tie: the earliest group wins
+    ('3', 1)
+    >>> majority_vote([None, ""])
+    (None, 0)
+    """
+    groups = vote_groups(answers, equivalent)
+    if not groups:
         return None, 0
-    best = max(range(len(reps)), key=lambda g: (counts[g], -g))  # ties: earliest group
-    return reps[best], counts[best]
+    return max(groups, key=lambda g: g[1])  # max keeps the first of equal counts
+
+
+TIE_RULES = ("first", "fractional")
+
+
+def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool],
+               ties: str = "first") -> float:
+    """maj@k credit of one problem from its vote groups.
+
+    ``first`` (Qwen2.5-Math, TTRL): the tied group written first wins, 1 or 0.
+    ``fractional`` (NeMo-Skills, lighteval): each of the t tied groups wins with
+    probability 1/t, so the credit is (tied groups that are right) / t.
+
+    >>> vote_score([("3", 2), ("4", 2), ("5", 1)], lambda a: a == "4", "fractional")
+    0.5
+    """
+    if ties not in TIE_RULES:
+        raise ValueError(f"unknown maj@k tie rule {ties!r}; valid: {', '.join(TIE_RULES)}")
+    if not groups:
+        return 0.0
+    top = max(count for _, count in groups)
+    tied = [rep for rep, count in groups if count == top]
+    if ties == "first":
+        return float(correct(tied[0]))
+    return sum(correct(rep) for rep in tied) / len(tied)
 
 
 def maj_at_k(answers: Sequence[str | None], gold: str, k: int | None = None,
-             equivalent: Equivalence | None = None) -> float:
-    """1.0 when the majority answer of the first ``k`` samples is equivalent to ``gold``.
+             equivalent: Equivalence | None = None, ties: str = "first") -> float:
+    """maj@k of one problem: 1.0 when the majority answer of the first ``k`` samples is
+    equivalent to ``gold`` (``ties``: see ``vote_score``).
 
     A problem whose first k samples have no extractable answer scores 0.
     """
@@ -109,8 +144,7 @@ def maj_at_k(answers: Sequence[str | None], gold: str, k: int | None = None,
     if not 1 <= k <= len(answers):
         raise ValueError(f"need 1 <= k <= {len(answers)}, got k={k}")
     eq = equivalent or _default_equivalence()
-    winner, _ = majority_vote(answers[:k], equivalent=eq)
-    return float(winner is not None and eq(winner, gold))
+    return vote_score(vote_groups(answers[:k], equivalent=eq), lambda rep: eq(rep, gold), ties)
 
 
 def default_ks(n: int, requested: Sequence[int] | None = None) -> list[int]:

@@ -68,6 +68,9 @@ class ProtocolConfig:
     stop: List[str] = field(default_factory=list)  # extra stop strings (EOS always stops)
     # k values for pass@k / maj@k; empty = 1, 2, 4, ... up to num_samples, and num_samples
     ks: List[int] = field(default_factory=list)
+    # maj@k ties: first (the tied answer written first wins: Qwen2.5-Math, TTRL) | fractional
+    # (each of t tied answers earns 1/t: NeMo-Skills, lighteval)
+    maj_ties: str = "first"
     # e.g. one-shot RLVR: greedy MATH500, but {aime24: {num_samples: 8, temperature: 0.6}}
     per_benchmark: PerBenchmark = field(default_factory=PerBenchmark)  # type: ignore[valid-type]
 
@@ -88,6 +91,12 @@ class GenerationConfig:
 class GradingConfig:
     workers: Optional[int] = None  # grading processes; null = one per CPU, 0 = in-process
     timeout_s: int = 3  # per symbolic step; slower answers are graded wrong
+    # relative tolerance between non-integer numbers written with a decimal point
+    # (Qwen2.5-Math's 1e-4); integers always compare exactly; 0 = exact everywhere
+    rel_tol: float = 1e-4
+    # the run fails (after writing its results) when more than this share of a
+    # benchmark's answers hit a grading timeout or error (each is graded wrong)
+    max_failure_rate: float = 0.05
 
 
 @dataclass
@@ -107,6 +116,14 @@ class EvalConfig:
     output_root: str = "outputs"
     cache_dir: Optional[str] = None
     progress: bool = True
+    # a plain progress line every N problems when stdout is not a terminal (log files)
+    progress_every: int = 25
+    # torch CPU threads for generation; null = half the CPUs this process may use (at
+    # least 1: on a loaded 2-core machine 1 thread was 7x faster than torch's default)
+    threads: Optional[int] = None
+    # generations=FILE: grade the file's pre-extracted answers (answers / pred field) or
+    # re-extract from its completions; auto = the answers when the file has them
+    rescore_from: str = "auto"  # auto | answers | completions
 
 
 def register(cs) -> None:  # called by rlrecipes.config.store.register_configs

@@ -83,6 +83,9 @@ for _spec in (
                   description="held-out split of the synthetic arithmetic task"),
     BenchmarkSpec("countdown", "", "", None, synthetic=True, max_new_tokens=48,
                   description="held-out split of the synthetic Countdown task"),
+    BenchmarkSpec("data", "", "", None, from_data=True,
+                  description="your own test set: data.path (a file, folder or hub id), data.split, "
+                              "data.problem_field / answer_field / id_field, data.template, data.answer_style"),
 ):
     register_benchmark(_spec)
 
@@ -180,19 +183,47 @@ def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:
                           verify=task.verify)
 
 
+def _from_data(data: Any) -> BenchmarkItems:
+    """Your own test set through the training data's field mapping (``rlrecipes.data``)."""
+    from rlrecipes.data.loader import read_records, to_problems
+    from rlrecipes.grading.extract import last_boxed
+
+    if data is None or not data.path or data.source == "synthetic":
+        raise BenchmarkError("benchmark=data evaluates your own test set: set data.path=FILE_OR_HUB_ID "
+                             "(and data.problem_field, data.answer_field, data.split as needed)")
+    if not data.answer_field:
+        raise BenchmarkError("benchmark=data needs gold answers: data.answer_field is null")
+    rows, source = read_records(data.path, data.subset, data.split)
+    loaded = to_problems(rows, source, data.problem_field, data.answer_field, data.id_field)
+    items = []
+    for row in loaded.items:
+        gold = row["answer"]
+        if "\\boxed" in gold or "\\fbox" in gold:  # a worked solution: its final box is the answer
+            gold = last_boxed(gold) or gold
+        items.append(BenchmarkItem(id=row["id"], problem=row["problem"], gold=gold,
+                                   meta={"row": len(items)}))
+    if len({it.id for it in items}) != len(items):  # ids key resumable samples
+        items = [BenchmarkItem(f"data-{i}", it.problem, it.gold, meta=it.meta) for i, it in enumerate(items)]
+    return BenchmarkItems(items, name="data", source=source,
+                          skipped=[SkippedRow(i, why) for i, why in loaded.skipped])
+
+
 def load_benchmark(name: str, data_dir: str | Path | None = None, limit: int | None = None,
-                   synthetic: Any = None) -> BenchmarkItems:
+                   synthetic: Any = None, data: Any = None) -> BenchmarkItems:
     """Load benchmark ``name`` from ``data_dir`` (a directory or a file) or the hub.
 
     ``limit`` keeps the first ``limit`` problems (after skipping and merging).
     Synthetic tasks are built from ``synthetic`` (a ``SyntheticTaskConfig``; the
-    ``data.synthetic`` node of the run), whose ``task`` is set to ``name``.
+    ``data.synthetic`` node of the run), whose ``task`` is set to ``name``; the ``data``
+    benchmark reads ``data`` (the run's data config: path, split, field mapping).
     """
     if name not in BENCHMARKS:
         valid = ", ".join(benchmark_names())
         raise BenchmarkError(f"unknown benchmark {name!r}; valid: {valid}")
     spec = BENCHMARKS[name]
-    if spec.synthetic:
+    if spec.from_data:
+        items = _from_data(data)
+    elif spec.synthetic:
         items = _synthetic(name, synthetic)
     elif data_dir is not None:
         path = find_local_file(spec, data_dir)

@@ -17,7 +17,8 @@ from rlrecipes.rundir import MARKER, RunDirError, create_run_dir, drop_hydra_job
 
 # Settings that must match for a resumed eval to continue the same experiment.
 _RESUME_KEYS = ("model", "protocol", "seed", "data_dir", "generations", "benchmark.answer_style",
-                "data.synthetic", "data.template", "data.answer_style")
+                "data.synthetic", "data.template", "data.answer_style", "data.path", "data.split",
+                "data.problem_field", "data.answer_field", "grading.rel_tol")
 
 
 def rewrite_benchmark_list(overrides: Sequence[str], multirun: bool) -> list[str]:

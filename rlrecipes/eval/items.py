@@ -90,6 +90,9 @@ class BenchmarkSpec:
     description: str = ""
     # A synthetic task of rlrecipes.data (its held-out split, built in code, no files).
     synthetic: bool = False
+    # Your own test set: read through the `data` config (path, split, field mapping,
+    # template and answer style), as training data is.
+    from_data: bool = False
     # Defaults a protocol may leave open (null): prompt template and new-token budget.
     template: str = "qwen_math_cot"
     max_new_tokens: int = 3072

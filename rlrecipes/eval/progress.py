@@ -1,8 +1,12 @@
-"""A rich progress bar for evals: problems done, problems/s, ETA."""
+"""Eval progress: a rich bar on a terminal (problems done, problems/s, ETA), and a plain
+line every ``every`` problems when stdout is not a terminal (Slurm, ``nohup``, a pipe),
+where a bar would print nothing until the end."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import time
+from typing import Any, Callable
 
 from rich.progress import (
     BarColumn,
@@ -24,16 +28,28 @@ class RateColumn(ProgressColumn):
         return Text("- problems/s" if speed is None else f"{speed:.2f} problems/s", style="cyan")
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
 class EvalProgress:
     """One bar over all problems still to generate, labelled with the current benchmark."""
 
-    def __init__(self, total: int, enabled: bool = True) -> None:
-        self.total, self.enabled = total, enabled
+    def __init__(self, total: int, enabled: bool = True, every: int = 25,
+                 log: Callable[[str], None] = print, terminal: bool | None = None) -> None:
+        self.total, self.enabled, self.every, self.log = total, enabled, max(1, every), log
+        self.terminal = sys.stdout.isatty() if terminal is None else terminal
         self._progress: Progress | None = None
         self._task: Any = None
+        self.done, self._last_line, self._name = 0, 0, ""
+        self._started = time.monotonic()
 
     def __enter__(self) -> "EvalProgress":
-        if self.enabled:
+        self._started = time.monotonic()
+        if self.enabled and self.terminal:
             self._progress = Progress(
                 TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                 RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -43,12 +59,26 @@ class EvalProgress:
         return self
 
     def start_benchmark(self, name: str) -> None:
+        self._name = name
         if self._progress is not None:
             self._progress.update(self._task, description=name)
 
     def advance(self, n: int) -> None:
+        self.done += n
         if self._progress is not None:
             self._progress.advance(self._task, n)
+        elif self.enabled and (self.done - self._last_line >= self.every or self.done >= self.total):
+            self._last_line = self.done
+            self.log(self.line())
+
+    def line(self) -> str:
+        """``eval math500: 50/500 problems (10%), 0.12 problems/s, 6m58s elapsed, ETA 1h02m``"""
+        elapsed = time.monotonic() - self._started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = _duration((self.total - self.done) / rate) if rate > 0 else "-"
+        pct = 100 * self.done / self.total if self.total else 100.0
+        return (f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
+                f"{rate:.2f} problems/s, {_duration(elapsed)} elapsed, ETA {eta}")
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -24,7 +24,8 @@ from rlrecipes.eval.items import BenchmarkItems
 from rlrecipes.eval.progress import EvalProgress
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
 from rlrecipes.eval.scoring import compute_metrics, grade_records, headline
-from rlrecipes.grading import STYLES, GradingPool
+from rlrecipes.grading import STYLES, GradingCounts, GradingPool, grading_counts
+from rlrecipes.metrics import TIE_RULES
 
 
 @dataclass
@@ -48,8 +49,11 @@ def plan_benchmark(cfg: Any, name: str) -> Plan:
     from rlrecipes.data.templates import TEMPLATES
 
     spec, p = BENCHMARKS[name], cfg.protocol
-    items = load_benchmark(name, cfg.data_dir, cfg.limit, synthetic=cfg.data.synthetic)
-    if spec.synthetic:  # the prompt and answer format the toy model was trained on
+    items = load_benchmark(name, cfg.data_dir, cfg.limit, synthetic=cfg.data.synthetic, data=cfg.data)
+    if not items:
+        why = f"limit={cfg.limit}" if cfg.limit is not None and cfg.limit <= 0 else items.report()
+        raise UserError(f"benchmark {name}: no problems to evaluate ({why})")
+    if spec.synthetic or spec.from_data:  # the prompt and answer format of the data config
         template = p.template or cfg.data.template
         system = p.system_prompt if p.system_prompt is not None else cfg.data.system_prompt
         default_style = cfg.data.answer_style
@@ -81,7 +85,7 @@ def _load_backend(cfg: Any, log: Callable[[str], None]) -> tuple[Backend, str]:
 
 
 def _generate(plan: Plan, todo: list[tuple[int, Any]], backend: Backend, seed: int,
-              writer: SampleWriter, pool: GradingPool | None, timeout_s: int,
+              writer: SampleWriter, pool: GradingPool | None, grading: Any,
               progress: EvalProgress, timing: dict[str, float]) -> None:
     from rlrecipes.data.templates import render_prompt
 
@@ -101,7 +105,8 @@ def _generate(plan: Plan, todo: list[tuple[int, Any]], backend: Backend, seed: i
             num_tokens=[c.num_tokens for c in outs], finish_reasons=[c.finish_reason for c in outs],
         ) for it, prompt, outs in zip(items, prompts, outputs)]
         started = time.time()
-        grade_records(records, plan.style, verify=plan.items.verify, pool=pool, timeout_s=timeout_s)
+        grade_records(records, plan.style, verify=plan.items.verify, pool=pool,
+                      timeout_s=grading.timeout_s, rel_tol=grading.rel_tol)
         timing["grading_seconds"] += time.time() - started
         writer.write(records)
         progress.advance(len(items))
@@ -120,6 +125,16 @@ def prepare(cfg: Any) -> Any:
     if cfg.grading.workers is not None and cfg.grading.workers < 0:
         raise UserError(f"grading.workers={cfg.grading.workers}; valid: a number of processes, 0 = in-process, "
                         "null = one per CPU")
+    if not 0 <= cfg.grading.rel_tol < 1:
+        raise UserError(f"grading.rel_tol={cfg.grading.rel_tol}; valid: 0 (exact) up to below 1 "
+                        "(a relative tolerance between non-integer decimals)")
+    if not 0 <= cfg.grading.max_failure_rate <= 1:
+        raise UserError(f"grading.max_failure_rate={cfg.grading.max_failure_rate}; valid: a share "
+                        "from 0 to 1")
+    if cfg.protocol.maj_ties not in TIE_RULES:
+        raise UserError(f"protocol.maj_ties={cfg.protocol.maj_ties!r}; valid: {', '.join(TIE_RULES)}")
+    if cfg.threads is not None and cfg.threads < 1:
+        raise UserError(f"threads={cfg.threads}; valid: a number of CPU threads (at least 1), or null")
     if cfg.generations:
         from rlrecipes.eval.rescore import prepare_rescore
 
@@ -143,6 +158,7 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
     started, plans = time.time(), prepared
     for plan in plans:
         log(plan.items.report())
+    threads = set_threads(cfg.threads)
     path = run_dir / "samples.jsonl"
     earlier = read_samples(path) if cfg.resume else []
     done = {(r.benchmark, r.id): r for r in earlier}
@@ -151,26 +167,92 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
     if earlier:
         log(f"resuming: {len(done)} problems already done in {path}")
     timing = {"generation_seconds": 0.0, "grading_seconds": 0.0}
-    pool = GradingPool(cfg.grading.workers, timeout_s=cfg.grading.timeout_s) if cfg.grading.workers != 0 else None
+    pool = make_pool(cfg)
+    failures = {p.name: GradingCounts() for p in plans}
     model_path = None
     try:
         if any(todo.values()):
             backend, model_path = _load_backend(cfg, log)
-            with EvalProgress(sum(map(len, todo.values())), enabled=cfg.progress) as progress:
+            log(f"generation: {threads} CPU thread{'s' * (threads != 1)} (threads=N to change)")
+            with EvalProgress(sum(map(len, todo.values())), enabled=cfg.progress,
+                              every=cfg.progress_every, log=log) as progress:
                 for plan in plans:
                     progress.start_benchmark(plan.name)
-                    _generate(plan, todo[plan.name], backend, cfg.seed, writer, pool,
-                              cfg.grading.timeout_s, progress, timing)
+                    with count_failures_into(failures[plan.name]):
+                        _generate(plan, todo[plan.name], backend, cfg.seed, writer, pool,
+                                  cfg.grading, progress, timing)
         records = {(r.benchmark, r.id): r for r in read_samples(path)}
         results = {}
         for plan in plans:
             recs = [records[(plan.name, it.id)] for it in plan.items if (plan.name, it.id) in records]
-            results[plan.name] = compute_metrics(recs, plan.ks, pool)
+            with count_failures_into(failures[plan.name]):
+                results[plan.name] = compute_metrics(recs, plan.ks, pool, cfg.protocol.maj_ties)
+            results[plan.name]["grading"] = failure_report(failures[plan.name], recs, plan.items.verify)
     finally:
         if pool is not None:
             pool.close()
-    return build_summary(cfg, results, {p.name: p.describe() for p in plans},
-                         model_path or _configured_model(cfg), started, timing, run_dir)
+    summary = build_summary(cfg, results, {p.name: p.describe() for p in plans},
+                            model_path or _configured_model(cfg), started, timing, run_dir)
+    check_failure_rate(cfg, results)
+    return summary
+
+
+def make_pool(cfg: Any) -> GradingPool | None:
+    if cfg.grading.workers == 0:
+        return None
+    return GradingPool(cfg.grading.workers, timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
+
+
+class count_failures_into:  # noqa: N801 (a context manager used like a function)
+    """Add the grading timeouts and errors counted inside the block to ``into``."""
+
+    def __init__(self, into: GradingCounts) -> None:
+        self.into = into
+
+    def __enter__(self) -> None:
+        self.before = grading_counts()
+
+    def __exit__(self, *exc: object) -> None:
+        after = grading_counts()
+        self.into.add(after.errors - self.before.errors, after.timeouts - self.before.timeouts)
+
+
+def failure_report(counts: GradingCounts, records: list[ProblemRecord], verify: Any) -> dict[str, Any]:
+    """``summary.json``'s per-benchmark grading line: answers graded, timeouts, errors."""
+    graded = 0 if verify is not None else sum(len(r.answers) for r in records)
+    return {"answers": graded, "timeouts": counts.timeouts, "errors": counts.errors,
+            "failure_rate": round((counts.timeouts + counts.errors) / graded, 6) if graded else 0.0}
+
+
+def check_failure_rate(cfg: Any, results: dict[str, dict[str, Any]]) -> None:
+    """One line, after the results are written, when grading failed too often."""
+    limit = cfg.grading.max_failure_rate
+    for name, m in results.items():
+        g = m.get("grading") or {}
+        if g.get("answers") and g["failure_rate"] > limit:
+            raise UserError(f"{name}: grading timed out or failed on {g['timeouts'] + g['errors']} of "
+                            f"{g['answers']} answers ({g['failure_rate']:.1%} > grading.max_failure_rate="
+                            f"{limit}); they count as wrong in summary.json. Raise grading.timeout_s "
+                            "or the limit to accept the run")
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's CPU threads for generation: ``threads``, or half the CPUs this
+    process may use (at least 1). torch's default (every core) lost 7x on a loaded
+    2-core machine: its threads spin while waiting for cores other processes hold."""
+    import os
+
+    import torch
+
+    if threads is not None and threads < 1:
+        raise UserError(f"threads={threads}; valid: a number of CPU threads (at least 1), or null")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    n = threads or max(1, cpus // 2)
+    torch.set_num_threads(n)
+    return n
 
 
 def _configured_model(cfg: Any) -> str:

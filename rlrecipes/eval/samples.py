@@ -5,11 +5,19 @@ and graded, so an interrupted eval resumes without regenerating finished problem
 
     {"benchmark", "id", "problem", "prompt", "gold", "subject", "level",
      "completions": [...], "answers": [extracted or null, ...], "correct": [bool, ...],
+     "answer_status": ["ok" | "none" | "ambiguous", ...],
      "num_tokens": [int or null, ...], "finish_reasons": ["stop" | "length" | null, ...]}
+
+``answer_status`` says how each answer was found: ``none`` (no answer in the
+completion), ``ambiguous`` (several different boxed answers; the answer style's rule
+picked one) or ``ok``.
 
 A *generations file* (``generations=FILE.jsonl``) holds completions made elsewhere:
 one object per line, ``{"gold": "...", "completions": ["...", ...]}``, optionally
-with ``"id"`` and ``"problem"``.
+with ``"answers"`` (already-extracted answers, one per completion, or instead of
+completions), ``"id"`` and ``"problem"``. The field names of Qwen2.5-Math's evaluation
+output are read too (``gt``, ``code``, ``pred``, ``idx``, ``question``); other fields
+(scores, reports) are ignored and listed once.
 """
 
 from __future__ import annotations
@@ -22,7 +30,15 @@ from typing import Any, Iterator
 from rlrecipes.data.files import iter_jsonl
 from rlrecipes.errors import DataError as BenchmarkError
 
-GENERATION_KEYS = ("gold", "completions", "id", "problem")
+# Our name -> the names other harnesses write (first found wins).
+GENERATION_FIELDS: dict[str, tuple[str, ...]] = {
+    "gold": ("gold", "gt", "ground_truth", "answer"),
+    "completions": ("completions", "code", "responses", "outputs"),
+    "answers": ("answers", "pred", "preds", "extracted_answers"),
+    "id": ("id", "idx", "unique_id"),
+    "problem": ("problem", "question"),
+}
+GENERATION_KEYS = tuple(GENERATION_FIELDS)
 
 
 @dataclass
@@ -37,6 +53,7 @@ class ProblemRecord:
     level: str | None = None
     answers: list[str | None] = field(default_factory=list)
     correct: list[bool] = field(default_factory=list)
+    answer_status: list[str] = field(default_factory=list)
     num_tokens: list[int | None] = field(default_factory=list)
     finish_reasons: list[str | None] = field(default_factory=list)
 
@@ -88,20 +105,38 @@ def _str_or_none(value: Any) -> str | None:
     return gold_to_str(value)
 
 
+def _as_list(value: Any) -> list | None:
+    if value is None:
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, row)`` for each line of a generations file, checked."""
+    """``(line number, row)`` for each line of a generations file, checked and mapped to
+    our field names (``row["ignored"]`` lists the fields that were not read)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise BenchmarkError(f"generations file {str(path)!r} does not exist")
-    for lineno, row in iter_jsonl(path):
-        unknown = sorted(set(row) - set(GENERATION_KEYS))
-        if unknown:
-            raise BenchmarkError(f"{path}:{lineno}: unknown key {unknown[0]!r}; valid keys: "
-                                 f"{', '.join(GENERATION_KEYS)}")
-        comps = row.get("completions")
-        if not isinstance(comps, list) or not comps or not all(isinstance(c, str) for c in comps):
+    known = {name for names in GENERATION_FIELDS.values() for name in names}
+    for lineno, raw in iter_jsonl(path):
+        row: dict[str, Any] = {"ignored": sorted(set(raw) - known)}
+        for ours, names in GENERATION_FIELDS.items():
+            row[ours] = next((raw[n] for n in names if raw.get(n) is not None), None)
+        comps, answers = _as_list(row["completions"]), _as_list(row["answers"])
+        if comps is None and answers is None:
+            raise BenchmarkError(f"{path}:{lineno}: no completions or answers (keys here: "
+                                 f"{', '.join(sorted(raw)) or 'none'}); expected a key "
+                                 f"'completions' (or {', '.join(GENERATION_FIELDS['completions'][1:])}) "
+                                 f"or 'answers' (or {', '.join(GENERATION_FIELDS['answers'][1:])})")
+        if comps is not None and (not comps or not all(isinstance(c, str) for c in comps)):
             raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty "
                                  "list of strings")
+        if answers is not None:
+            answers = [None if a is None else _str_or_none(a) for a in answers]
+            if comps is not None and len(answers) != len(comps):
+                raise BenchmarkError(f"{path}:{lineno}: {len(answers)} answers for {len(comps)} "
+                                     "completions; give one answer per completion")
+        row["completions"], row["answers"] = comps, answers
         row["gold"] = _str_or_none(row.get("gold"))
         if row.get("id") is not None:
             row["id"] = str(row["id"])

@@ -6,11 +6,13 @@ Per benchmark (n samples per problem, k in the protocol's ks, k <= n):
 - ``avg@n`` (n > 1): the same number under the papers' name;
 - ``pass@k``: Chen et al.'s unbiased estimator, averaged over problems;
 - ``maj@k`` (k > 1): majority vote over the first k extracted answers, grouped by
-  equivalence (``rlrecipes.metrics.majority_vote``); the vote is right when the
-  winning group's first sample is right;
+  equivalence (``rlrecipes.metrics.vote_groups``); a group is right when its first
+  sample is right; ties by the protocol's ``maj_ties`` (``first`` | ``fractional``,
+  ``rlrecipes.metrics.vote_score``), named in the metrics as ``maj_ties``;
 - ``by_subject`` / ``by_level``: ``pass@1`` and counts per group, where the benchmark has them;
 - ``mean_completion_tokens`` (or ``mean_completion_chars`` when token counts are unknown),
-  ``truncated_fraction`` (stopped by the token limit), ``no_answer_fraction``.
+  ``truncated_fraction`` (stopped by the token limit), ``no_answer_fraction``,
+  ``ambiguous_answer_fraction`` (several different boxed answers).
 """
 
 from __future__ import annotations
@@ -19,20 +21,33 @@ from collections import defaultdict
 from typing import Any, Callable, Sequence
 
 from rlrecipes.eval.samples import ProblemRecord
-from rlrecipes.grading import GradingPool, extract_answer, is_equivalent
-from rlrecipes.metrics import default_ks, pass_at_k
+from rlrecipes.grading import DEFAULT_REL_TOL, GradingPool, extract, is_equivalent
+from rlrecipes.metrics import default_ks, pass_at_k, vote_groups, vote_score
 
 
-def grade_records(records: Sequence[ProblemRecord], style: str, *,
-                  verify: Callable[[str, str], bool] | None = None,
-                  pool: GradingPool | None = None, timeout_s: int = 3) -> None:
-    """Fill ``answers`` and ``correct`` of each record in place.
-
-    Completions are responses: the answer is extracted by ``style`` only (a completion
-    without one counts as "no answer", even when it is a short line).
-    """
+def extract_records(records: Sequence[ProblemRecord], style: str) -> None:
+    """Fill ``answers`` and ``answer_status`` from the completions (style ``none``: each
+    completion is itself the answer)."""
     for rec in records:
-        rec.answers = [extract_answer(c, style) for c in rec.completions]
+        found = [extract(c, style) for c in rec.completions]
+        rec.answers = [f.answer for f in found]
+        rec.answer_status = [f.status for f in found]
+
+
+def grade_records(records: Sequence[ProblemRecord], style: str | None, *,
+                  verify: Callable[[str, str], bool] | None = None,
+                  pool: GradingPool | None = None, timeout_s: int = 3,
+                  rel_tol: float = DEFAULT_REL_TOL) -> None:
+    """Fill ``answers``, ``answer_status`` and ``correct`` of each record in place.
+
+    ``style`` None: the records already hold their answers (pre-extracted, e.g. a
+    generations file's ``answers``); they are graded as they are.
+    """
+    if style is not None:
+        extract_records(records, style)
+    else:
+        for rec in records:
+            rec.answer_status = ["none" if a is None or not str(a).strip() else "ok" for a in rec.answers]
     if verify is not None:  # synthetic tasks: the task's own checker
         for rec in records:
             rec.correct = [bool(verify(c, rec.gold)) for c in rec.completions]
@@ -45,7 +60,7 @@ def grade_records(records: Sequence[ProblemRecord], style: str, *,
         cache: dict[tuple, bool] = {}
         for pair in zip(answers, golds):
             if pair not in cache:
-                cache[pair] = is_equivalent(*pair, timeout_s=timeout_s)
+                cache[pair] = is_equivalent(*pair, timeout_s=timeout_s, rel_tol=rel_tol)
         verdicts = [cache[pair] for pair in zip(answers, golds)]
     pos = 0
     for rec in records:
@@ -53,18 +68,16 @@ def grade_records(records: Sequence[ProblemRecord], style: str, *,
         pos += len(rec.answers)
 
 
-def _votes(records: Sequence[ProblemRecord], ks: Sequence[int],
-           pool: GradingPool | None) -> dict[int, list[float]]:
-    from rlrecipes.metrics import majority_vote
-
+def _votes(records: Sequence[ProblemRecord], ks: Sequence[int], pool: GradingPool | None,
+           ties: str) -> dict[int, list[float]]:
     lists = [(k, rec) for k in ks for rec in records]
     answer_lists = [rec.answers[:k] for k, rec in lists]
-    winners = (pool.vote_many(answer_lists) if pool is not None
-               else [majority_vote(a) for a in answer_lists])
+    groups = (pool.vote_many(answer_lists) if pool is not None
+              else [vote_groups(a) for a in answer_lists])
     out: dict[int, list[float]] = defaultdict(list)
-    for (k, rec), (winner, _) in zip(lists, winners):
-        first = rec.answers.index(winner) if winner is not None else None
-        out[k].append(float(first is not None and rec.correct[first]))
+    for (k, rec), found in zip(lists, groups):
+        # a group's answer is right when its first member (the representative) was graded right
+        out[k].append(vote_score(found, lambda rep, rec=rec: rec.correct[rec.answers.index(rep)], ties))
     return out
 
 
@@ -87,7 +100,7 @@ def _natural(key: str) -> tuple:
 
 
 def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int] = (),
-                    pool: GradingPool | None = None) -> dict[str, Any]:
+                    pool: GradingPool | None = None, ties: str = "first") -> dict[str, Any]:
     """Every metric of one benchmark from its graded records."""
     if not records:
         return {"problems": 0}
@@ -108,9 +121,11 @@ def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int
         if k > 1:
             m[f"pass@{k}"] = round(_mean([pass_at_k(len(r.correct), sum(r.correct), k)
                                           for r in records]) or 0.0, 6)
-    votes = _votes(records, [k for k in ks if k > 1], pool)
+    votes = _votes(records, [k for k in ks if k > 1], pool, ties)
     for k, scores in sorted(votes.items()):
         m[f"maj@{k}"] = round(_mean(scores) or 0.0, 6)
+    if votes:
+        m["maj_ties"] = ties  # which tie rule produced the maj@k numbers
     samples = [(c, t, f, a) for r in records for c, t, f, a in
                zip(r.completions, r.num_tokens or [None] * len(r.completions),
                    r.finish_reasons or [None] * len(r.completions), r.answers)]
@@ -121,6 +136,9 @@ def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int
         m["mean_completion_chars"] = round(_mean([len(c) for c, _, _, _ in samples]) or 0.0, 2)
     m["truncated_fraction"] = round(sum(f == "length" for _, _, f, _ in samples) / len(samples), 6)
     m["no_answer_fraction"] = round(sum(a is None for _, _, _, a in samples) / len(samples), 6)
+    statuses = [st for r in records for st in r.answer_status]
+    if statuses:
+        m["ambiguous_answer_fraction"] = round(statuses.count("ambiguous") / len(statuses), 6)
     for attr in ("subject", "level"):
         groups = _breakdown(records, attr)
         if groups:

@@ -1,23 +1,33 @@
 """Are two answers the same mathematical object?
 
 ``is_equivalent(pred, gold)`` compares two *answers*; ``grade(prediction, gold)``
-first extracts the answer from a full response. Both go, in order:
+first extracts the answer from a full response (``extract.py``). Both go, in order:
 
-1. clean both with the MATH conventions (``normalize.py``); equal keys -> True;
-2. plain numbers, integer fractions, scientific notation: exact rational comparison,
-   except that a number written with a decimal point may differ by a relative 1e-4
-   (Qwen2.5-Math's ``math_equal`` tolerance); a percent sign on either side also
-   accepts the value divided by 100 (``10\\%`` == ``0.1``);
-3. text answers (names, words, choice letters): case-insensitive string equality,
-   never symbolic (sympy would read "Evelyn" as a product of commuting symbols);
-4. otherwise math-verify (``parse`` with the LaTeX extractor only + ``verify``), after a
-   cheap check that rejects two constants whose values clearly differ.
+1. clean both with the MATH conventions (``normalize.py``);
+2. grading policies, which decide whatever they cover (documented, tested by hand):
+   - a number written with a decimal point equals another non-integer number within a
+     relative ``rel_tol`` (default 1e-4, Qwen2.5-Math's ``math_equal``; the setting
+     ``grading.rel_tol``); integers always compare exactly (``1000.05`` is not ``1000``);
+     a percent sign on either side also accepts the value divided by 100 (``10\\%`` == ``0.1``);
+   - text answers (names, words, choice letters): case-insensitive string equality,
+     never symbolic (sympy would read "Evelyn" as a product of commuting symbols);
+   - a bracketed tuple/interval gold needs a bracketed prediction (math-verify reads
+     ``2(a, b)`` as the set {a, b});
+3. fast paths, which only skip sympy and give math-verify's verdict (a test grades
+   thousands of generated pairs with and without them): equal cleaned keys; exact
+   rational comparison of integers and fractions; two constants whose values clearly
+   differ;
+4. otherwise math-verify (``parse`` with the LaTeX extractor only + ``verify``).
 
 Safety: only math-verify's LaTeX parser (an ANTLR grammar) reads model text. Its
 ``ExprExtractionConfig`` is never used because it calls sympy's ``parse_expr``, which
 ``eval``s Python. math-verify's timeouts use ``signal.alarm``: they are armed only in
 the main thread. Elsewhere (a TRL async reward, a thread pool) the comparison is sent
 to a ``GradingPool`` worker process, which also hard-kills anything the alarm misses.
+
+Failures are counted, never hidden: ``grading_counts()`` / ``take_grading_counts()``
+give the math-verify timeouts and the grading errors (a crashed comparison or worker)
+since the last take, in this process and in its pools' workers.
 """
 
 from __future__ import annotations
@@ -25,39 +35,92 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from rlrecipes.grading.extract import extract_answer, has_answer_marker
+from rlrecipes.grading.extract import extract
 from rlrecipes.grading.normalize import Answer, parse_answer
 
 DEFAULT_TIMEOUT_S = 3
 # Decimals are equal within a relative 1e-4, as in Qwen2.5-Math's math_equal (the grader
 # behind the one-shot RLVR / TTRL numbers); integers and fractions compare exactly.
-_REL_TOL = Fraction(1, 10**4)
+DEFAULT_REL_TOL = 1e-4
 
 
-def _numbers_equal(a: Fraction, b: Fraction, approximate: bool) -> bool:
+@dataclass
+class GradingCounts:
+    """Comparisons that did not finish normally (each was graded wrong)."""
+
+    errors: int = 0  # an exception in a comparison, or a worker that crashed
+    timeouts: int = 0  # math-verify's alarm, or a worker killed past its hard deadline
+
+    def add(self, errors: int = 0, timeouts: int = 0) -> None:
+        self.errors += errors
+        self.timeouts += timeouts
+
+
+_COUNTS = GradingCounts()
+_COUNTS_LOCK = threading.Lock()
+
+
+def count_failures(errors: int = 0, timeouts: int = 0) -> None:
+    with _COUNTS_LOCK:
+        _COUNTS.add(errors, timeouts)
+
+
+def grading_counts() -> GradingCounts:
+    """Failures counted so far (a copy)."""
+    with _COUNTS_LOCK:
+        return GradingCounts(_COUNTS.errors, _COUNTS.timeouts)
+
+
+def take_grading_counts() -> GradingCounts:
+    """Failures counted since the last take, and reset (a training step reads this)."""
+    with _COUNTS_LOCK:
+        out = GradingCounts(_COUNTS.errors, _COUNTS.timeouts)
+        _COUNTS.errors = _COUNTS.timeouts = 0
+        return out
+
+
+def _numbers_equal(a: Fraction, b: Fraction, rel_tol: float, decimal: bool) -> bool:
     if a == b:
         return True
-    return approximate and abs(a - b) <= _REL_TOL * max(abs(a), abs(b))  # math.isclose, no abs_tol
+    # tolerance only between non-integers, one of them written as a decimal
+    approximate = rel_tol > 0 and decimal and a.denominator != 1 and b.denominator != 1
+    return approximate and abs(a - b) <= Fraction(rel_tol) * max(abs(a), abs(b))  # no abs_tol
 
 
-def _numeric_equal(pred: Answer, gold: Answer) -> bool:
+def _numeric_equal(pred: Answer, gold: Answer, rel_tol: float) -> bool:
     assert pred.value is not None and gold.value is not None
-    approximate = pred.decimal or gold.decimal
+    decimal = pred.decimal or gold.decimal
     candidates = [gold.value]
     if gold.percent:
         candidates.append(gold.value / 100)
     if pred.percent:
         candidates.append(gold.value * 100)
-    return any(_numbers_equal(pred.value, c, approximate) for c in candidates)
+    return any(_numbers_equal(pred.value, c, rel_tol, decimal) for c in candidates)
+
+
+class _TimeoutCounter(logging.Handler):
+    """math-verify reports its own timeouts only as log lines; count them here."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Timeout during"):
+            count_failures(timeouts=1)
+
+
+_HANDLER = _TimeoutCounter()
 
 
 def quiet_math_verify() -> None:
-    """Silence math-verify's per-answer warnings: it logs every timed-out *response*
-    in full at WARNING level, which floods an eval; a timeout is simply graded False."""
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    """Silence math-verify's per-answer warnings (it logs every timed-out *response* in
+    full, which floods an eval) while still counting its timeouts."""
+    log = logging.getLogger("math_verify")
+    if _HANDLER not in log.handlers:
+        log.addHandler(_HANDLER)
+    log.setLevel(logging.WARNING)
+    log.propagate = False
 
 
 def _in_main_thread() -> bool:
@@ -90,6 +153,9 @@ def symbolic_equal(pred_latex: str, gold_latex: str, timeout_s: int = DEFAULT_TI
     except BaseException as exc:  # math-verify's TimeoutException is a BaseException
         if isinstance(exc, KeyboardInterrupt):
             raise
+        from math_verify.errors import TimeoutException
+
+        count_failures(**({"timeouts": 1} if isinstance(exc, TimeoutException) else {"errors": 1}))
         logging.getLogger(__name__).debug("symbolic comparison failed: %r", exc)
         return False
 
@@ -109,19 +175,32 @@ def _shape_mismatch(p: Answer, g: Answer) -> bool:
         _BRACKET_START_RE.match(p.key) and p.key[-1] in ")]")
 
 
-def fast_verdict(pred: str, gold: str) -> bool | None:
-    """The verdict when no symbolic work is needed, else None."""
+def policy_verdict(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bool | None:
+    """The verdict of a grading policy (decimals, percent, text answers, tuple shape), or
+    None when no policy covers the pair."""
     p, g = parse_answer(pred), parse_answer(gold)
     if not p.key or not g.key:
         return False
-    if p.key == g.key:
-        return True
     if _shape_mismatch(p, g):
         return False
-    if p.value is not None and g.value is not None:
-        return _numeric_equal(p, g)
+    if p.value is not None and g.value is not None and (
+            p.decimal or g.decimal or p.percent or g.percent):
+        return _numeric_equal(p, g, rel_tol)
     if p.is_text or g.is_text:
         return p.key.casefold() == g.key.casefold()
+    return None
+
+
+def fast_verdict(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bool | None:
+    """The verdict when no symbolic work is needed (policies, then fast paths), else None."""
+    verdict = policy_verdict(pred, gold, rel_tol)
+    if verdict is not None:
+        return verdict
+    p, g = parse_answer(pred), parse_answer(gold)
+    if p.key == g.key:
+        return True
+    if p.value is not None and g.value is not None:  # integers and fractions: exact
+        return p.value == g.value
     return None
 
 
@@ -180,64 +259,41 @@ def _clearly_different(pred_latex: str, gold_latex: str, timeout_s: int) -> bool
     return abs(a - b) > _CLEARLY_DIFFERENT * max(abs(a), abs(b))
 
 
-def _equivalent_here(pred: str, gold: str, timeout_s: int) -> bool:
-    verdict = fast_verdict(pred, gold)
+def _equivalent_here(pred: str, gold: str, timeout_s: int, rel_tol: float, fast: bool) -> bool:
+    verdict = fast_verdict(pred, gold, rel_tol) if fast else policy_verdict(pred, gold, rel_tol)
     if verdict is not None:
         return verdict
     pred_latex, gold_latex = parse_answer(pred).latex, parse_answer(gold).latex
-    if _clearly_different(pred_latex, gold_latex, timeout_s):
+    if fast and _clearly_different(pred_latex, gold_latex, timeout_s):
         return False
     return symbolic_equal(pred_latex, gold_latex, timeout_s)
 
 
-def is_equivalent(pred: str | None, gold: str | None, *,
-                  timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
+def is_equivalent(pred: str | None, gold: str | None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
+                  rel_tol: float = DEFAULT_REL_TOL, fast: bool = True) -> bool:
     """True when the answers ``pred`` and ``gold`` denote the same thing.
 
     Not symmetric in edge cases (math-verify treats gold and prediction differently,
-    e.g. for ``x = 5`` vs ``5``); pass the reference as ``gold``.
+    e.g. for ``x = 5`` vs ``5``); pass the reference as ``gold``. ``fast=False`` skips
+    the fast paths (not the policies): the same verdicts, slower (tests, benchmarks).
     """
     if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
         return False
     pred, gold = str(pred), str(gold)
-    verdict = fast_verdict(pred, gold)
+    verdict = fast_verdict(pred, gold, rel_tol) if fast else policy_verdict(pred, gold, rel_tol)
     if verdict is not None:
         return verdict
     if _in_main_thread():
-        return _equivalent_here(pred, gold, timeout_s)
+        return _equivalent_here(pred, gold, timeout_s, rel_tol, fast)
     from rlrecipes.grading.pool import default_pool
 
-    return default_pool(timeout_s=timeout_s).equivalent_many([pred], [gold])[0]
+    return default_pool(timeout_s=timeout_s, rel_tol=rel_tol).equivalent_many([pred], [gold])[0]
 
 
 def answer_of(prediction: str | None, style: str = "auto") -> str | None:
-    """The answer a response gives: extracted by ``style``, or (style ``auto``) the text
-    itself when it is one line without any answer marker, i.e. an already-extracted
-    answer such as ``\\frac{1}{2}`` (whose "last number" would wrongly be 2)."""
-    if prediction is None:
-        return None
-    text = str(prediction).strip()
-    if not text:
-        return None
-    if style == "auto" and _one_unmarked_line(text) and _looks_bare(text):
-        return text
-    return extract_answer(text, style)
-
-
-_LATEX_TEXT_RE = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}|\\[A-Za-z]+")
-_WORD_RE = re.compile(r"[A-Za-z]{2,}")
-
-
-def _one_unmarked_line(text: str) -> bool:
-    """One line with no answer marker (\\boxed, "Answer:", ####): maybe an answer written alone."""
-    return "\n" not in text and not has_answer_marker(text)
-
-
-def _looks_bare(text: str) -> bool:
-    """An answer written alone (``\\frac{1}{2}``, ``x = 5``, ``Evelyn``, ``no solution``),
-    not a sentence around a number ("So x equals 5", whose answer is extracted)."""
-    words = _WORD_RE.findall(_LATEX_TEXT_RE.sub(" ", text))
-    return len(words) <= 1 or not any(ch.isdigit() for ch in text)
+    """The answer a response gives under ``style`` (``extract.extract``): a one-line
+    answer written alone (``\\frac{1}{2}``) is itself, never its last number."""
+    return extract(prediction, style).answer
 
 
 # One pair per kind of object sympy builds for MATH answers. A fresh process pays
@@ -263,7 +319,7 @@ def warm_up(timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
 
 
 def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
-          timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
+          timeout_s: int = DEFAULT_TIMEOUT_S, rel_tol: float = DEFAULT_REL_TOL) -> bool:
     """True when the answer in ``prediction`` is equivalent to ``gold``.
 
     ``prediction`` may be a full response (its final answer is extracted with
@@ -275,11 +331,11 @@ def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
     >>> grade("27.0", "27")
     True
     """
-    answer = answer_of(prediction, style)
-    if is_equivalent(answer, gold, timeout_s=timeout_s):
+    found = extract(prediction, style)
+    if is_equivalent(found.answer, gold, timeout_s=timeout_s, rel_tol=rel_tol):
         return True
-    # a one-line answer with words ("Monday, March 15") was cut to its last number: the
-    # whole line may still be the answer
+    # a one-line answer with words ("Monday, March 15", "no solution") was cut to its last
+    # expression or not taken at all: the whole line may still be the answer
     text = str(prediction or "").strip()
-    return (style == "auto" and answer != text and _one_unmarked_line(text)
-            and is_equivalent(text, gold, timeout_s=timeout_s))
+    return (style == "auto" and found.source in ("last_math", "") and "\n" not in text
+            and is_equivalent(text, gold, timeout_s=timeout_s, rel_tol=rel_tol))

@@ -1,38 +1,80 @@
 """Pull the final answer out of a model response.
 
-Styles (all return the raw answer text, or None when the response has none):
+Styles, each a documented policy (all return the raw answer text, or None):
 
-- ``boxed``: the content of the last *complete* ``\\boxed{...}`` / ``\\fbox{...}``
-  (brace-matched; ``\\boxed 5`` without braces also counts). An unclosed box at the
-  very end (a truncated response) is skipped and the previous complete one is used.
-- ``answer_line``: DAPO's rule: regex ``(?i)Answer\\s*:\\s*([^\\n]+)`` on the last
-  300 characters of the response, last match.
-- ``gsm8k``: the text after the last ``####``, else the last number in the response.
-- ``auto``: boxed -> answer_line -> "the answer is ..." -> last number, the order of
-  the Qwen2.5-Math / TTRL parsers (which have no answer-line step).
+- ``auto`` (default): the *latest* explicit answer wins among the last ``\\boxed{}``
+  group, the last answer line (``Answer: X``, ``**Answer:** X``, ``Answer $X$`` at a
+  line start, Minerva's ``Final Answer: The final answer is X. I hope it is correct.``,
+  "the answer is X") and the last ``#### X``; so a final-answer line written after an
+  earlier box overrides it. Without any marker: a one-line bare answer is taken whole,
+  else the last whole mathematical expression (see ``last_math``).
+- ``boxed`` (Qwen2.5-Math): the last complete ``\\boxed{...}``/``\\fbox{...}``;
+  boxes written side by side (``\\boxed{2}, \\boxed{3}``) form one list answer.
+- ``answer_line`` (DAPO / verl ``math_dapo``): the last ``Answer:`` within the last 300
+  characters, to the end of its line.
+- ``gsm8k``: ``\\boxed{}`` first, then the text after the last ``####``, then the last
+  whole expression (the default GSM8K prompt asks for a box).
+- ``minerva``: the text of ``The final answer is X. I hope it is correct.``
+- ``none``: the text is already the answer (pre-extracted answers).
 
-Only regular expressions and brace counting run here: nothing is ever evaluated.
+The unanchored fallback follows math-verify's lowest-priority targets (the rightmost
+LaTeX environment or number), but always takes a *whole* expression: ``$\\frac{1}{9}$``
+is ``\\frac{1}{9}`` (never ``9``), ``7\\pi``, ``2\\sqrt3``, ``x \\geq 5``, an inline
+tuple or a multi-line ``\\begin{pmatrix}`` stay whole; an equation chain
+``3 + 4 = 7`` gives its last side.
+
+``extract(text, style)`` also says how the answer was found: ``status`` is ``ok``,
+``none`` (no answer) or ``ambiguous`` (several different boxed answers: the style's
+rule still picks one, and samples.jsonl says so). Only regular expressions and a
+bracket scanner run here: nothing is ever evaluated.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
-AnswerStyle = Literal["boxed", "answer_line", "gsm8k", "auto"]
-STYLES: tuple[str, ...] = ("boxed", "answer_line", "gsm8k", "auto")
+from rlrecipes.grading.normalize import normalize_answer
+
+AnswerStyle = Literal["auto", "boxed", "answer_line", "gsm8k", "minerva", "none"]
+STYLES: tuple[str, ...] = ("auto", "boxed", "answer_line", "gsm8k", "minerva", "none")
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _ANSWER_LINE_RE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
-_THE_ANSWER_RE = re.compile(r"(?i)(?:the\s+)?(?:final\s+)?answer\s+is\s*:?\s*([^\n]+)")
-_GSM8K_RE = re.compile(r"####\s*([^\n]*)")
-# A digit-group comma sits between a digit and exactly three digits ("1,234").
-_THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_NUMBER_RE = re.compile(r"-?\d*\.?\d+(?:/\d+)?")
-_INLINE_MATH_RE = re.compile(r"\$+([^$]+)\$+|\\\((.+?)\\\)")
+# Explicit answer markers anywhere in the text (case-insensitive); what follows is the answer.
+_MARKER_RE = re.compile(
+    r"(?i)(?:\bfinal\s+answer\s*(?:is\b|[:：])|\b(?:the\s+)?answer\s+(?:is|would\s+be|will\s+be)\b"
+    r"|\banswer[*_ \t]*[:：])")
+# "Answer $ 9 $" / "**Final Answer** 42": the word alone at a line start, then maths.
+_LINE_MARKER_RE = re.compile(r"(?im)^[ \t#>*_]*(?:final\s+)?answer\b[*_ \t]*(?=[$\\\d(\[{+-])")
+_GSM8K_RE = re.compile(r"####")
+_HOPE_RE = re.compile(r"(?i)\.?\s*I\s+hope\s+it\s+is\s+correct.*$", re.S)
+_MINERVA_RE = re.compile(r"(?is)final\s+answer\s+is\s*(.*?)\.?\s*I\s+hope\s+it\s+is\s+correct")
+# "the answer is correct / a positive integer / as follows": prose, not an answer.
+_NOT_AN_ANSWER_RE = re.compile(
+    r"(?i)^(?:correct|incorrect|wrong|right|reasonable|valid|invalid|not\b|indeed|as\b|below|above|"
+    r"follows|that\b|this\b|clear|obvious|consistent|positive|negative|an?\b|the\b|given|shown|"
+    r"unique|undefined|none\s+of)")
+_SENTENCE_END_RE = re.compile(
+    r"(?<!\.)\.(?=\s|$)|;|\n|\s(?:because|since|which|where|as|so|but|for|when|if)\s", re.I)
+_THOUSANDS_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])")
+_THINK_END = "</think>"
 
 # DAPO's verifier only looks at the tail of the response.
 ANSWER_LINE_WINDOW = 300
+# A text answer after a marker longer than this many words is a sentence, not an answer.
+_MAX_TEXT_ANSWER_WORDS = 6
+_MAX_WEAK_TEXT_WORDS = 3  # after "the answer is", which prose uses too
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What a style found: the answer text, ``ok``/``none``/``ambiguous``, and where."""
+
+    answer: str | None
+    status: str
+    source: str = ""  # boxed | answer_line | final_answer | #### | last_math | whole
 
 
 def _match_braces(text: str, open_idx: int) -> int | None:
@@ -54,27 +96,274 @@ def _match_braces(text: str, open_idx: int) -> int | None:
     return None
 
 
-def _box_content(text: str, start: int) -> str | None:
-    """Content of the box whose command ends at ``start``; None if incomplete."""
+def _box_span(text: str, start: int) -> tuple[str, int] | None:
+    """(content, end) of the box whose command ends at ``start``; None if incomplete."""
     i = start
     while i < len(text) and text[i] == " ":
         i += 1
     if i < len(text) and text[i] == "{":
         end = _match_braces(text, i)
-        return None if end is None else text[i + 1 : end]
+        return None if end is None else (text[i + 1 : end], end + 1)
     if i > start:  # "\boxed 5": up to the next space or dollar sign
         m = re.match(r"[^\s$]+", text[i:])
-        return m.group(0) if m else None
+        return (m.group(0), i + m.end()) if m else None
     return None
+
+
+def boxes(text: str) -> list[tuple[int, int, str]]:
+    """Every complete box as ``(start, end, content)``, in order."""
+    out = []
+    for m in _BOX_RE.finditer(text):
+        span = _box_span(text, m.end())
+        if span is not None and span[0].strip():
+            out.append((m.start(), span[1], span[0].strip()))
+    return out
 
 
 def last_boxed(text: str) -> str | None:
     """Content of the last complete ``\\boxed{}``/``\\fbox{}`` in ``text``."""
-    for m in reversed(list(_BOX_RE.finditer(text))):
-        content = _box_content(text, m.end())
-        if content is not None:
-            return content.strip()
+    found = boxes(text)
+    return found[-1][2] if found else None
+
+
+_BOX_SEPARATOR_RE = re.compile(r"^(?:\s|\$|\\\)|\\\(|,|;|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\quad)*$")
+
+
+def _box_group(text: str) -> tuple[int, str, str] | None:
+    """(start, answer, status) of the last box, joined with the boxes written right before
+    it (``\\boxed{2}, \\boxed{3}``: one list answer); ambiguous when other boxes differ."""
+    found = boxes(text)
+    if not found:
+        return None
+    group = [found[-1]]
+    for prev in reversed(found[:-1]):
+        if not _BOX_SEPARATOR_RE.match(text[prev[1] : group[0][0]]):
+            break
+        group.insert(0, prev)
+    answer = ", ".join(b[2] for b in group) if len(group) > 1 else group[0][2]
+    final = {normalize_answer(b[2]) for b in group}
+    others = {normalize_answer(b[2]) for b in found[: len(found) - len(group)]}
+    return group[0][0], answer, ("ambiguous" if others - final else "ok")
+
+
+# -- whole mathematical expressions ------------------------------------------------
+_ENV_RE = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\\\[(.+?)\\\]|(?<![\\\d])\$((?:\\\$|[^\n$])+?)(?<!\\)\$"
+                     r"|(?<!\\)\\\((.+?)\\\)", re.S)
+_CMD_RE = re.compile(r"\\[A-Za-z]+\*?")
+_BEGIN_RE = re.compile(r"\\begin\s*\{([A-Za-z*]+)\}")
+_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+# Commands that make a span mathematical on their own (\text alone does not).
+_MATH_CMD_RE = re.compile(r"\\(?!text|mathrm|mbox|textbf|quad|qquad|left|right)[A-Za-z]+")
+_OPEN, _CLOSE = "([", ")]"
+
+
+def _is_math(span: str) -> bool:
+    return bool(re.search(r"\d", span) or _MATH_CMD_RE.search(span))
+
+
+def _balance(span: str) -> str:
+    """Drop unmatched closing brackets at the end / opening ones at the start."""
+    span = span.strip()
+    while span and span[-1] in _CLOSE and _depth(span) < 0:
+        span = span[:-1].rstrip()
+    while span and span[0] in _OPEN and _depth(span) > 0:
+        span = span[1:].lstrip()
+    return span
+
+
+def _depth(span: str) -> int:
+    return sum(span.count(c) for c in _OPEN) - sum(span.count(c) for c in _CLOSE)
+
+
+def _math_spans(text: str) -> list[tuple[int, int]]:
+    """Maximal runs of mathematical notation in plain text: numbers, single-letter
+    variables, operators, LaTeX commands with their brace groups, brackets, and whole
+    ``\\begin..\\end`` environments (newlines included). Words of two or more letters,
+    line ends, and sentence punctuation outside brackets end a run (so ``(1, 2)`` and
+    ``[2, 5)`` stay whole while ``32, 349`` is two numbers)."""
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    depth = 0
+    i, n = 0, len(text)
+
+    def close(end: int) -> None:
+        nonlocal start, depth
+        if start is not None:
+            spans.append((start, end))
+        start, depth = None, 0
+
+    def extend(frm: int) -> None:
+        nonlocal start
+        start = frm if start is None else start
+
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            begin = _BEGIN_RE.match(text, i)
+            if begin:  # a whole environment, e.g. a matrix over several lines
+                end = text.find(f"\\end{{{begin.group(1)}}}", begin.end())
+                if end < 0:
+                    close(i)
+                    break
+                extend(i)
+                i = end + len(begin.group(1)) + 6
+                continue
+            if text[i + 1 : i + 2] in ("{", "}"):  # set braces \{ \}
+                depth += 1 if text[i + 1] == "{" else -1
+                extend(i)
+                i += 2
+                continue
+            cmd = _CMD_RE.match(text, i)
+            extend(i)
+            i = cmd.end() if cmd else i + 2
+            continue
+        if ch == "{":
+            end = _match_braces(text, i)
+            if end is None:
+                close(i)
+                i += 1
+                continue
+            extend(i)
+            i = end + 1
+            continue
+        word = _WORD_RE.match(text, i) if ch.isalpha() else None
+        if word:
+            close(i)
+            i = word.end()
+            continue
+        ends_here = i + 1 >= n or text[i + 1].isspace()
+        if ch == "!" and i > 0 and (text[i - 1].isdigit() or text[i - 1] == ")"):
+            extend(i)  # a factorial
+            i += 1
+            continue
+        if ch in "\n$" or (ch in ";?!:" and ends_here) or (ch in ".," and ends_here and depth <= 0):
+            close(i)
+            i += 1
+            continue
+        if ch.isspace():
+            i += 1
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        extend(i)
+        i += 1
+    close(n)
+    return spans
+
+
+def _last_side(expr: str) -> str:
+    """The last side of an equation chain (``3 + 4 = 7`` -> ``7``); a single ``x = 5`` is
+    kept (the grader strips a variable name) and inequalities stay whole."""
+    parts = re.split(r"(?<![<>!\\])=(?!=)", expr)
+    if len(parts) > 2 or (len(parts) == 2 and re.search(r"\d", parts[0]) and not re.fullmatch(
+            r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*", parts[0])):
+        tail = parts[-1].strip()
+        return tail or expr
+    return expr
+
+
+def _clean_math(expr: str) -> str:
+    expr = _balance(_THOUSANDS_RE.sub(lambda m: m.group(1).replace(",", ""), expr.strip()))
+    expr = re.sub(r"^[\s:=]+|[\s.,;:]+$", "", expr)
+    return _last_side(expr).strip()
+
+
+def _prose(content: str) -> bool:
+    text = re.sub(r"\\(?:text|mathrm|textbf|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+", " ", content)
+    return len(_WORD_RE.findall(text)) >= 2
+
+
+def _math_candidates(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, expression): LaTeX environments and bare runs of maths."""
+    out = []
+    covered = []
+    for m in _ENV_RE.finditer(text):
+        content = next(g for g in m.groups() if g is not None)
+        if _prose(content):  # "$5 for apples and $": currency signs, not maths
+            continue
+        covered.append((m.start(), m.end()))
+        out.append((m.start(), m.end(), content))
+    plain = list(text)
+    for a, b in covered:  # blank environments out so bare runs never cut into them
+        plain[a:b] = "\n" * (b - a)
+    bare = "".join(plain)
+    for a, b in _math_spans(bare):
+        out.append((a, b, bare[a:b]))
+    return sorted(out, key=lambda c: (c[1], -c[0]))
+
+
+def last_math(text: str) -> str | None:
+    """The last whole mathematical expression in ``text`` (rightmost end wins, as in
+    math-verify's unanchored targets), never a digit run cut out of one."""
+    for _, _, expr in reversed(_math_candidates(text)):
+        if _is_math(expr):
+            cleaned = _clean_math(expr)
+            if cleaned and _is_math(cleaned):
+                return cleaned
     return None
+
+
+def last_number(text: str) -> str | None:
+    """The last whole expression (kept for callers that ask for a number)."""
+    return last_math(text)
+
+
+# -- answer lines ----------------------------------------------------------------------
+def _first_env(tail: str) -> tuple[str, int] | None:
+    m = _ENV_RE.match(tail)
+    if not m:
+        return None
+    return next(g for g in m.groups() if g is not None), m.end()
+
+
+def _answer_from_tail(tail: str, strict: bool) -> str | None:
+    """The answer written right after a marker: a math environment (joined with the next
+    ones: ``$2$ and $3$``), else the sentence up to its end, else its first expression.
+    ``strict`` (weak markers such as "the answer is") refuses prose tails."""
+    tail = _HOPE_RE.sub("", tail)
+    tail = re.sub(r"^[\s*_:：=]+", "", tail)
+    tail = re.sub(r"^(?:the\s+)?final\s+answer\s+is\s*:?\s*", "", tail, flags=re.I)
+    if not tail:
+        return None
+    env = _first_env(tail)
+    if env is not None:
+        parts, rest = [env[0]], tail[env[1]:]
+        while True:
+            m = re.match(r"\s*(?:,|and|or|,\s*and)\s*", rest)
+            nxt = _first_env(rest[m.end():]) if m else None
+            if nxt is None:
+                break
+            parts.append(nxt[0])
+            rest = rest[m.end() + nxt[1]:]
+        return ", ".join(_clean_math(p) for p in parts if p.strip()) or None
+    line = _SENTENCE_END_RE.split(tail, maxsplit=1)[0]
+    line = re.sub(r"[*_\s]+$", "", line).rstrip(".,;: ").strip()
+    line = re.sub(r"^[*_\s]+", "", line)
+    if not line:
+        return None
+    if strict and _NOT_AN_ANSWER_RE.match(line):
+        return None
+    words = _WORD_RE.findall(_CMD_RE.sub(" ", re.sub(r"\\text\{[^{}]*\}", " ", line)))
+    inner = line.replace("$", "")
+    if not words:
+        return _clean_math(inner) or None
+    if _is_math(inner):
+        bare = [m for m in _math_candidates(inner) if _is_math(m[2])]
+        if bare:  # "12 ways", "x = 5 cm": the first expression after the marker
+            return _clean_math(min(bare)[2]) or None
+    if len(inner.split()) > (_MAX_WEAK_TEXT_WORDS if strict else _MAX_TEXT_ANSWER_WORDS):
+        return None
+    return inner.strip() or None
+
+
+def _markers(text: str) -> list[tuple[int, int, bool]]:
+    """(marker start, answer start, is strong) for every answer marker."""
+    found = [(m.start(), m.end(), not re.match(r"(?i)(?:the\s+)?answer\s+(?:is|would|will)",
+                                                   m.group(0))) for m in _MARKER_RE.finditer(text)]
+    found += [(m.start(), m.end(), True) for m in _LINE_MARKER_RE.finditer(text)]
+    return sorted(set(found))
 
 
 def answer_line(text: str) -> str | None:
@@ -82,39 +371,107 @@ def answer_line(text: str) -> str | None:
     matches = _ANSWER_LINE_RE.findall(text[-ANSWER_LINE_WINDOW:])
     if not matches:
         return None
-    answer = matches[-1].strip()
+    answer = re.sub(r"^[*_\s]+|[*_\s]+$", "", matches[-1]).strip()
+    env = _first_env(answer)
+    if env is not None and not answer[env[1]:].strip(" ."):
+        answer = env[0].strip()
     return answer or None
 
 
-def last_number(text: str) -> str | None:
-    """The last number in ``text`` (thousands separators removed), e.g. "-3.5"."""
-    found = _NUMBER_RE.findall(_THOUSANDS_RE.sub("", text))
-    return found[-1] if found else None
+def minerva_answer(text: str) -> str | None:
+    """Minerva: the X of the last ``The final answer is X. I hope it is correct.``"""
+    found = _MINERVA_RE.findall(text)
+    return _answer_from_tail(found[-1], strict=False) if found else None
 
 
-def _the_answer_is(text: str) -> str | None:
-    matches = _THE_ANSWER_RE.findall(text)
-    if not matches:
+def _gsm8k_marker(text: str) -> tuple[int, str] | None:
+    found = list(_GSM8K_RE.finditer(text))
+    if not found:
         return None
-    tail = matches[-1].strip()
-    math = _INLINE_MATH_RE.search(tail)
-    if math:  # "the answer is $\frac12$ because..." -> the math span
-        return (math.group(1) or math.group(2)).strip() or None
-    # Cut at the end of the sentence; a period followed by a digit is a decimal point.
-    tail = re.split(r"\.(?!\d)|;|\bbecause\b|\bsince\b", tail, maxsplit=1)[0]
-    return tail.strip(" .,:") or None
+    m = found[-1]
+    line = text[m.end():].split("\n", 1)[0]
+    answer = last_math(line) if _is_math(line) else line.strip() or None
+    return (m.start(), answer) if answer else None
 
 
-def _gsm8k(text: str) -> str | None:
-    matches = _GSM8K_RE.findall(text)
-    if matches:
-        number = last_number(matches[-1])
-        if number is not None:
-            return number
-        tail = matches[-1].strip()
-        if tail:
-            return tail
-    return last_number(text)
+def _after_thinking(text: str) -> str:
+    """A reasoning model's answer follows its last ``</think>``; drafts inside do not count."""
+    if _THINK_END in text:
+        after = text.rsplit(_THINK_END, 1)[1]
+        if after.strip():
+            return after
+    return text
+
+
+def _explicit(text: str) -> Extraction | None:
+    """The latest explicit answer: box group, answer marker or ``####``."""
+    found: list[tuple[int, Extraction]] = []
+    group = _box_group(text)
+    if group is not None:
+        found.append((group[0], Extraction(group[1], group[2], "boxed")))
+    for start, end, strong in _markers(text):
+        if group is not None and start < group[0]:
+            continue  # an earlier line: the box written after it wins anyway
+        answer = _answer_from_tail(text[end:], strict=not strong)
+        if answer:
+            found.append((start, Extraction(answer, "ok", "answer_line")))
+    gsm = _gsm8k_marker(text)
+    if gsm is not None:
+        found.append((gsm[0], Extraction(gsm[1], "ok", "####")))
+    return max(found, key=lambda f: f[0])[1] if found else None
+
+
+def _one_bare_line(text: str) -> bool:
+    """One line that is an answer written alone (``\\frac{1}{2}``, ``x = 5``, ``5 cm``,
+    ``Evelyn``), not a sentence around maths ("Therefore x = 5")."""
+    if "\n" in text or (text.count("$") and not (text.startswith("$") and text.endswith("$"))):
+        return False
+    plain = re.sub(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}|\\[A-Za-z]+", " ", text)
+    words = list(_WORD_RE.finditer(plain))
+    if not words:
+        return True
+    if not _is_math(text):  # one word ("Evelyn"); more ("no idea") is prose, not an answer
+        return len(words) == 1 and len(text.split()) == 1
+    # one trailing word after the maths is a unit ("5 cm", "12 apples")
+    return len(words) == 1 and not re.search(r"\d", plain[words[0].end():])
+
+
+def extract(text: str | None, style: str = "auto") -> Extraction:
+    """The answer written in ``text`` under ``style``, with its status (see module doc)."""
+    if style not in STYLES:
+        raise ValueError(f"unknown answer style {style!r}; valid: {', '.join(STYLES)}")
+    if text is None or not str(text).strip():
+        return Extraction(None, "none")
+    text = str(text)
+    if style == "none":
+        return Extraction(text.strip(), "ok", "whole")
+    text = _after_thinking(text)
+    if style == "boxed":
+        group = _box_group(text)
+        return Extraction(group[1], group[2], "boxed") if group else Extraction(None, "none")
+    if style == "answer_line":
+        return _found(answer_line(text), "answer_line")
+    if style == "minerva":
+        return _found(minerva_answer(text), "final_answer")
+    if style == "gsm8k":
+        group = _box_group(text)
+        if group is not None:
+            return Extraction(group[1], group[2], "boxed")
+        gsm = _gsm8k_marker(text)
+        if gsm is not None:
+            return Extraction(gsm[1], "ok", "####")
+        return _found(last_math(text), "last_math")
+    explicit = _explicit(text)
+    if explicit is not None:
+        return explicit
+    stripped = text.strip()
+    if _one_bare_line(stripped):
+        return Extraction(stripped.rstrip(".").strip() or None, "ok", "whole")
+    return _found(last_math(text), "last_math")
+
+
+def _found(answer: str | None, source: str) -> Extraction:
+    return Extraction(answer, "ok", source) if answer else Extraction(None, "none")
 
 
 def extract_answer(text: str | None, style: str = "auto") -> str | None:
@@ -127,28 +484,9 @@ def extract_answer(text: str | None, style: str = "auto") -> str | None:
     >>> extract_answer("She pays 3 + 4 = 7 dollars.\\n#### 7", style="gsm8k")
     '7'
     """
-    if style not in STYLES:
-        raise ValueError(f"unknown answer style {style!r}; valid: {', '.join(STYLES)}")
-    if not text:
-        return None
-    if style == "boxed":
-        return last_boxed(text)
-    if style == "answer_line":
-        return answer_line(text)
-    if style == "gsm8k":
-        return _gsm8k(text)
-    for step in (last_boxed, answer_line, _the_answer_is, last_number):
-        found = step(text)
-        if found:
-            return found
-    return None
+    return extract(text, style).answer
 
 
 def has_answer_marker(text: str) -> bool:
     """True when ``text`` contains an explicit final-answer marker (box, Answer:, ####)."""
-    return bool(
-        _BOX_RE.search(text)
-        or _ANSWER_LINE_RE.search(text[-ANSWER_LINE_WINDOW:])
-        or _THE_ANSWER_RE.search(text)
-        or "####" in text
-    )
+    return bool(_BOX_RE.search(text) or _markers(text) or "####" in text)

@@ -10,7 +10,7 @@ a text answer. The rules follow the MATH / Qwen2.5-Math conventions:
 - ``\\dfrac``/``\\tfrac`` -> ``\\frac``; ``\\frac12`` -> ``\\frac{1}{2}``; ``\\sqrt2`` -> ``\\sqrt{2}``;
 - degrees (``^\\circ``, ``°``), percent signs (remembered, see ``Answer.percent``) and
   trailing units (``\\mathrm{cm}``, ``\\text{ inches}``, ``5 cm``) are dropped;
-- numbers: thousands separators go, ``025`` -> ``25``, ``27.0`` -> ``27``, ``.5`` -> ``0.5``;
+- numbers: thousands separators go (``1,234``, ``10,\\!080``; never a list: ``32, 349``), ``025`` -> ``25``, ``27.0`` -> ``27``, ``.5`` -> ``0.5``;
 - a short variable prefix goes (``x = 5`` -> ``5``), as in the MATH grader;
 - a lone choice letter loses its parentheses (``(C)`` -> ``C``).
 """
@@ -123,6 +123,7 @@ def clean_answer(answer: str) -> tuple[str, bool]:
         prev = s
         s = _strip_outer_box(s).strip()
         s = _LEFT_RIGHT_RE.sub("", s)
+        s = re.sub(r",\\!\s*", ",", s)  # "11,\\! 111": MATH's digit-group comma
         s = _SPACING_RE.sub(lambda m: "" if m.group(0) == "\\!" else " ", s).replace("~", " ")
         s = _DEGREE_RE.sub("", s)
         s = re.sub(r"\s*(?:degrees?)\s*$", "", s) if re.search(r"\d", s) else s
@@ -137,8 +138,10 @@ def clean_answer(answer: str) -> tuple[str, bool]:
     if "=" in s and s.count("=") == 1:
         s = _VAR_PREFIX_RE.sub("", s)
     s = s.replace("{,}", "")
-    if _THOUSANDS_RE.match(re.sub(r"\s+", "", s)):
-        s = re.sub(r"[\s,]+", "", s)
+    # Digit groups: "1,234" and "10,\\!080" (MATH's explicit thousands marker, already
+    # reduced to "," above) merge; a comma followed by a space separates a list ("32, 349").
+    if _THOUSANDS_RE.match(s.strip()):
+        s = s.replace(",", "")
     choice = _CHOICE_RE.fullmatch(s)
     if choice:
         s = choice.group(1)

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Sequence
 
-from rlrecipes.grading.equivalence import DEFAULT_TIMEOUT_S, answer_of
+from rlrecipes.grading.equivalence import (
+    DEFAULT_REL_TOL,
+    DEFAULT_TIMEOUT_S,
+    answer_of,
+    count_failures,
+)
 from rlrecipes.grading.workers import (
     NeedsSymbolic,
     fallback,
@@ -62,11 +67,12 @@ class GradingPool:
 
     def __init__(self, workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
                  hard_timeout_s: float | None = None, memory_limit_mb: int = 4096,
-                 start_method: str = "spawn") -> None:
+                 start_method: str = "spawn", rel_tol: float = DEFAULT_REL_TOL) -> None:
         self.workers = max(1, workers or _cpu_count())
         self.timeout_s = max(1, int(timeout_s))
         self.hard_timeout_s = hard_timeout_s or (_STEPS_PER_COMPARISON * self.timeout_s + 2)
         self.memory_limit_mb = memory_limit_mb
+        self.rel_tol = rel_tol
         self._ctx = mp.get_context(start_method)
         self._pool: list[_Worker] = []
         self.killed = 0  # workers killed for overrunning a hard deadline (or crashing)
@@ -79,7 +85,7 @@ class GradingPool:
         The cheap verdicts (equal keys, plain numbers, text answers) are reached here;
         only pairs that need sympy travel to the workers.
         """
-        verdicts = [quick(p, g) for p, g in zip(preds, golds, strict=True)]
+        verdicts = [quick(p, g, self.rel_tol) for p, g in zip(preds, golds, strict=True)]
         pending = [i for i, v in enumerate(verdicts) if v is None]
         for i, v in zip(pending, self._map_unique("eq", [(preds[i], golds[i]) for i in pending])):
             verdicts[i] = v
@@ -90,14 +96,15 @@ class GradingPool:
         """``grade`` for each (response, gold) pair."""
         return self.equivalent_many([answer_of(p, style) for p in predictions], golds)
 
-    def vote_many(self, answer_lists: Sequence[Sequence[str | None]]) -> list[tuple[str | None, int]]:
-        """``metrics.majority_vote`` (grouping by equivalence) for each list of answers."""
-        from rlrecipes.metrics import majority_vote
+    def vote_many(self, answer_lists: Sequence[Sequence[str | None]]) -> list[list[tuple[str, int]]]:
+        """``metrics.vote_groups`` (grouping by equivalence) for each list of answers."""
+        from rlrecipes.metrics import vote_groups
 
-        out: list[tuple[str | None, int] | None] = []
+        out: list[list[tuple[str, int]] | None] = []
         for answers in answer_lists:
             try:  # most votes need no sympy: settle them here
-                out.append(majority_vote(list(answers), equivalent=quick_or_raise))
+                out.append(vote_groups(list(answers), equivalent=lambda p, g: quick_or_raise(
+                    p, g, self.rel_tol)))
             except NeedsSymbolic:
                 out.append(None)
         pending = [i for i, v in enumerate(out) if v is None]
@@ -187,10 +194,11 @@ class GradingPool:
     def _receive(self, w: _Worker, kind: str, tasks: list[tuple], results: list[Any],
                  todo: deque[list[int]], busy: dict[int, _Worker]) -> None:
         try:
-            idx, result = w.conn.recv()
+            idx, result, errors, timeouts = w.conn.recv()
         except (EOFError, OSError):  # the worker died (e.g. the memory limit)
             self._abandon(w, kind, tasks, results, todo, busy, died=True)
             return
+        count_failures(errors + (result is None), timeouts)
         results[idx] = result
         self._startup_failures = 0
         w.warm, w.pos, w.last = True, w.pos + 1, time.monotonic()
@@ -212,6 +220,7 @@ class GradingPool:
             todo.appendleft(w.chunk[w.pos :])
         elif w.pos < len(w.chunk):
             results[w.chunk[w.pos]] = fallback(kind, tasks[w.chunk[w.pos]])
+            count_failures(**({"errors": 1} if died else {"timeouts": 1}))
             rest = w.chunk[w.pos + 1 :]
             if rest:
                 todo.appendleft(rest)
@@ -227,7 +236,7 @@ class GradingPool:
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=worker_main, daemon=True, name="rlrecipes-grader",
-                                 args=(child, self.timeout_s, self.memory_limit_mb))
+                                 args=(child, self.timeout_s, self.memory_limit_mb, self.rel_tol))
         proc.start()
         child.close()
         return _Worker(proc, parent, time.monotonic())
@@ -256,14 +265,16 @@ def _cpu_count() -> int:
 _DEFAULT: GradingPool | None = None
 
 
-def default_pool(workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S) -> GradingPool:
+def default_pool(workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
+                 rel_tol: float = DEFAULT_REL_TOL) -> GradingPool:
     """A process-wide pool, created on first use and closed at exit."""
     global _DEFAULT
     wanted = max(1, workers or _cpu_count())
-    if _DEFAULT is None or _DEFAULT.workers != wanted or _DEFAULT.timeout_s != max(1, int(timeout_s)):
+    if (_DEFAULT is None or _DEFAULT.workers != wanted or _DEFAULT.timeout_s != max(1, int(timeout_s))
+            or _DEFAULT.rel_tol != rel_tol):
         if _DEFAULT is not None:
             _DEFAULT.close()
-        _DEFAULT = GradingPool(wanted, timeout_s=timeout_s)
+        _DEFAULT = GradingPool(wanted, timeout_s=timeout_s, rel_tol=rel_tol)
     return _DEFAULT
 
 
@@ -275,7 +286,8 @@ def _close_default() -> None:
 
 def grade_many(predictions: Sequence[str | None], golds: Sequence[str | None], *,
                style: str = "auto", workers: int | None = None,
-               timeout_s: int = DEFAULT_TIMEOUT_S, pool: GradingPool | None = None) -> list[bool]:
+               timeout_s: int = DEFAULT_TIMEOUT_S, pool: GradingPool | None = None,
+               rel_tol: float = DEFAULT_REL_TOL) -> list[bool]:
     """``grade`` over many (response, gold) pairs; ``workers=0`` grades in this process.
 
     In-process grading is only safe in the main thread (math-verify's alarms), so a
@@ -290,9 +302,9 @@ def grade_many(predictions: Sequence[str | None], golds: Sequence[str | None], *
         out = []
         for p, g in zip(predictions, golds, strict=True):
             if (p, g) not in cache:
-                cache[(p, g)] = grade(p, g, style=style, timeout_s=timeout_s)
+                cache[(p, g)] = grade(p, g, style=style, timeout_s=timeout_s, rel_tol=rel_tol)
             out.append(cache[(p, g)])
         return out
-    return (pool or default_pool(workers, timeout_s=timeout_s)).grade_many(
+    return (pool or default_pool(workers, timeout_s=timeout_s, rel_tol=rel_tol)).grade_many(
         predictions, golds, style=style)
 

@@ -12,7 +12,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from rlrecipes.grading.equivalence import fast_verdict, is_equivalent, quiet_math_verify, warm_up
+from rlrecipes.grading.equivalence import (
+    DEFAULT_REL_TOL,
+    fast_verdict,
+    grading_counts,
+    is_equivalent,
+    quiet_math_verify,
+    warm_up,
+)
 
 
 def _current_vm_bytes() -> int:
@@ -43,32 +50,33 @@ class NeedsSymbolic(Exception):
     """Raised by ``quick_or_raise`` when only sympy can decide."""
 
 
-def quick(pred: str | None, gold: str | None) -> bool | None:
+def quick(pred: str | None, gold: str | None, rel_tol: float = DEFAULT_REL_TOL) -> bool | None:
     """The verdict reachable without sympy (missing answers are wrong), else None."""
     if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
         return False
-    return fast_verdict(str(pred), str(gold))
+    return fast_verdict(str(pred), str(gold), rel_tol)
 
 
-def quick_or_raise(pred: str, gold: str) -> bool:
-    verdict = quick(pred, gold)
+def quick_or_raise(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bool:
+    verdict = quick(pred, gold, rel_tol)
     if verdict is None:
         raise NeedsSymbolic
     return verdict
 
 
-def run_task(kind: str, args: tuple, timeout_s: int) -> Any:
+def run_task(kind: str, args: tuple, timeout_s: int, rel_tol: float = DEFAULT_REL_TOL) -> Any:
     if kind == "eq":
-        return is_equivalent(args[0], args[1], timeout_s=timeout_s)
+        return is_equivalent(args[0], args[1], timeout_s=timeout_s, rel_tol=rel_tol)
     if kind == "vote":
-        from rlrecipes.metrics import majority_vote
+        from rlrecipes.metrics import vote_groups
 
-        return majority_vote(list(args[0]), equivalent=lambda p, g: is_equivalent(
-            p, g, timeout_s=timeout_s))
+        return vote_groups(list(args[0]), equivalent=lambda p, g: is_equivalent(
+            p, g, timeout_s=timeout_s, rel_tol=rel_tol))
     raise ValueError(f"unknown grading task {kind!r}")
 
 
-def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int) -> None:
+def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int,
+                rel_tol: float = DEFAULT_REL_TOL) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     limit_memory(memory_limit_mb)
     quiet_math_verify()
@@ -81,19 +89,22 @@ def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int) -> None:
         if chunk is None:
             return
         for idx, kind, args in chunk:
+            before = grading_counts()
             try:
-                result = run_task(kind, args, timeout_s)
+                result = run_task(kind, args, timeout_s, rel_tol)
             except BaseException:  # MemoryError, math-verify's TimeoutException, ...
                 result = None
-            conn.send((idx, result))
+            after = grading_counts()
+            # the parent adds these to its own counts (the worker's are lost with it)
+            conn.send((idx, result, after.errors - before.errors, after.timeouts - before.timeouts))
 
 
 def fallback(kind: str, args: tuple) -> Any:
     """The verdict for a task that crashed or ran out of time."""
     if kind == "vote":  # vote by exact cleaned string only: no symbolic work at all
         from rlrecipes.grading.normalize import normalize_answer
-        from rlrecipes.metrics import majority_vote
+        from rlrecipes.metrics import vote_groups
 
-        return majority_vote(list(args[0]),
-                             equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
+        return vote_groups(list(args[0]),
+                           equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
     return False

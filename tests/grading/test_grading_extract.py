@@ -26,7 +26,7 @@ def test_boxed(text, expected):
 
 ANSWER_LINE = [
     ("Solving...\nAnswer: 42", "42"),
-    ("answer: 3\nmore work\nANSWER : $17$", "$17$"),  # last match, case-insensitive
+    ("answer: 3\nmore work\nANSWER : $17$", "17"),  # last match, case-insensitive, unwrapped
     ("Answer: 1\n" + "x" * 400 + "\nno final line", None),  # outside the last 300 chars
     ("Answer: 1\n" + "x" * 400 + "\nAnswer: 2", "2"),
     ("\\boxed{5}", None),  # DAPO's checker ignores boxes
@@ -53,13 +53,13 @@ def test_gsm8k(text, expected):
 
 
 AUTO = [
-    ("blah \\boxed{2} Answer: 3", "2"),  # boxed first
+    ("blah \\boxed{2} Answer: 3", "3"),  # a later answer line beats an earlier box
     ("work\nAnswer: 3", "3"),  # then the answer line
     ("So the answer is $\\frac{1}{2}$ because ...", "\\frac{1}{2}"),
     ("Thus the final answer is 3.5.", "3.5"),
     ("I computed 12 and then 13 apples", "13"),  # finally the last number
     ("", None),
-    ("nothing numeric", None),
+    ("I am not sure how to solve this one at all", None),  # prose, not an answer
 ]
 
 
@@ -69,7 +69,7 @@ def test_auto(text, expected):
 
 
 def test_unknown_style_names_the_valid_ones():
-    with pytest.raises(ValueError, match="boxed, answer_line, gsm8k, auto"):
+    with pytest.raises(ValueError, match="auto, boxed, answer_line, gsm8k, minerva, none"):
         extract_answer("x", style="latex")
 
 

@@ -28,7 +28,7 @@ def test_pool_matches_in_process(pool):
 def test_pool_votes(pool):
     votes = pool.vote_many([["1/2", "0.5", "3", None, "3", "\\frac{1}{2}"], ["3", "4"], [None],
                             ["\\sqrt{8}", "2\\sqrt{2}", "3"]])
-    assert votes == [("1/2", 3), ("3", 1), (None, 0), ("\\sqrt{8}", 2)]
+    assert votes == [[("1/2", 3), ("3", 2)], [("3", 1), ("4", 1)], [], [("\\sqrt{8}", 2), ("3", 1)]]
 
 
 def test_length_mismatch_is_an_error(pool):
