@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from rlrecipes.grading.extract import extract
+from rlrecipes.grading.extract import boxes, extract
 from rlrecipes.grading.normalize import Answer, parse_answer
 
 DEFAULT_TIMEOUT_S = 3
@@ -175,6 +175,11 @@ def _shape_mismatch(p: Answer, g: Answer) -> bool:
         _BRACKET_START_RE.match(p.key) and p.key[-1] in ")]")
 
 
+# "2,74" / "1000,99" / "0,111": a decimal comma (not a digit group of three after a
+# non-zero lead); read so only when the other answer is a plain number, never a list.
+_DECIMAL_COMMA_RE = re.compile(r"^-?(?:0,\d+|\d+,(?:\d{1,2}|\d{4,}))$")
+
+
 def policy_verdict(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bool | None:
     """The verdict of a grading policy (decimals, percent, text answers, tuple shape), or
     None when no policy covers the pair."""
@@ -183,6 +188,10 @@ def policy_verdict(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bo
         return False
     if _shape_mismatch(p, g):
         return False
+    if p.value is None and g.value is not None and _DECIMAL_COMMA_RE.match(p.key):
+        p = parse_answer(p.key.replace(",", "."))  # "2,74" against a number: a decimal comma
+    elif g.value is None and p.value is not None and _DECIMAL_COMMA_RE.match(g.key):
+        g = parse_answer(g.key.replace(",", "."))
     if p.value is not None and g.value is not None and (
             p.decimal or g.decimal or p.percent or g.percent):
         return _numeric_equal(p, g, rel_tol)
@@ -290,6 +299,20 @@ def is_equivalent(pred: str | None, gold: str | None, *, timeout_s: int = DEFAUL
     return default_pool(timeout_s=timeout_s, rel_tol=rel_tol).equivalent_many([pred], [gold])[0]
 
 
+def gold_answer(gold: str | None) -> str | None:
+    """The answer in a gold string: itself, or, when it is a worked solution (a box, or
+    sentences around maths), the answer extracted from it."""
+    if gold is None:
+        return None
+    text = str(gold).strip()
+    if "\\boxed" in text or "\\fbox" in text:  # every box: a gold states no drafts
+        found = list(dict.fromkeys(content for _, _, content in boxes(text)))
+        return ", ".join(found) if found else text
+    if "\n" in text or len(re.findall(r"[A-Za-z]{2,}", re.sub(r"\\[A-Za-z]+|\\text\{[^{}]*\}", " ", text))) > 4:
+        return extract(text, "auto").answer or text
+    return text
+
+
 def answer_of(prediction: str | None, style: str = "auto") -> str | None:
     """The answer a response gives under ``style`` (``extract.extract``): a one-line
     answer written alone (``\\frac{1}{2}``) is itself, never its last number."""
@@ -332,6 +355,7 @@ def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
     True
     """
     found = extract(prediction, style)
+    gold = gold_answer(gold)
     if is_equivalent(found.answer, gold, timeout_s=timeout_s, rel_tol=rel_tol):
         return True
     # a one-line answer with words ("Monday, March 15", "no solution") was cut to its last

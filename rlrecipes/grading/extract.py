@@ -126,7 +126,11 @@ def last_boxed(text: str) -> str | None:
     return found[-1][2] if found else None
 
 
-_BOX_SEPARATOR_RE = re.compile(r"^(?:\s|\$|\\\)|\\\(|,|;|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b|\\quad)*$")
+# What may stand between boxes that form one answer: delimiters, commas, "and"/"or", a
+# short \text{...} ("for part (a) and") and the next part's name ("y_2 =").
+_BOX_SEPARATOR_RE = re.compile(
+    r"^(?:\s|\$|\\\)|\\\(|\\\[|\\\]|,|;|\\text\{[^{}]{0,40}\}|\band\b|\bor\b|\\q?quad"
+    r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$")
 
 
 def _box_group(text: str) -> tuple[int, str, str] | None:
@@ -151,10 +155,11 @@ _ENV_RE = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\\\[(.+?)\\\]|(?<![\\\
                      r"|(?<!\\)\\\((.+?)\\\)", re.S)
 _CMD_RE = re.compile(r"\\[A-Za-z]+\*?")
 _BEGIN_RE = re.compile(r"\\begin\s*\{([A-Za-z*]+)\}")
-_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+_WORD_RE = re.compile(r"[A-Za-z]+'[A-Za-z]+|[A-Za-z]{2,}")  # words and contractions
 # Commands that make a span mathematical on their own (\text alone does not).
 _MATH_CMD_RE = re.compile(r"\\(?!text|mathrm|mbox|textbf|quad|qquad|left|right)[A-Za-z]+")
 _OPEN, _CLOSE = "([", ")]"
+_MATH_SYMBOLS = frozenset("×÷±∓−≤≥≠≈π√∞·°∈∪∩⁻")
 
 
 def _is_math(span: str) -> bool:
@@ -236,7 +241,9 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
             extend(i)  # a factorial
             i += 1
             continue
-        if ch in "\n$" or (ch in ";?!:" and ends_here) or (ch in ".," and ends_here and depth <= 0):
+        if (ch in "\n$\"`" or (ch in ";?!:" and ends_here) or (ch in ".," and ends_here and depth <= 0)
+                or (ord(ch) > 127 and ch not in _MATH_SYMBOLS)  # currency, units, prose
+                or (ch == "'" and 0 < i < n - 1 and text[i - 1].isalpha() and text[i + 1].isalpha())):
             close(i)
             i += 1
             continue
@@ -254,20 +261,23 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _last_side(expr: str) -> str:
-    """The last side of an equation chain (``3 + 4 = 7`` -> ``7``); a single ``x = 5`` is
-    kept (the grader strips a variable name) and inequalities stay whole."""
+    """The result of a calculation written out (``3 + 4 = 7``, ``a = 2 + 3 = 5`` -> the
+    last side); an equation between unknowns (``x - 2y + z = 1``, ``x = 5``) stays whole,
+    and so do inequalities."""
     parts = re.split(r"(?<![<>!\\])=(?!=)", expr)
-    if len(parts) > 2 or (len(parts) == 2 and re.search(r"\d", parts[0]) and not re.fullmatch(
-            r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*", parts[0])):
+    if len(parts) > 2 or (len(parts) == 2 and re.search(r"\d", parts[0])
+                          and not re.search(r"[A-Za-z]", _CMD_RE.sub("", parts[0]))):
         tail = parts[-1].strip()
         return tail or expr
     return expr
 
 
-def _clean_math(expr: str) -> str:
+def _clean_math(expr: str, calculation: bool = True) -> str:
+    """Tidy a found expression; ``calculation`` (unmarked text only) keeps the last side
+    of a worked calculation. An explicit answer is kept as written."""
     expr = _balance(_THOUSANDS_RE.sub(lambda m: m.group(1).replace(",", ""), expr.strip()))
     expr = re.sub(r"^[\s:=]+|[\s.,;:]+$", "", expr)
-    return _last_side(expr).strip()
+    return (_last_side(expr) if calculation else expr).strip()
 
 
 def _prose(content: str) -> bool:
@@ -337,7 +347,7 @@ def _answer_from_tail(tail: str, strict: bool) -> str | None:
                 break
             parts.append(nxt[0])
             rest = rest[m.end() + nxt[1]:]
-        return ", ".join(_clean_math(p) for p in parts if p.strip()) or None
+        return ", ".join(_clean_math(p, calculation=False) for p in parts if p.strip()) or None
     line = _SENTENCE_END_RE.split(tail, maxsplit=1)[0]
     line = re.sub(r"[*_\s]+$", "", line).rstrip(".,;: ").strip()
     line = re.sub(r"^[*_\s]+", "", line)
@@ -348,7 +358,7 @@ def _answer_from_tail(tail: str, strict: bool) -> str | None:
     words = _WORD_RE.findall(_CMD_RE.sub(" ", re.sub(r"\\text\{[^{}]*\}", " ", line)))
     inner = line.replace("$", "")
     if not words:
-        return _clean_math(inner) or None
+        return _clean_math(inner, calculation=False) or None
     if _is_math(inner):
         bare = [m for m in _math_candidates(inner) if _is_math(m[2])]
         if bare:  # "12 ways", "x = 5 cm": the first expression after the marker

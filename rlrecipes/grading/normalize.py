@@ -118,6 +118,7 @@ def clean_answer(answer: str) -> tuple[str, bool]:
     """``(canonical LaTeX, had a percent sign)`` for a raw answer string."""
     s = answer.strip().replace("\n", " ")
     s = s.replace("\\$", "").replace("$", "")
+    s = re.sub(r"[€£¥₹]", "", s).replace("²", "^2").replace("³", "^3")
     s = re.sub(r"^\\\(|\\\)$|^\\\[|\\\]$", "", s).strip()
     for _ in range(3):  # nested wrappers, e.g. \boxed{\text{(C)}}
         prev = s
@@ -131,6 +132,7 @@ def clean_answer(answer: str) -> tuple[str, bool]:
         s = _TEXT_RE.sub(lambda m: m.group(1), s)
         if s == prev:
             break
+    s = re.sub(r"(?<=\d)\s*(?:percent(?:age)?|pct)\b", "%", s, flags=re.I)  # "28 percent"
     percent = bool(re.search(r"\\?%", s))
     s = re.sub(r"\\?%", "", s)
     s = _fix_fracs_and_roots(s)
