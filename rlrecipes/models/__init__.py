@@ -129,22 +129,26 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
     dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
     kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
     check_model_location(name_or_path)
-    from rlrecipes.models.lora import is_adapter_folder, load_adapter_merged, prepare_quantized, quantization_kwargs
+    from rlrecipes.models import lora
 
-    quantized = quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
-    if quantized and is_adapter_folder(name_or_path):
+    adapter = lora.is_adapter_folder(name_or_path)  # a LoRA run's RUN/model: its base + the adapter
+    quantized = lora.quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
+    if quantized and adapter:
         raise UserError(f"model.lora.load_in_4bit=true cannot start from the adapter in {name_or_path}: "
                         "train on its merged copy (model.lora.save_merged=true writes RUN/model_merged)")
+    tokenizer_source = name_or_path
+    if adapter and not (Path(name_or_path).expanduser() / "tokenizer_config.json").is_file():
+        tokenizer_source = lora.adapter_base(name_or_path)  # an adapter saved without its tokenizer
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, padding_side="left", **kwargs)
-        if is_adapter_folder(name_or_path):  # a LoRA run's RUN/model: its base + the adapter
-            model = load_adapter_merged(name_or_path, dtype, trust_remote_code=kwargs["trust_remote_code"])
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, padding_side="left", **kwargs)
+        if adapter:
+            model = lora.load_adapter_merged(name_or_path, dtype, trust_remote_code=kwargs["trust_remote_code"])
         else:
             model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs, **quantized)
     except OSError as exc:
         raise UserError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
     if quantized:
-        model = prepare_quantized(model)
+        model = lora.prepare_quantized(model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if device and not quantized:  # a 4-bit model is placed by its device_map and cannot move

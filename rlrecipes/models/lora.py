@@ -89,6 +89,13 @@ def is_adapter_folder(path: str | Path) -> bool:
     return (Path(path).expanduser() / "adapter_config.json").is_file()
 
 
+def adapter_base(path: str) -> str:
+    """The base model an adapter folder was trained on (its adapter_config.json)."""
+    from peft import PeftConfig
+
+    return PeftConfig.from_pretrained(path).base_model_name_or_path
+
+
 def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
     """The base model named in `path`'s adapter_config.json + that adapter, merged.
 
@@ -96,10 +103,10 @@ def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
     matmul per layer and token, and a merged model is an ordinary transformers model.
     `kwargs` go to the base model's `from_pretrained`.
     """
-    from peft import PeftConfig, PeftModel
+    from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    base = PeftConfig.from_pretrained(path).base_model_name_or_path
+    base = adapter_base(path)
     try:
         model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, **kwargs)
     except OSError as exc:

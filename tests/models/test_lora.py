@@ -201,3 +201,25 @@ def test_adapter_is_merged_once_for_tools_without_peft(toy_model_dir, tmp_path):
     logs.clear()
     assert merged_model_path(str(tmp_path / "model"), cfg, cache_dir=str(tmp_path / "cache"), log=logs.append) == merged
     assert logs == []  # cached
+
+
+def test_an_adapter_without_its_tokenizer_loads_the_bases(toy_model_dir, tmp_path):
+    from rlrecipes.models import load_model
+
+    adapted = tiny_adapter(toy_model_dir, tmp_path / "model")
+    (tmp_path / "model" / "tokenizer_config.json").unlink()  # as other tools save adapters
+    for name in ("tokenizer.json", "special_tokens_map.json", "chat_template.jinja"):
+        (tmp_path / "model" / name).unlink(missing_ok=True)
+    merged, tokenizer = load_model(str(tmp_path / "model"), compose().model)
+    assert torch.allclose(logits(merged, tokenizer), logits(adapted, tokenizer), atol=1e-5)
+
+
+def test_an_adapter_whose_base_is_gone_is_one_line(toy_model_dir, tmp_path):
+    from rlrecipes.models import load_model
+
+    tiny_adapter(toy_model_dir, tmp_path / "model")
+    config = json.loads((tmp_path / "model" / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(tmp_path / "deleted-base")
+    (tmp_path / "model" / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(UserError, match="was trained on .*deleted-base, which cannot be loaded"):
+        load_model(str(tmp_path / "model"), compose().model)
