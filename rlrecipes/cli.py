@@ -50,6 +50,7 @@ def _train_job(cfg: Any) -> Optional[float]:
     from rlrecipes.data.problems import data_label
     from rlrecipes.rundir import (create_run_dir, discard_unstarted_run, drop_hydra_job_dir, is_main_process,
                                   shared_run_dir, write_manifest)
+    from rlrecipes.train import TrainingInterrupted
     from rlrecipes.train import train as run_training
 
     hc = HydraConfig.get()
@@ -57,6 +58,10 @@ def _train_job(cfg: Any) -> Optional[float]:
     main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
 
     def create():
+        if cfg.resume:  # the same run directory, continued from its last complete checkpoint
+            from rlrecipes.train import reopen_run_dir
+
+            return reopen_run_dir(cfg)
         run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{data_label(cfg.data)}",
                                  job_num=hc.job.num if is_multirun else None,
                                  sweep_dir=hc.sweep.dir if is_multirun else None)
@@ -75,8 +80,12 @@ def _train_job(cfg: Any) -> Optional[float]:
         if main:
             console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
         summary = run_training(cfg, run_dir, log=console.log)
-    except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
+    except TrainingInterrupted as exc:  # SIGINT/SIGTERM: a checkpoint was saved
         if main:
+            console.print(f"[bold yellow]interrupted:[/] {exc}", highlight=False, soft_wrap=True)
+        raise SystemExit(128 + exc.signal)
+    except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
+        if main and not cfg.resume:
             discard_unstarted_run(run_dir)
         if isinstance(exc, UserError):
             _fail(str(exc))

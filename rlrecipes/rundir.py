@@ -167,4 +167,28 @@ def discard_unstarted_run(run_dir: Path) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    """Write through a temporary file and a rename: a reader (or a crash) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(obj, indent=2, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Replace a line-per-record file atomically (temporary file, then a rename)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one whole line (one write call, flushed to disk)."""
+    with open(path, "a") as f:
+        f.write(line.rstrip("\n") + "\n")
+        f.flush()
+        os.fsync(f.fileno())

@@ -57,13 +57,21 @@ class TrainingJob:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
+class TrainingInterrupted(Exception):
+    """SIGINT/SIGTERM stopped the run after saving a checkpoint; `signal` is the signal number."""
+
+    def __init__(self, message: str, signal: int):
+        super().__init__(message)
+        self.signal = signal
+
+
 def train(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
     import torch
 
     started = time.time()
     job = setup(cfg, run_dir, log)
-    trainer, writer, heldout = build_trainer(job)
-    run(job, trainer, heldout)
+    trainer, writer, heldout, stop = build_trainer(job)
+    run(job, trainer, writer, heldout, stop)
     finish(job, trainer, writer, started)
     if job.final_eval is not None:
         evaluate_final_model(job, trainer, started)
@@ -105,6 +113,9 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
     job.train_rows = recipe.training_rows([{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]}
                                            for it in problems.train])
     _require_answers_if_graded(job.train_rows, cfg.recipe.rewards)
+    if len(job.train_rows) < cfg.trainer.prompts_per_rollout:  # TRL would train 0 steps and "succeed"
+        raise UserError(f"{len(job.train_rows)} training problems are fewer than one rollout step's "
+                        f"trainer.prompts_per_rollout={cfg.trainer.prompts_per_rollout}; use more data or fewer prompts")
     job.summary = {"recipe": cfg.recipe.name, "model": job.model_path, "data": data_label(cfg.data),
                    "seed": cfg.seed, "world_size": args.world_size,
                    "num_train_problems": len(job.train_rows), "num_heldout_problems": len(problems.eval)}
@@ -134,12 +145,15 @@ def _prompt(job: TrainingJob, item: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- trainer
-def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any]:
-    """The RecipeGRPOTrainer with the metrics writer, progress display and held-out callbacks."""
+def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
+    """The RecipeGRPOTrainer with the metrics writer, progress display, held-out accuracy,
+    checkpoint and graceful-stop callbacks."""
     from datasets import Dataset
     from transformers import PrinterCallback
 
+    from rlrecipes.engine.checkpoints import CheckpointKeeper, GracefulStop
     from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
+    from rlrecipes.engine.grpo_args import rollout_steps
     from rlrecipes.engine.heldout import HeldOutAccuracy
     from rlrecipes.engine.history import AccuracyHistory
     from rlrecipes.engine.progress import MetricsWriter, RichProgress
@@ -157,26 +171,39 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any]:
     hooks = job.recipe.hooks(job.reward_context)
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
+    keeper = CheckpointKeeper(job.run_dir / "checkpoints",
+                              lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},
+                              keep_last=t.save_keep_last, best_metric=t.save_best_metric,
+                              latest_metrics=lambda: writer.rows[-1] if writer.rows else {})
+    stop = GracefulStop(rollout_steps(t), notify=job.log)
     trainer = RecipeGRPOTrainer(
         model=job.model, reward_funcs=[fn for fn, _ in job.reward_fns], args=job.args,
         train_dataset=Dataset.from_list(job.train_rows), processing_class=job.tokenizer,
-        callbacks=[*callbacks, heldout], hooks=hooks,
+        callbacks=[*callbacks, heldout, stop, keeper], hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
-    heldout.trainer = trainer
-    return trainer, writer, heldout
+    heldout.trainer = keeper.trainer = stop.trainer = trainer
+    return trainer, writer, heldout, stop
 
 
 # -------------------------------------------------------------------------------- run
-def run(job: TrainingJob, trainer: Any, heldout: Any) -> None:
-    """RL, with held-out accuracy measured by `heldout` at its start and end."""
+def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) -> None:
+    """RL (from the last complete checkpoint when resuming), with held-out accuracy measured by
+    `heldout` at its start and end. A SIGINT/SIGTERM ends it with a checkpoint: TrainingInterrupted."""
     cfg = job.cfg
     if not job.problems.eval and (cfg.trainer.eval_before or cfg.trainer.eval_after):
         job.log("no held-out problems (set data.eval_path): accuracy_before/after are not measured (null)")
     _say_if_sharding_is_ignored(trainer, job.log)
+    checkpoint = _resume(job, trainer, writer, heldout) if cfg.resume else None
     started = time.time()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    if stop.stopped_at is not None:
+        import signal
+
+        command = f"rlrecipes train resume=true run_dir={job.run_dir}"
+        raise TrainingInterrupted(f"{signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
+                                  f"a checkpoint; continue with: {command}", stop.received)
     job.summary["train_seconds"] = round(time.time() - started - heldout.seconds, 2)
     job.summary["heldout_seconds"] = round(heldout.seconds, 2)
     job.summary["steps"] = trainer.state.global_step
@@ -186,6 +213,78 @@ def run(job: TrainingJob, trainer: Any, heldout: Any) -> None:
         job.log(f"held-out accuracy before RL: {heldout.before:.3f}")
     if heldout.after is not None:
         job.log(f"held-out accuracy after RL:  {heldout.after:.3f}")
+
+
+def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path:
+    """Restore the engine's state and the metrics log to the last complete checkpoint."""
+    from rlrecipes.engine.checkpoints import load_engine_state
+
+    checkpoint = resume_checkpoint(job.run_dir)
+    values = load_engine_state(trainer, checkpoint)
+    heldout.before, heldout.seconds = values["accuracy_before"], values["heldout_seconds"]
+    heldout.measure_before = False  # measured before the interruption, on the initial model
+    step = int(checkpoint.name.split("-")[-1])
+    writer.resume_at(step, rewrite=job.is_main)  # the steps after the checkpoint are run again
+    job.log(f"resuming from {checkpoint} (step {step})")
+    return checkpoint
+
+
+def resume_checkpoint(run_dir: Path) -> Path:
+    """The last complete checkpoint of `run_dir` (incomplete ones, left by a crash, are removed)."""
+    from rlrecipes.engine.checkpoints import last_complete_checkpoint
+
+    checkpoint = last_complete_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None:
+        raise UserError(f"run_dir={run_dir} has no complete checkpoint to resume from "
+                        "(checkpoints are written every trainer.save_steps steps and on SIGINT/SIGTERM)")
+    return checkpoint
+
+
+# Settings a resumed run may change: they do not change what is computed up to max_steps.
+_RESUMABLE_CHANGES = ("resume", "trainer.max_steps", "trainer.progress", "final_eval", "output_root", "cache_dir")
+
+
+def reopen_run_dir(cfg: DictConfig) -> Path:
+    """The run directory `resume=true run_dir=R` continues, after checking it can be continued
+    with this config: the first config.yaml is kept, the resume appended to resumes.log."""
+    from omegaconf import OmegaConf
+
+    from rlrecipes.engine.checkpoints import remove_incomplete
+    from rlrecipes.rundir import MARKER, append_line
+
+    if not cfg.run_dir:
+        raise UserError("resume=true needs run_dir=RUN (the run to continue)")
+    run_dir = Path(cfg.run_dir).expanduser()
+    if not (run_dir / MARKER).is_file():
+        raise UserError(f"run_dir={run_dir} holds no run to resume (no {MARKER})")
+    if (run_dir / "summary.json").is_file():
+        raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
+    before = _flatten(OmegaConf.to_container(OmegaConf.load(run_dir / MARKER), resolve=True))
+    now = _flatten(OmegaConf.to_container(cfg, resolve=True))
+    changed = sorted(k for k in set(before) | set(now)
+                     if before.get(k) != now.get(k) and not k.startswith(_RESUMABLE_CHANGES))
+    if changed:
+        shown = ", ".join(f"{k} ({before.get(k)!r} -> {now.get(k)!r})" for k in changed[:4])
+        raise UserError(f"resume=true with other settings than the run was started with: {shown}"
+                        f"{' ...' if len(changed) > 4 else ''}; only {', '.join(_RESUMABLE_CHANGES[1:])} may change")
+    removed = remove_incomplete(run_dir / "checkpoints")
+    checkpoint = resume_checkpoint(run_dir)
+    from rlrecipes.rundir import invocation
+    import shlex
+
+    append_line(run_dir / "resumes.log", f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name}"
+                f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
+                f"{shlex.join(invocation or sys.argv)}")
+    return run_dir
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: node}
 
 
 def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:

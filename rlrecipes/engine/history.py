@@ -47,6 +47,14 @@ class AccuracyHistory(EngineHook):
             write_atomic(self.path, self.history)
         return batch
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        # the file may hold entries of steps after the checkpoint (written before the crash)
+        self.history = {k: list(v) for k, v in state["history"].items()}
+        write_atomic(self.path, self.history)
+
 
 def record(history: dict[str, list[Optional[float]]], ids: list[str], correct: torch.Tensor,
            num_generations: int) -> None:

@@ -40,3 +40,10 @@ class EngineHook:
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: Any) -> dict[str, Any]:
         """Return this process's scored batch, possibly modified; `rewards` is the global tensor."""
         return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must keep for an exact resume (a hook that accumulates returns it)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned, when a run resumes from a checkpoint."""

@@ -43,6 +43,26 @@ class MetricsWriter(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self._last_time = time.time()
 
+    def resume_at(self, step: int, rewrite: bool) -> None:
+        """Continue a run from its checkpoint at `step`: keep the rows up to it and, on the
+        process that writes, rewrite the file without the later ones (they are run again)."""
+        from rlrecipes.rundir import write_lines
+
+        rows = []
+        if self.path.is_file():
+            for line in self.path.read_text(errors="replace").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # the torn last line of a killed run
+                    continue
+                if isinstance(row, dict) and row.get("step", step + 1) <= step:
+                    rows.append(row)
+        self.rows = rows
+        self._last_step = step
+        self._last_tokens = float(rows[-1].get("num_tokens", 0.0)) if rows else 0.0
+        if rewrite:
+            write_lines(self.path, [json.dumps(row, default=_jsonable) for row in rows])
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         # TRL has already reduced the metrics across processes: the main one writes them
         if not logs or "train_runtime" in logs or not state.is_world_process_zero:
@@ -59,8 +79,9 @@ class MetricsWriter(TrainerCallback):
             row.setdefault("kl", None)  # TRL computes KL only when recipe.beta > 0: null = not computed
         self._last_time, self._last_step, self._last_tokens = now, state.global_step, tokens
         self.rows.append(row)
-        with self.path.open("a") as f:
-            f.write(json.dumps(row, default=_jsonable) + "\n")
+        from rlrecipes.rundir import append_line
+
+        append_line(self.path, json.dumps(row, default=_jsonable))  # whole records only
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,166 @@
+"""Checkpoints a run can resume from exactly, whatever moment it was killed at.
+
+HF's Trainer writes a full checkpoint (weights or adapter, optimizer, scheduler, RNG
+state of every process, step, log history) into `checkpoint-N/`; resuming from it
+replays the data sampler to the same position. This module adds what only the engine
+knows and what makes a checkpoint trustworthy:
+
+- **engine state** (`engine_state.pt`): every hook's `state_dict()` (e.g. the one-shot
+  accuracy history), the dynamic-sampling refill stream, and the job's own values
+  (held-out accuracy before training);
+- **a completion marker** (`rlrecipes_checkpoint.json`), written last: HF writes into
+  the final folder directly, so a folder without the marker was cut short by a crash
+  and is never resumed from;
+- **retention**: the last `keep_last` complete checkpoints, plus the best one by a
+  logged metric when asked (HF's own rotation knows only evaluation metrics);
+- **graceful stop**: SIGINT/SIGTERM (Slurm pre-emption) end the run at the next rollout
+  boundary with a checkpoint, agreed by all processes so none waits for the others.
+
+Checkpoints are taken at rollout boundaries only (every `rollout_steps` optimizer
+steps): TRL keeps the rest of a rollout's completions in memory between optimizer
+steps, which a checkpoint taken mid-rollout could not restore.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from transformers import TrainerCallback
+
+from rlrecipes.errors import UserError
+from rlrecipes.rundir import write_json
+
+MARKER = "rlrecipes_checkpoint.json"
+ENGINE_STATE = "engine_state.pt"
+_STEP = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoints(folder: Path) -> list[tuple[int, Path, bool]]:
+    """(step, path, complete) of every `checkpoint-N` folder, by step."""
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p, (p / MARKER).is_file()) for p in folder.iterdir()
+             if p.is_dir() and (m := _STEP.match(p.name))]
+    return sorted(found)
+
+
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    complete = [path for _, path, ok in checkpoints(folder) if ok]
+    return complete[-1] if complete else None
+
+
+def remove_incomplete(folder: Path) -> list[str]:
+    """Delete checkpoint folders a crash left half-written; returns their names."""
+    removed = []
+    for _, path, ok in checkpoints(folder):
+        if not ok:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    return removed
+
+
+def engine_state(trainer: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    sampler = getattr(trainer, "dynamic_sampling", None)
+    return {"hooks": [hook.state_dict() for hook in trainer.hooks],
+            "dynamic_sampling": sampler.state_dict() if sampler is not None else None,
+            "job": dict(extra)}
+
+
+def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
+    """Restore the hooks and the dynamic sampler from `checkpoint`; returns the job's values."""
+    state = torch.load(checkpoint / ENGINE_STATE, weights_only=False)
+    if len(state["hooks"]) != len(trainer.hooks):
+        raise RuntimeError(f"{checkpoint} holds the state of {len(state['hooks'])} engine hooks, this run has "
+                           f"{len(trainer.hooks)}: it was written by another recipe or version")
+    for hook, hook_state in zip(trainer.hooks, state["hooks"]):
+        hook.load_state_dict(hook_state)
+    if state["dynamic_sampling"] is not None and getattr(trainer, "dynamic_sampling", None) is not None:
+        trainer.dynamic_sampling.load_state_dict(state["dynamic_sampling"])
+    return state["job"]
+
+
+class CheckpointKeeper(TrainerCallback):
+    """Completes every checkpoint HF saves (engine state, then the marker) and prunes old ones."""
+
+    def __init__(self, folder: Path, job_state: Callable[[], dict[str, Any]], keep_last: int | None,
+                 best_metric: str | None = None, latest_metrics: Callable[[], dict[str, Any]] = dict):
+        if keep_last is not None and keep_last < 1:  # 0 would delete the checkpoint a resume needs
+            raise UserError(f"trainer.save_keep_last={keep_last} must be at least 1 (or null to keep all)")
+        self.folder, self.job_state = folder, job_state
+        self.keep_last, self.best_metric, self.latest_metrics = keep_last, best_metric, latest_metrics
+        self.trainer: Any = None
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        path = self.folder / f"checkpoint-{state.global_step}"
+        torch.save(engine_state(self.trainer, self.job_state()), path / ENGINE_STATE)
+        value = self.latest_metrics().get(self.best_metric) if self.best_metric else None
+        write_json(path / MARKER, {"step": state.global_step, "metric": self.best_metric, "value": value})
+        self.prune()
+
+    def prune(self) -> None:
+        complete = [(step, path) for step, path, ok in checkpoints(self.folder) if ok]
+        if self.keep_last is None:
+            return
+        keep = {path for _, path in complete[-self.keep_last:]}
+        if self.best_metric:
+            scored = [(json.loads((path / MARKER).read_text()).get("value"), step, path) for step, path in complete]
+            scored = [s for s in scored if isinstance(s[0], (int, float))]
+            if scored:
+                keep.add(max(scored, key=lambda s: (s[0], s[1]))[2])  # the later one on a tie
+        for _, path in complete:
+            if path not in keep:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+class GracefulStop(TrainerCallback):
+    """SIGINT/SIGTERM: finish the current rollout, save a checkpoint, stop.
+
+    The signal only sets a flag; the processes agree on it at each step end (a max over
+    ranks: Slurm may signal one task first), and act on it at the next rollout boundary.
+    A second SIGINT interrupts at once, without a checkpoint.
+    """
+
+    def __init__(self, rollout_steps: int, notify: Callable[[str], None] = print):
+        self.rollout_steps, self.notify = max(1, rollout_steps), notify
+        self.received: int | None = None  # the signal number, once one arrived
+        self.stopped_at: int | None = None  # the step whose checkpoint ended the run
+        self.trainer: Any = None
+        self._previous: dict[int, Any] = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be installed from the main thread
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame):
+        if self.received is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # asked twice: stop now
+        self.received = signum
+        self.notify(f"received {signal.Signals(signum).name}: stopping at the end of this rollout step with a "
+                    "checkpoint (Ctrl-C again to stop at once, without one)")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        flag = torch.tensor([self.received or 0], dtype=torch.long, device=self.trainer.accelerator.device)
+        received = int(self.trainer.accelerator.reduce(flag, reduction="max").item())
+        if received and state.global_step % self.rollout_steps == 0:
+            self.received = self.received or received
+            self.stopped_at = state.global_step
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()

@@ -1,0 +1,81 @@
+"""Checkpoint bookkeeping without a model: completeness, retention, the save interval."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from rlrecipes.engine.checkpoints import MARKER, CheckpointKeeper, checkpoints, last_complete_checkpoint, \
+    remove_incomplete
+from rlrecipes.engine.grpo_args import checkpoint_interval
+from rlrecipes.errors import UserError
+
+
+def make(folder, step, value=None, complete=True):
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "model.safetensors").write_text("w")
+    if complete:
+        (path / MARKER).write_text(json.dumps({"step": step, "metric": "heldout_accuracy", "value": value}))
+    return path
+
+
+def test_a_checkpoint_without_its_marker_is_never_resumed_from(tmp_path):
+    make(tmp_path, 2)
+    make(tmp_path, 10)
+    make(tmp_path, 12, complete=False)  # the crash happened while it was written
+    (tmp_path / "checkpoint-x").mkdir()  # not a checkpoint
+    assert [(s, ok) for s, _, ok in checkpoints(tmp_path)] == [(2, True), (10, True), (12, False)]
+    assert last_complete_checkpoint(tmp_path).name == "checkpoint-10"  # by step, not by name order
+    assert remove_incomplete(tmp_path) == ["checkpoint-12"]
+    assert not (tmp_path / "checkpoint-12").exists()
+    assert last_complete_checkpoint(tmp_path / "none") is None
+
+
+def test_retention_keeps_the_last_k_and_the_best_by_metric(tmp_path):
+    for step, value in ((2, 0.5), (4, 0.9), (6, 0.4), (8, 0.6), (10, 0.1)):
+        make(tmp_path, step, value)
+    CheckpointKeeper(tmp_path, dict, keep_last=2, best_metric="heldout_accuracy").prune()
+    assert [s for s, _, _ in checkpoints(tmp_path)] == [4, 8, 10]
+    CheckpointKeeper(tmp_path, dict, keep_last=1).prune()  # no metric: the last one only
+    assert [s for s, _, _ in checkpoints(tmp_path)] == [10]
+
+
+def test_retention_never_touches_an_incomplete_checkpoint_and_null_keeps_all(tmp_path):
+    for step in (2, 4, 6):
+        make(tmp_path, step)
+    make(tmp_path, 8, complete=False)
+    CheckpointKeeper(tmp_path, dict, keep_last=None).prune()  # save_keep_last=null
+    assert [s for s, _, _ in checkpoints(tmp_path)] == [2, 4, 6, 8]
+    CheckpointKeeper(tmp_path, dict, keep_last=1).prune()
+    assert [s for s, _, _ in checkpoints(tmp_path)] == [6, 8]
+    with pytest.raises(UserError, match="save_keep_last=0 must be at least 1"):
+        CheckpointKeeper(tmp_path, dict, keep_last=0)
+
+
+def trainer(save_steps, updates=1, iterations=1):
+    return SimpleNamespace(save_steps=save_steps, updates_per_rollout=updates, num_iterations=iterations)
+
+
+def test_checkpoints_fall_on_rollout_boundaries():
+    assert checkpoint_interval(trainer(None)) is None
+    assert checkpoint_interval(trainer(40)) == 40
+    assert checkpoint_interval(trainer(10, updates=4)) == 12  # rounded up to whole rollout steps
+    assert checkpoint_interval(trainer(8, updates=2, iterations=2)) == 8
+    with pytest.raises(UserError, match="trainer.save_steps=-1 must be positive"):
+        checkpoint_interval(trainer(-1))
+
+
+def test_keeper_writes_engine_state_then_marker(tmp_path):
+    import torch
+
+    (tmp_path / "checkpoint-3").mkdir()
+    hook = SimpleNamespace(state_dict=lambda: {"history": {"a": [1.0]}})
+    keeper = CheckpointKeeper(tmp_path, lambda: {"accuracy_before": 0.25}, keep_last=2, best_metric="acc",
+                              latest_metrics=lambda: {"acc": 0.75})
+    keeper.trainer = SimpleNamespace(hooks=[hook], dynamic_sampling=None)
+    keeper.on_save(None, SimpleNamespace(is_world_process_zero=True, global_step=3), None)
+    state = torch.load(tmp_path / "checkpoint-3" / "engine_state.pt", weights_only=False)
+    assert state == {"hooks": [{"history": {"a": [1.0]}}], "dynamic_sampling": None,
+                     "job": {"accuracy_before": 0.25}}
+    assert json.loads((tmp_path / "checkpoint-3" / MARKER).read_text()) == {"step": 3, "metric": "acc", "value": 0.75}

@@ -1,0 +1,110 @@
+"""Exact resume: a run killed at any moment and resumed gives the uninterrupted run's
+metrics and weights (CPU, fixed seed: same losses within float tolerance)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
+pytestmark = pytest.mark.slow
+# DAPO with dynamic sampling: its refill stream is engine state a resume must restore too. The
+# filter is the scripted reward (mixed groups by prompt), so rounds happen on the weak tiny model;
+# the sampled completions still decide the gradient, completion lengths and the accuracy logged.
+SETTINGS = ["recipe=dapo", "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
+            "recipe.dynamic_sampling_filter=scripted_groups", "recipe.max_generation_rounds=30",
+            "trainer.max_steps=6", "trainer.save_steps=2", "trainer.save_keep_last=2",
+            "trainer.eval_before=false", "trainer.eval_after=false"]
+TIMING = ("step_time", "tokens_per_second")
+
+
+def train(*overrides: str, cwd: Path, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("RLRECIPES_TEST_FAULT", None)
+    if fault:
+        env["RLRECIPES_TEST_FAULT"] = fault
+    return subprocess.run([sys.executable, ENTRY, "train", *TINY, *SETTINGS, *overrides], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=600)
+
+
+def rows(run_dir: Path) -> list[dict]:
+    out = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in out]
+
+
+def weights(run_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(run_dir / "model" / "model.safetensors")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, toy_model_dir):
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    out = train(f"run_dir={folder / 'run'}", cwd=folder)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return folder / "run"
+
+
+def assert_same_run(resumed: Path, reference: Path) -> None:
+    import torch
+
+    got, want = rows(resumed), rows(reference)
+    assert [r["step"] for r in got] == [1, 2, 3, 4, 5, 6]  # no step repeated or skipped
+    for a, b in zip(got, want):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], float) and isinstance(b[key], float):
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["step"], key)
+            else:
+                assert a[key] == b[key], (a["step"], key)
+    w1, w2 = weights(resumed), weights(reference)
+    assert all(torch.allclose(w1[k], w2[k], atol=1e-5) for k in w2)
+
+
+@pytest.mark.parametrize("fault", ["kill_after_step:3", "kill_in_checkpoint:4"])
+def test_sigkill_then_resume_matches_the_uninterrupted_run(fault, uninterrupted, tmp_path):
+    run = tmp_path / "run"
+    died = train(f"run_dir={run}", cwd=tmp_path, fault=fault)
+    assert died.returncode == -9
+    if fault.startswith("kill_in_checkpoint"):
+        assert (run / "checkpoints" / "checkpoint-4" / "model.safetensors").exists()  # written, not completed
+    resumed = train(f"run_dir={run}", "resume=true", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "resuming from" in resumed.stdout and "(step 2)" in resumed.stdout
+    assert_same_run(run, uninterrupted)
+    log = (run / "resumes.log").read_text()  # both die before checkpoint-4 is complete
+    assert "from checkpoint-2" in log and ("removed incomplete checkpoint-4" in log) == ("in_checkpoint" in fault)
+    assert sorted(p.name for p in (run / "checkpoints").glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-6"]
+
+
+def test_sigterm_saves_a_checkpoint_and_stops_with_the_resume_command(uninterrupted, tmp_path):
+    run = tmp_path / "run"
+    stopped = train(f"run_dir={run}", cwd=tmp_path, fault="term_after_step:3")
+    assert stopped.returncode == 128 + 15, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+    # the signal arrives while step 3 is logged: step 4 runs to its end, then the run stops
+    text = " ".join(stopped.stdout.split())
+    assert "stopped after step 4 with a checkpoint" in text and f"resume=true run_dir={run}" in text
+    assert (run / "checkpoints" / "checkpoint-4" / "rlrecipes_checkpoint.json").is_file()
+    assert not (run / "summary.json").exists()
+    resumed = train(f"run_dir={run}", "resume=true", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert_same_run(run, uninterrupted)
+
+
+def test_resume_refuses_other_settings_and_finished_runs(uninterrupted, tmp_path):
+    out = train(f"run_dir={uninterrupted}", "resume=true", cwd=tmp_path)
+    assert out.returncode == 2 and "finished already" in out.stdout
+    run = tmp_path / "run"
+    died = train(f"run_dir={run}", cwd=tmp_path, fault="kill_after_step:3")
+    assert died.returncode == -9
+    out = train(f"run_dir={run}", "resume=true", "trainer.learning_rate=1e-3", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "resume=true with other settings than the run was started with: trainer.learning_rate" in out.stdout
+    assert "error:" in out.stdout and len([l for l in out.stdout.splitlines() if l.startswith("error:")]) == 1
