@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
+from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, build_reward, needs_answer
@@ -54,6 +55,7 @@ class TrainingJob:
     model: Any = None
     tokenizer: Any = None
     final_eval: DictConfig | None = None
+    lora: Any = None  # peft's LoraConfig, or None for full fine-tuning
     summary: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,7 +110,8 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
     args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
     job = TrainingJob(cfg=cfg, run_dir=run_dir, log=log, is_main=is_main, problems=problems, recipe=recipe,
                       reward_context=ctx, reward_fns=reward_fns, train_rows=[], args=args,
-                      final_eval=_final_eval_config(cfg, run_dir))  # a mistake in it fails now, not after training
+                      final_eval=_final_eval_config(cfg, run_dir),  # a mistake in it fails now, not after training
+                      lora=peft_config(cfg.model))  # LoRA settings are checked before the model loads
     _load_model(job)
     job.train_rows = recipe.training_rows([{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]}
                                            for it in problems.train])
@@ -178,6 +181,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     stop = GracefulStop(rollout_steps(t), notify=job.log)
     trainer = RecipeGRPOTrainer(
         model=job.model, reward_funcs=[fn for fn, _ in job.reward_fns], args=job.args,
+        peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
         train_dataset=Dataset.from_list(job.train_rows), processing_class=job.tokenizer,
         callbacks=[*callbacks, heldout, stop, keeper], hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
@@ -301,13 +305,14 @@ def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
 # ----------------------------------------------------------------------------- finish
 def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
     """The model (every process takes part: ZeRO-3 gathers its shards to save) and summary.json."""
-    out = job.run_dir / "model"
-    trainer.save_model(str(out))
+    from rlrecipes.models.lora import save_trained_model
+
+    # with LoRA: the adapter (RUN/model) and, on request, a merged copy (RUN/model_merged)
+    job.summary["saved_model"] = save_trained_model(trainer, job.tokenizer, job.run_dir / "model", job.cfg.model)
     trainer.accelerator.wait_for_everyone()
     job.summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
     job.summary["wall_seconds"] = round(time.time() - started, 2)
     if job.is_main:
-        job.tokenizer.save_pretrained(str(out))
         write_json(job.run_dir / "summary.json", job.summary)  # the training's result, whatever the evaluation does
 
 
