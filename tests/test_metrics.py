@@ -98,3 +98,24 @@ def test_default_ks():
     assert default_ks(8) == [1, 2, 4, 8]
     assert default_ks(12) == [1, 2, 4, 8, 12]
     assert default_ks(8, requested=[1, 4, 16]) == [1, 4]
+
+
+def test_vote_groups_and_tie_rules_by_hand():
+    from rlrecipes.metrics import vote_groups, vote_score
+
+    groups = vote_groups(["3", "4", "\\frac{8}{2}", "3", "5", None])
+    assert groups == [("3", 2), ("4", 2), ("5", 1)]  # 4 and 8/2 are one group; None votes for nobody
+    right = {"4"}.__contains__
+    assert vote_score(groups, right, "first") == 0.0  # the tie goes to 3, written first
+    assert vote_score(groups, right, "fractional") == 0.5  # 3 and 4 tie: half the credit
+    assert vote_score([("3", 1), ("4", 1), ("5", 1)], right, "fractional") == pytest.approx(1 / 3)
+    assert vote_score([], right, "fractional") == 0.0
+    with pytest.raises(ValueError, match="first, fractional"):
+        vote_score(groups, right, "random")
+
+
+def test_maj_at_k_fractional():
+    from rlrecipes.metrics import maj_at_k
+
+    assert maj_at_k(["1", "2"], "2", ties="first") == 0.0
+    assert maj_at_k(["1", "2"], "2", ties="fractional") == 0.5

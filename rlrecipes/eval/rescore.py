@@ -140,9 +140,10 @@ def rescore(cfg: Any, run_dir: Path, job: RescoreJob, log: Callable[[str], None]
             grade_records(job.records, None if job.answers_from == "answers" else job.style,
                           verify=job.verify, pool=pool, timeout_s=cfg.grading.timeout_s,
                           rel_tol=cfg.grading.rel_tol)
-            timing = {"grading_seconds": time.time() - started}
-            SampleWriter(run_dir / "samples.jsonl", keep=job.records)
-            metrics = compute_metrics(job.records, list(cfg.protocol.ks), pool, cfg.protocol.maj_ties)
+        timing = {"grading_seconds": time.time() - started}
+        SampleWriter(run_dir / "samples.jsonl", keep=job.records)
+        metrics = compute_metrics(job.records, list(cfg.protocol.ks), pool, cfg.protocol.maj_ties,
+                                  timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
     finally:
         if pool is not None:
             pool.close()

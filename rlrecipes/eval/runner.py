@@ -185,8 +185,9 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
         results = {}
         for plan in plans:
             recs = [records[(plan.name, it.id)] for it in plan.items if (plan.name, it.id) in records]
-            with count_failures_into(failures[plan.name]):
-                results[plan.name] = compute_metrics(recs, plan.ks, pool, cfg.protocol.maj_ties)
+            # failures count answers graded against the gold, not the votes' comparisons
+            results[plan.name] = compute_metrics(recs, plan.ks, pool, cfg.protocol.maj_ties,
+                                                 timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
             results[plan.name]["grading"] = failure_report(failures[plan.name], recs, plan.items.verify)
     finally:
         if pool is not None:

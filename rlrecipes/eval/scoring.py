@@ -69,11 +69,15 @@ def grade_records(records: Sequence[ProblemRecord], style: str | None, *,
 
 
 def _votes(records: Sequence[ProblemRecord], ks: Sequence[int], pool: GradingPool | None,
-           ties: str) -> dict[int, list[float]]:
+           ties: str, timeout_s: int, rel_tol: float) -> dict[int, list[float]]:
     lists = [(k, rec) for k in ks for rec in records]
     answer_lists = [rec.answers[:k] for k, rec in lists]
+
+    def eq(a: str, b: str) -> bool:
+        return is_equivalent(a, b, timeout_s=timeout_s, rel_tol=rel_tol)
+
     groups = (pool.vote_many(answer_lists) if pool is not None
-              else [vote_groups(a) for a in answer_lists])
+              else [vote_groups(a, equivalent=eq) for a in answer_lists])
     out: dict[int, list[float]] = defaultdict(list)
     for (k, rec), found in zip(lists, groups):
         # a group's answer is right when its first member (the representative) was graded right
@@ -100,7 +104,8 @@ def _natural(key: str) -> tuple:
 
 
 def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int] = (),
-                    pool: GradingPool | None = None, ties: str = "first") -> dict[str, Any]:
+                    pool: GradingPool | None = None, ties: str = "first", *, timeout_s: int = 3,
+                    rel_tol: float = DEFAULT_REL_TOL) -> dict[str, Any]:
     """Every metric of one benchmark from its graded records."""
     if not records:
         return {"problems": 0}
@@ -121,7 +126,7 @@ def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int
         if k > 1:
             m[f"pass@{k}"] = round(_mean([pass_at_k(len(r.correct), sum(r.correct), k)
                                           for r in records]) or 0.0, 6)
-    votes = _votes(records, [k for k in ks if k > 1], pool, ties)
+    votes = _votes(records, [k for k in ks if k > 1], pool, ties, timeout_s, rel_tol)
     for k, scores in sorted(votes.items()):
         m[f"maj@{k}"] = round(_mean(scores) or 0.0, 6)
     if votes:

@@ -117,6 +117,46 @@ def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
     assert [r["id"] for r in samples(run)] == ["p1", "p2", "line-3"]
 
 
+def test_rescore_grades_pre_extracted_answers_and_says_so(tmp_path, capsys):
+    # Qwen2.5-Math's output format: gt, code (completions), pred (its extracted answers), score
+    gen = tmp_path / "qwen.jsonl"
+    rows = [{"idx": 0, "gt": "\\frac{3}{8}", "code": ["... so \\frac{3}{8}.", "\\boxed{1}"],
+             "pred": ["\\frac{3}{8}", "1"], "score": [True, False]},
+            {"idx": 1, "gt": "2", "code": ["x", "y"], "pred": ["2", "2.0"], "score": [True, True]}]
+    gen.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", f"run_dir={tmp_path / 'a'}")
+    assert code == 0, text
+    text = " ".join(text.split())
+    assert "pre-extracted answers" in text and "not read: score" in text  # which, and what was ignored
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["benchmarks"]["math500"]["pass@1"] == 0.75  # the file's own labels: 3 of 4
+    assert "pre-extracted" in summary["settings"]["math500"]["answers_from"]
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "rescore_from=completions",
+                     f"run_dir={tmp_path / 'b'}")
+    assert code == 0, text
+    assert "extracted from the completions" in " ".join(text.split())
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["benchmarks"]["math500"]["pass@1"] == 0.25
+    assert summary["benchmarks"]["math500"]["grading"] == {"answers": 4, "timeouts": 0, "errors": 0,
+                                                           "failure_rate": 0.0}
+
+
+def test_grading_failures_past_the_limit_fail_the_run_in_one_line(tmp_path, capsys):
+    gen = tmp_path / "gens.jsonl"
+    gen.write_text(json.dumps({"gold": "x+1", "completions": ["\\boxed{(10^{7})!}", "\\boxed{x+1}"]}) + "\n")
+    run = tmp_path / "run"
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "grading.timeout_s=1",
+                     "grading.workers=0", f"run_dir={run}")
+    errors = [line for line in text.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in text, text
+    assert "grading timed out or failed on 1 of 2 answers" in errors[0] and "grading.max_failure_rate" in errors[0]
+    g = json.loads((run / "summary.json").read_text())["benchmarks"]["math500"]["grading"]
+    assert g["timeouts"] == 1 and g["answers"] == 2  # the results are kept, the count is in them
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "grading.timeout_s=1",
+                     "grading.workers=0", "grading.max_failure_rate=0.5", f"run_dir={tmp_path / 'ok'}")
+    assert code == 0, text
+
+
 def test_rescore_takes_missing_golds_from_the_benchmark_by_id(shared_data, tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     gen.write_text(json.dumps({"id": 60, "completions": ["so \\boxed{204}", "\\boxed{205}"]}) + "\n")
@@ -131,6 +171,12 @@ def _bad_generations(tmp_path: Path) -> str:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"gold": "1", "completions": ["a"]}\n{"gold": "2", "completion": ["b"]}\n')
     return f"generations={bad}"
+
+
+def _own_test_set(tmp_path: Path) -> Path:
+    path = tmp_path / "own.jsonl"
+    path.write_text('{"q": "1+1?", "a": "2"}\n{"q": "2+2?", "a": "4"}\n')
+    return path
 
 
 def _good_generations(tmp_path: Path) -> str:
@@ -151,6 +197,13 @@ def _good_generations(tmp_path: Path) -> str:
      "benchmark.answer_style='boxd'; valid: auto, boxed, answer_line"),
     (lambda t: ["grading.timeout_s=0"], "grading.timeout_s=0 must be at least 1"),
     (lambda t: ["grading.workers=-1"], "grading.workers=-1; valid: a number of processes"),
+    (lambda t: ["limit=0"], "benchmark arithmetic: no problems to evaluate (limit=0)"),
+    (lambda t: ["benchmark=data", f"data.path={t / 'none.jsonl'}", "data.source=file"], "does not exist"),
+    (lambda t: ["benchmark=data", f"data.path={_own_test_set(t)}", "data.source=file",
+                "data.problem_field=q", "data.answer_field=nope"], "no row has field 'nope'; columns are: a, q"),
+    (lambda t: ["protocol.maj_ties=random"], "protocol.maj_ties='random'; valid: first, fractional"),
+    (lambda t: ["grading.rel_tol=2"], "grading.rel_tol=2"),
+    (lambda t: ["threads=0"], "threads=0; valid: a number of CPU threads"),
     (lambda t: [f"model.name_or_path={t / 'nowhere'}", "limit=1"], "nowhere: no such folder"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path, capsys):

@@ -70,3 +70,50 @@ def test_comma_list_of_benchmarks_is_one_run_unless_multirun():
     assert rewrite_benchmark_list(["benchmark=aime24,amc23"], multirun=True) == ["benchmark=aime24,amc23"]
     cfg = compose_config("eval", rewrite_benchmark_list(["benchmark=paper_suite,gsm8k"], False))
     assert resolve_benchmarks(list(cfg.benchmark.names))[-1] == "gsm8k"
+
+
+def test_own_test_set_through_the_data_field_mapping(tmp_path):
+    from rlrecipes.eval.runner import plan_benchmark
+
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"q": {"text": "1+1?"}, "sol": "so \\\\boxed{2}", "n": 7}\n'
+                    '{"q": {"text": "2+2?"}, "sol": "4", "n": 8}\n{"q": {"text": "?"}}\n')
+    cfg = compose_config("eval", ["benchmark=data", "data.source=file", f"data.path={path}",
+                                  "data.problem_field=q.text", "data.answer_field=sol", "data.id_field=n",
+                                  "data.template=plain", "data.answer_style=boxed"])
+    plan = plan_benchmark(cfg, "data")
+    assert [(it.id, it.problem, it.gold) for it in plan.items] == [("7", "1+1?", "2"), ("8", "2+2?", "4")]
+    assert (plan.template, plan.style) == ("plain", "boxed")  # the data's template and answer style
+    assert "1 rows skipped" in plan.items.report()  # the row without an answer is reported
+
+
+def test_progress_prints_plain_lines_when_not_a_terminal():
+    from rlrecipes.eval.progress import EvalProgress
+
+    lines = []
+    with EvalProgress(10, every=4, log=lines.append, terminal=False) as progress:
+        progress.start_benchmark("math500")
+        for _ in range(10):
+            progress.advance(1)  # one problem at a time
+    assert [line.split(",")[0] for line in lines] == ["eval math500: 4/10 problems (40%)",
+                                                      "eval math500: 8/10 problems (80%)",
+                                                      "eval math500: 10/10 problems (100%)"]
+    assert all("problems/s" in line and "ETA" in line for line in lines)
+
+
+def test_eval_threads_default_to_half_the_cpus(monkeypatch):
+    import os
+
+    import torch
+
+    from rlrecipes.eval.runner import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+        assert set_threads(None) == 4 and torch.get_num_threads() == 4
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+        assert set_threads(None) == 1
+        assert set_threads(3) == 3
+    finally:
+        torch.set_num_threads(before)

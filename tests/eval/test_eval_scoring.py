@@ -80,3 +80,36 @@ def test_pool_and_in_process_grading_agree():
         grade_records(b, "auto", pool=pool)
         assert compute_metrics(b, pool=pool) == compute_metrics(a)
     assert [r.correct for r in a] == [r.correct for r in b]
+
+
+def test_fractional_ties_computed_by_hand():
+    # p1 maj@2: {25} vs {24} tie, 25 right -> first 1, fractional 1/2
+    # p3 maj@4: {3} x3 vs {7} -> 0 both; p2 maj@4: {0.5, 1/2} vs {1, 1} tie, first group right -> 1 vs 1/2
+    records = known_records()
+    grade_records(records, "auto")
+    first = compute_metrics(records, ties="first")
+    frac = compute_metrics(records, ties="fractional")
+    assert first["maj@2"] == pytest.approx((1 + 1 + 0) / 3, abs=1e-6)
+    assert frac["maj@2"] == pytest.approx((0.5 + 1 + 0) / 3, abs=1e-6)
+    assert first["maj@4"] == pytest.approx((1 + 1 + 0) / 3, abs=1e-6)
+    assert frac["maj@4"] == pytest.approx((1 + 0.5 + 0) / 3, abs=1e-6)
+    assert (first["maj_ties"], frac["maj_ties"]) == ("first", "fractional")  # the summary says which
+
+
+def test_answer_status_is_recorded_per_completion():
+    records = [rec("a", "4", ["\\boxed{3} no wait \\boxed{4}", "no idea at all, sorry", "\\boxed{4}"])]
+    grade_records(records, "auto")
+    assert records[0].answer_status == ["ambiguous", "none", "ok"]
+    m = compute_metrics(records)
+    assert m["ambiguous_answer_fraction"] == pytest.approx(1 / 3, abs=1e-6)
+
+
+def test_pre_extracted_answers_are_graded_as_they_are():
+    # a file of answers such as "\frac{3}{8}": re-extracting its last number (8) was the bug
+    records = [rec("a", "\\frac{3}{8}", ["\\frac{3}{8}", "0.375", "8"])]
+    records[0].answers = ["\\frac{3}{8}", "0.375", "8"]
+    grade_records(records, None)
+    assert records[0].correct == [True, True, False]
+    again = [rec("a", "\\frac{3}{8}", ["\\frac{3}{8}", "0.375", "8"])]
+    grade_records(again, "none")  # answer_style=none: each completion is the answer
+    assert again[0].correct == [True, True, False]
