@@ -157,6 +157,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     from rlrecipes.engine.checkpoints import CheckpointKeeper, GracefulStop
     from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
     from rlrecipes.engine.grpo_args import rollout_steps
+    from rlrecipes.engine.guards import RewardGuard
     from rlrecipes.engine.heldout import HeldOutAccuracy
     from rlrecipes.engine.history import AccuracyHistory
     from rlrecipes.engine.progress import MetricsWriter, RichProgress
@@ -174,13 +175,15 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     hooks = job.recipe.hooks(job.reward_context)
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
+    guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate)
+    hooks.append(guard)  # last: it checks the advantages every other hook has written
     keeper = CheckpointKeeper(job.run_dir / "checkpoints",
                               lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},
                               keep_last=t.save_keep_last, best_metric=t.save_best_metric,
                               latest_metrics=lambda: writer.rows[-1] if writer.rows else {})
     stop = GracefulStop(rollout_steps(t), notify=job.log)
     trainer = RecipeGRPOTrainer(
-        model=job.model, reward_funcs=[fn for fn, _ in job.reward_fns], args=job.args,
+        model=job.model, reward_funcs=[guard.wrap(fn) for fn, _ in job.reward_fns], args=job.args,
         peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
         train_dataset=Dataset.from_list(job.train_rows), processing_class=job.tokenizer,
         callbacks=[*callbacks, heldout, stop, keeper], hooks=hooks,

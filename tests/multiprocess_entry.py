@@ -56,6 +56,20 @@ def inject_fault(spec: str) -> None:
     MetricsWriter.on_log = on_log
 
 
+@register_reward("always_raises", needs_answer=False)
+def always_raises(ctx):
+    def reward(prompts, completions, **columns):
+        raise ZeroDivisionError("scripted failure")
+    return reward
+
+
+@register_reward("first_is_nan", needs_answer=False)
+def first_is_nan(ctx):
+    def reward(prompts, completions, **columns):
+        return [float("nan")] + [1.0] * (len(completions) - 1)
+    return reward
+
+
 if __name__ == "__main__":
     from rlrecipes.cli import main
 

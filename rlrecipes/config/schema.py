@@ -170,6 +170,10 @@ class TrainerConfig:
     # record each training example's accuracy (fraction of its group correct) every time
     # it is sampled, keyed by its id, to accuracy_history.json (one-shot RLVR's selection)
     record_accuracy_history: bool = False
+    # a reward that raises or returns NaN/inf gives that completion this value and is counted
+    # (reward_failures/<name> per step); past this share of completions the run stops with one line
+    reward_fallback: float = 0.0
+    reward_max_failure_rate: float = 0.05
     progress: bool = True  # rich live display
 
 

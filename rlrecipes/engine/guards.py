@@ -1,0 +1,107 @@
+"""Rewards that fail, and values that must never reach the weights.
+
+A reward function that raises, or returns NaN or ±inf for a completion, would otherwise
+either stop a days-long run with a traceback or silently turn the whole group's
+advantages into NaN. Instead:
+
+- each failure gives that completion `fallback` (0.0 by default: graded wrong), and is
+  counted per reward and logged per step (`reward_failures/<name>`, summed over processes);
+- past `max_failure_rate` (failures / scored completions, cumulative per reward) the run
+  stops with one line naming the reward and its first error;
+- non-finite advantages stop the step before the loss is computed, naming the cause.
+
+Every process takes the same decision from the same (reduced) counts, so no process
+waits in a collective for one that stopped.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from typing import Any, Callable
+
+import torch
+
+from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.errors import UserError
+
+
+class RewardGuard(EngineHook):
+    def __init__(self, fallback: float = 0.0, max_failure_rate: float = 0.05):
+        if not 0 <= max_failure_rate <= 1:
+            raise UserError(f"trainer.reward_max_failure_rate={max_failure_rate} must be between 0 and 1")
+        self.fallback, self.max_failure_rate = float(fallback), max_failure_rate
+        self.calls: Counter = Counter()  # completions scored, per reward (this process, since the last step)
+        self.failures: Counter = Counter()
+        self.first_error: dict[str, str] = {}
+        self.totals: dict[str, list[int]] = {}  # reward -> [failures, calls], all processes, whole run
+
+    def wrap(self, fn: Callable[..., list]) -> Callable[..., list]:
+        """`fn` with failures replaced by the fallback and counted (same name, for TRL's logs)."""
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> list:  # TRL passes keywords: prompts, completions, columns
+            completions = kwargs["completions"] if "completions" in kwargs else args[1]
+            self.calls[name] += len(completions)
+            try:
+                values = fn(*args, **kwargs)
+            except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
+                self._failed(name, len(completions), f"{type(exc).__name__}: {str(exc)[:200]}")
+                return [self.fallback] * len(completions)
+            out = []
+            for value in values:
+                if value is not None and not math.isfinite(float(value)):
+                    self._failed(name, 1, f"returned {value}")
+                    value = self.fallback
+                out.append(value)
+            return out
+
+        return guarded
+
+    def _failed(self, name: str, count: int, error: str) -> None:
+        self.failures[name] += count
+        self.first_error.setdefault(name, error)
+
+    def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: Any) -> dict[str, Any]:
+        names = sorted(set(self.calls) | set(self.totals))
+        if names:
+            local = torch.tensor([[self.failures[n], self.calls[n]] for n in names], dtype=torch.long,
+                                 device=trainer.accelerator.device)
+            summed = trainer.accelerator.reduce(local, reduction="sum").tolist()
+            self.calls.clear()
+            self.failures.clear()
+            for name, (failed, called) in zip(names, summed):
+                total = self.totals.setdefault(name, [0, 0])
+                total[0] += failed
+                total[1] += called
+                trainer.log_metric(f"reward_failures/{name}", failed)
+            self._check_rate()
+        check_advantages(batch, trainer.state.global_step + 1)
+        return batch
+
+    def _check_rate(self) -> None:
+        for name, (failed, called) in self.totals.items():
+            if called and failed / called > self.max_failure_rate:
+                first = self.first_error.get(name, "on another process")
+                raise UserError(f"reward {name!r} failed on {failed} of {called} completions "
+                                f"({failed / called:.1%} > trainer.reward_max_failure_rate={self.max_failure_rate}); "
+                                f"first failure: {first}")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"totals": self.totals}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.totals = {k: list(v) for k, v in state["totals"].items()}
+
+
+def check_advantages(batch: dict[str, Any], step: int) -> None:
+    """Stop before a non-finite advantage reaches the loss (and through it the weights)."""
+    advantages = batch.get("advantages")
+    if advantages is None or bool(torch.isfinite(advantages).all()):
+        return
+    bad = int((~torch.isfinite(advantages)).sum())
+    raise UserError(f"step {step}: {bad} of {advantages.numel()} advantages are NaN or infinite before the "
+                    "update (a reward or score returned a non-finite value that no guard caught); "
+                    "the weights were not changed")
