@@ -14,6 +14,17 @@ Prints ONE JSON line (progress goes to stderr):
 - ``wall_500x16_s``: grading 500 problems x 16 responses with a started pool, and
   ``pool_start_s``, the time to start that pool.
 
+- ``agreement_*``: extraction quality on *whole responses*: MATH-500's own worked
+  solutions rewritten in the answer styles models use (the original ``\\boxed{}``,
+  Minerva's "Final Answer: The final answer is X. I hope it is correct.", ``**Answer:** X``,
+  "the answer is $X$", the box removed so the answer is the last expression, a
+  ``####`` line, a draft box followed by a corrected answer line), each paired with its
+  own gold (right) and with another problem's gold (wrong). ``agreement_rlrecipes`` and
+  ``agreement_math_verify`` are the shares of verdicts that match those labels, for
+  ``rlrecipes.grading.grade`` and for plain ``math_verify.parse`` + ``verify`` (its own
+  extraction, default targets); ``agreement_ratio`` = rlrecipes / math-verify, per style
+  in ``agreement_by_style``. ``--only agreement`` runs just this part.
+
 - ``cpu_parallelism_probe``: the speed-up ``--workers`` processes get on pure-Python
   work on this machine at this moment (2.0 on two idle cores): the ceiling for the
   symbolic ratio. On a machine shared with other jobs it drops, and ``load_average``
@@ -83,6 +94,92 @@ def make_items(golds: list[str], samples: int, seed: int) -> list[tuple[str, str
             answer = rng.choice(right) if roll < 0.6 else rng.choice(wrong)
             items.append((text + f"Therefore the answer is $\\boxed{{{answer}}}$.", gold))
     return items
+
+
+_STYLES = ("boxed", "minerva", "bold", "answer_is", "bare", "gsm8k", "corrected")
+
+
+def _solutions(data_dir: Path) -> list[tuple[str, str]]:
+    """(worked solution, gold) of MATH-500 whose solution ends in a box."""
+    from rlrecipes.grading import last_boxed
+
+    path = data_dir / "math500" / "One-Shot-RLVR" / "test.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"agreement needs MATH-500 with solutions: {path} (pass --data-dir)")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [(r["solution"], r["answer"]) for r in rows if last_boxed(r["solution"])]
+
+
+def _restyle(solution: str, style: str, rng: random.Random) -> str:
+    """The solution with its final answer written in ``style``."""
+    from rlrecipes.grading.extract import boxes
+
+    start, end, content = boxes(solution)[-1]
+    unboxed = solution[:start] + content + solution[end:]
+    if style == "boxed":
+        return solution
+    if style == "minerva":
+        return unboxed + f"\nFinal Answer: The final answer is ${content}$. I hope it is correct."
+    if style == "bold":
+        return unboxed + f"\n\n**Answer:** ${content}$"
+    if style == "answer_is":
+        return unboxed + f"\nSo the answer is ${content}$."
+    if style == "bare":
+        return unboxed
+    if style == "gsm8k":
+        return unboxed + f"\n#### {content}"
+    # a draft answer boxed early, then corrected on a final answer line
+    return (f"A first guess is $\\boxed{{{rng.randint(2, 99)}}}$, but let us check.\n" + unboxed
+            + f"\nFinal Answer: ${content}$")
+
+
+def agreement_cases(data_dir: Path, seed: int) -> list[tuple[str, str, str, bool]]:
+    """(style, response, gold, label): each solution restyled, with its gold and a wrong one."""
+    from rlrecipes.grading import is_equivalent
+
+    rng = random.Random(seed)
+    pairs = _solutions(data_dir)
+    cases = []
+    for i, (solution, gold) in enumerate(pairs):
+        for style in rng.sample(_STYLES, 2):
+            response = _restyle(solution, style, rng)
+            other = pairs[(i + rng.randint(1, len(pairs) - 1)) % len(pairs)][1]
+            cases.append((style, response, gold, True))
+            if not is_equivalent(other, gold):  # another problem with the same answer is no negative
+                cases.append((style, response, other, False))
+    return cases
+
+
+def _agreement_math_verify(cases: list) -> list[bool]:
+    from math_verify import parse, verify
+
+    return [bool(verify(parse("$" + gold + "$"), parse(response))) for _, response, gold, _ in cases]
+
+
+def _agreement_rlrecipes(cases: list) -> list[bool]:
+    from rlrecipes.grading import grade
+
+    return [grade(response, gold) for _, response, gold, _ in cases]
+
+
+def agreement(data_dir: Path, seed: int) -> dict:
+    cases = agreement_cases(data_dir, seed)
+    ours, theirs = _agreement_rlrecipes(cases), _agreement_math_verify(cases)
+    labels = [label for *_, label in cases]
+
+    def share(verdicts: list[bool], keep: list[int]) -> float:
+        return sum(verdicts[i] == labels[i] for i in keep) / len(keep)
+
+    every = list(range(len(cases)))
+    by_style = {}
+    for style in _STYLES:
+        keep = [i for i, c in enumerate(cases) if c[0] == style]
+        by_style[style] = {"cases": len(keep), "rlrecipes": round(share(ours, keep), 3),
+                           "math_verify": round(share(theirs, keep), 3)}
+    a_ours, a_theirs = share(ours, every), share(theirs, every)
+    return {"agreement_cases": len(cases), "agreement_rlrecipes": round(a_ours, 4),
+            "agreement_math_verify": round(a_theirs, 4), "agreement_ratio": round(a_ours / a_theirs, 3),
+            "agreement_by_style": by_style}
 
 
 def _math_verify_single(items: list[tuple[str, str]]) -> float:
@@ -208,11 +305,17 @@ def main() -> None:
     parser.add_argument("--symbolic", type=int, default=300, help="sympy-only pairs for the parallel speed-up")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=["agreement"], help="run one part only")
     args = parser.parse_args()
 
     import logging
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    print("[bench] whole-response agreement", file=sys.stderr)
+    agreed = agreement(args.data_dir, args.seed)
+    if args.only == "agreement":
+        print(json.dumps({"bench": "grading", **agreed}))
+        return
     from rlrecipes.grading import GradingPool, grade_many
 
     items_500x16 = make_items(_golds(args.data_dir, 500), 16, args.seed)
@@ -281,6 +384,7 @@ def main() -> None:
         "accuracy_500x16": round(sum(verdicts) / len(verdicts), 3),
         "pool_start_s": round(t_start, 2),
         "load_average": [round(x, 2) for x in os.getloadavg()],
+        **agreed,
     }
     print(json.dumps(result))
 

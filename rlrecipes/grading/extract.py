@@ -58,7 +58,7 @@ _NOT_AN_ANSWER_RE = re.compile(
     r"unique|undefined|none\s+of)")
 _SENTENCE_END_RE = re.compile(
     r"(?<!\.)\.(?=\s|$)|;|\n|\s(?:because|since|which|where|as|so|but|for|when|if)\s", re.I)
-_THOUSANDS_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])")
+_THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _THINK_END = "</think>"
 
 # DAPO's verifier only looks at the tail of the response.
@@ -275,14 +275,37 @@ def _last_side(expr: str) -> str:
 def _clean_math(expr: str, calculation: bool = True) -> str:
     """Tidy a found expression; ``calculation`` (unmarked text only) keeps the last side
     of a worked calculation. An explicit answer is kept as written."""
-    expr = _balance(_THOUSANDS_RE.sub(lambda m: m.group(1).replace(",", ""), expr.strip()))
+    expr = _balance(_derivation_result(expr.strip()))
     expr = re.sub(r"^[\s:=]+|[\s.,;:]+$", "", expr)
+    if _THOUSANDS_RE.fullmatch(expr):  # "1,234" alone; never inside a tuple or interval
+        expr = expr.replace(",", "")
     return (_last_side(expr) if calculation else expr).strip()
 
 
+_DERIVATION_RE = re.compile(r"\\begin\{(align|aligned|eqnarray|gather|gathered|equation|split|multline)\*?\}"
+                            r"(.*?)\\end\{\1\*?\}", re.S)
+
+
+def _derivation_result(expr: str) -> str:
+    """A derivation written in an align-like environment ends in its result: the last
+    row (``&= 60.``), not the environment."""
+    found = list(_DERIVATION_RE.finditer(expr))
+    if not found:
+        return expr
+    rows = [r for r in re.split(r"\\\\(?:\[[^\]]*\])?", found[-1].group(2)) if r.strip()]
+    last = rows[-1].replace("&", " ") if rows else ""
+    return _last_side(re.sub(r"\\(?:tag|label)\{[^{}]*\}|\\(?:nonumber|notag)", "", last)).strip()
+
+
+_FUNCTION_NAMES = frozenset("sin cos tan cot sec csc log ln exp max min gcd lcm mod det lim arg deg".split())
+
+
 def _prose(content: str) -> bool:
+    """Lowercase words in a $...$ span ("$5 for apples and $"): currency, not maths.
+    Capitalised names (points AB, ABC) and function names do not count."""
     text = re.sub(r"\\(?:text|mathrm|textbf|mbox|operatorname)\{[^{}]*\}|\\[A-Za-z]+", " ", content)
-    return len(_WORD_RE.findall(text)) >= 2
+    words = [w for w in re.findall(r"(?<![A-Za-z])[a-z]{2,}(?![A-Za-z])", text) if w not in _FUNCTION_NAMES]
+    return len(words) >= 2
 
 
 def _math_candidates(text: str) -> list[tuple[int, int, str]]:
@@ -304,10 +327,18 @@ def _math_candidates(text: str) -> list[tuple[int, int, str]]:
     return sorted(out, key=lambda c: (c[1], -c[0]))
 
 
+_ASY_RE = re.compile(r"\[asy\].*?\[/asy\]", re.S)
+_TEXT_ONLY_RE = re.compile(r"\s*\\text(?:bf)?\{[^{}]+\}\s*")
+
+
 def last_math(text: str) -> str | None:
     """The last whole mathematical expression in ``text`` (rightmost end wins, as in
-    math-verify's unanchored targets), never a digit run cut out of one."""
-    for _, _, expr in reversed(_math_candidates(text)):
+    math-verify's unanchored targets), never a digit run cut out of one. Asymptote
+    drawing code is not maths; a ``$\\text{Evelyn}$`` span counts (it is set as maths)."""
+    text = _ASY_RE.sub(" ", text)
+    for start, end, expr in reversed(_math_candidates(text)):
+        if _TEXT_ONLY_RE.fullmatch(expr) and text[start] in "$\\":
+            return expr.strip()
         if _is_math(expr):
             cleaned = _clean_math(expr)
             if cleaned and _is_math(cleaned):
@@ -368,6 +399,15 @@ def _answer_from_tail(tail: str, strict: bool) -> str | None:
     return inner.strip() or None
 
 
+def _final_line(text: str, start: int, end: int) -> bool:
+    """A marker that states the final answer: "final answer", or an answer line
+    ("Answer: 4", "**Answer:** 4") that starts its line, not "check our answer: ..."."""
+    if re.search(r"(?i)final", text[start:end]):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    return not text[line_start:start].strip(" \t#>*_")
+
+
 def _markers(text: str) -> list[tuple[int, int, bool]]:
     """(marker start, answer start, is strong) for every answer marker."""
     found = [(m.start(), m.end(), not re.match(r"(?i)(?:the\s+)?answer\s+(?:is|would|will)",
@@ -420,8 +460,8 @@ def _explicit(text: str) -> Extraction | None:
     if group is not None:
         found.append((group[0], Extraction(group[1], group[2], "boxed")))
     for start, end, strong in _markers(text):
-        if group is not None and start < group[0]:
-            continue  # an earlier line: the box written after it wins anyway
+        if group is not None and (start < group[0] or not _final_line(text, start, end)):
+            continue  # a box wins over earlier lines and over "answer:" in a sentence
         answer = _answer_from_tail(text[end:], strict=not strong)
         if answer:
             found.append((start, Extraction(answer, "ok", "answer_line")))

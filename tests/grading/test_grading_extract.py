@@ -53,7 +53,8 @@ def test_gsm8k(text, expected):
 
 
 AUTO = [
-    ("blah \\boxed{2} Answer: 3", "3"),  # a later answer line beats an earlier box
+    ("blah \\boxed{2}\nAnswer: 3", "3"),  # a later answer line beats an earlier box
+    ("so \\boxed{2}; let us check our answer: 2 + 0 = 2", "2"),  # "answer:" mid-sentence does not
     ("work\nAnswer: 3", "3"),  # then the answer line
     ("So the answer is $\\frac{1}{2}$ because ...", "\\frac{1}{2}"),
     ("Thus the final answer is 3.5.", "3.5"),
