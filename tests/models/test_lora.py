@@ -223,3 +223,17 @@ def test_an_adapter_whose_base_is_gone_is_one_line(toy_model_dir, tmp_path):
     (tmp_path / "model" / "adapter_config.json").write_text(json.dumps(config))
     with pytest.raises(UserError, match="was trained on .*deleted-base, which cannot be loaded"):
         load_model(str(tmp_path / "model"), compose().model)
+
+
+@pytest.mark.slow
+def test_the_command_line_switches_lora_on_and_off(toy_model_dir, tmp_path):
+    """`rlrecipes train model.lora.r=4` trains an adapter; `model.lora=null` a full model."""
+    from tests.conftest import TINY
+
+    common = [*TINY, "trainer.max_steps=1", "trainer.eval_before=false", "trainer.eval_after=false"]
+    for switch, saved in (("model.lora.r=4", "adapter_config.json"), ("model.lora=null", "model.safetensors")):
+        run = tmp_path / switch.replace("=", "_")
+        out = rlrecipes("train", *common, switch, f"run_dir={run}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert (run / "model" / saved).is_file(), switch
+        assert json.loads((run / "summary.json").read_text())["saved_model"]["adapter"] == (saved != "model.safetensors")
