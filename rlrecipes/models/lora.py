@@ -35,6 +35,8 @@ def peft_config(model_cfg: Any) -> Any:
         raise UserError(f"model.lora.dropout={lora.dropout} must be in [0, 1)")
     if lora.bias not in BIASES:
         raise UserError(f"model.lora.bias={lora.bias!r}; valid: {', '.join(BIASES)}")
+    if lora.load_in_4bit:  # checked here too: the training job builds this before any model exists
+        _require_qlora_support()
     targets = lora.target_modules
     if not isinstance(targets, str):  # an OmegaConf ListConfig: peft wants a plain list
         targets = [str(name) for name in targets]
@@ -55,6 +57,19 @@ def quantization_kwargs(model_cfg: Any) -> dict[str, Any]:
     """
     if not lora_enabled(model_cfg) or not model_cfg.lora.load_in_4bit:
         return {}
+    _require_qlora_support()
+    import torch
+    from accelerate import PartialState
+    from transformers import BitsAndBytesConfig
+
+    config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                bnb_4bit_compute_dtype=torch.bfloat16)
+    # 4-bit weights are quantised as they load onto a GPU and cannot be moved afterwards:
+    # each process loads its copy straight onto its own device
+    return {"quantization_config": config, "device_map": {"": PartialState().local_process_index}}
+
+
+def _require_qlora_support() -> None:
     import importlib.util
 
     import torch
@@ -64,14 +79,6 @@ def quantization_kwargs(model_cfg: Any) -> dict[str, Any]:
                         "on this machine use plain LoRA (model.lora.load_in_4bit=false)")
     if importlib.util.find_spec("bitsandbytes") is None:
         raise UserError("model.lora.load_in_4bit=true (QLoRA) needs bitsandbytes: pip install bitsandbytes")
-    from accelerate import PartialState
-    from transformers import BitsAndBytesConfig
-
-    config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                bnb_4bit_compute_dtype=torch.bfloat16)
-    # 4-bit weights are quantised as they load onto a GPU and cannot be moved afterwards:
-    # each process loads its copy straight onto its own device
-    return {"quantization_config": config, "device_map": {"": PartialState().local_process_index}}
 
 
 def prepare_quantized(model: Any) -> Any:

@@ -53,6 +53,7 @@ def test_qlora_without_cuda_fails_before_any_weights_load(monkeypatch, tmp_path)
     import transformers
 
     from rlrecipes.models import load_model
+    from rlrecipes.models.lora import peft_config
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
@@ -60,6 +61,8 @@ def test_qlora_without_cuda_fails_before_any_weights_load(monkeypatch, tmp_path)
     cfg = compose("model.lora.r=8", "model.lora.load_in_4bit=true").model
     with pytest.raises(UserError, match=r"load_in_4bit=true \(QLoRA\) needs a CUDA GPU"):
         load_model(str(tmp_path), cfg)
+    with pytest.raises(UserError, match=r"load_in_4bit=true \(QLoRA\) needs a CUDA GPU"):
+        peft_config(cfg)  # what the training job checks before it builds or loads a model
 
 
 def test_qlora_composes_the_papers_4bit_settings(monkeypatch):
