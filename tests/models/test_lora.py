@@ -145,6 +145,8 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
     assert all(r["grad_norm"] > 0 for r in rows if "grad_norm" in r)
     if family != "grpo":  # beta > 0: KL to the base, adapters disabled
         assert rows[-1]["kl"] > 0
+    if family == "one_shot":  # equal rewards and, at step 1, no KL gradient: the entropy term moved the adapter
+        assert rows[0]["reward_std"] == 0 and rows[0]["kl"] == 0
     # RUN/model holds the adapter (and tokenizer), not a full model; loading it gives the trained model
     saved = run / "model"
     assert (saved / "adapter_config.json").is_file() and not (saved / "model.safetensors").exists()
