@@ -29,6 +29,7 @@ from rlrecipes.eval.items import BenchmarkItems
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_generations
 from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.grading import STYLES, GradingCounts
+from rlrecipes.grading.equivalence import gold_answer
 
 RESCORE_FROM = ("auto", "answers", "completions")
 
@@ -75,7 +76,7 @@ def prepare_rescore(cfg: Any) -> RescoreJob:
     records = []
     for lineno, row in rows:
         item = by_id.get(row.get("id")) if row.get("id") is not None else None
-        gold = row["gold"] if row["gold"] is not None else (item.gold if item else None)
+        gold = gold_answer(row["gold"]) if row["gold"] is not None else (item.gold if item else None)
         if gold is None:
             why = "has no 'id'" if row.get("id") is None else f"id {row['id']!r} is not in {name}"
             raise UserError(f"{cfg.generations}:{lineno}: no 'gold', and the line {why}; "

@@ -31,12 +31,15 @@ from rlrecipes.data.files import iter_jsonl
 from rlrecipes.errors import DataError as BenchmarkError
 
 # Our name -> the names other harnesses write (first found wins).
+# A single string (e.g. "response") is one completion.
 GENERATION_FIELDS: dict[str, tuple[str, ...]] = {
-    "gold": ("gold", "gt", "ground_truth", "answer"),
-    "completions": ("completions", "code", "responses", "outputs"),
-    "answers": ("answers", "pred", "preds", "extracted_answers"),
+    "gold": ("gold", "gt", "ground_truth", "answer", "target"),
+    "completions": ("completions", "code", "responses", "outputs", "generations", "completion",
+                    "response", "output", "generation", "model_output"),
+    "answers": ("answers", "pred", "preds", "predictions", "extracted_answers", "prediction",
+                "extracted_answer"),
     "id": ("id", "idx", "unique_id"),
-    "problem": ("problem", "question"),
+    "problem": ("problem", "question", "prompt"),
 }
 GENERATION_KEYS = tuple(GENERATION_FIELDS)
 
@@ -138,6 +141,8 @@ def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                      "completions; give one answer per completion")
         row["completions"], row["answers"] = comps, answers
         row["gold"] = _str_or_none(row.get("gold"))
+        if not isinstance(row["problem"], str):  # e.g. a prompt stored as chat messages
+            row["problem"] = None
         if row.get("id") is not None:
             row["id"] = str(row["id"])
         yield lineno, row

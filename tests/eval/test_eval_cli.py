@@ -169,7 +169,7 @@ def test_rescore_takes_missing_golds_from_the_benchmark_by_id(shared_data, tmp_p
 
 def _bad_generations(tmp_path: Path) -> str:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"gold": "1", "completions": ["a"]}\n{"gold": "2", "completion": ["b"]}\n')
+    bad.write_text('{"gold": "1", "completions": ["a"]}\n{"gold": "2", "complettions": ["b"]}\n')
     return f"generations={bad}"
 
 
@@ -189,7 +189,7 @@ def _good_generations(tmp_path: Path) -> str:
     (lambda t: ["benchmark=nope"], "unknown benchmark 'nope'; valid: aime24"),
     (lambda t: ["benchmark=aime24,nope"], "unknown benchmark 'nope'; valid: aime24"),
     (lambda t: ["benchmark=math500", f"data_dir={t / 'missing'}"], "does not exist"),
-    (lambda t: ["benchmark=math500", _bad_generations(t)], "bad.jsonl:2: no completions or answers (keys here: completion, gold)"),
+    (lambda t: ["benchmark=math500", _bad_generations(t)], "bad.jsonl:2: no completions or answers (keys here: complettions, gold)"),
     (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
     (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
     (lambda t: ["generation.backend=vllm"], "generation.backend=vllm needs vLLM"),
