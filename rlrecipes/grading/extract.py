@@ -66,6 +66,8 @@ ANSWER_LINE_WINDOW = 300
 # A text answer after a marker longer than this many words is a sentence, not an answer.
 _MAX_TEXT_ANSWER_WORDS = 6
 _MAX_WEAK_TEXT_WORDS = 3  # after "the answer is", which prose uses too
+_TAIL_CHARS = 2000  # an answer follows its marker closely; never scan a whole response per marker
+_MAX_MARKERS = 32  # the last markers only: a degenerate loop of "the answer is" stays cheap
 
 
 @dataclass(frozen=True)
@@ -77,44 +79,46 @@ class Extraction:
     source: str = ""  # boxed | answer_line | final_answer | #### | last_math | whole
 
 
-def _match_braces(text: str, open_idx: int) -> int | None:
-    """Index of the brace closing the one at ``open_idx``, or None if unbalanced."""
-    depth = 0
-    i = open_idx
-    while i < len(text):
+def _brace_map(text: str) -> dict[int, int]:
+    """Index of every ``{`` -> its closing ``}`` (unclosed ones are absent), in one pass:
+    a truncated response with thousands of open braces must not cost quadratic time.
+    Escaped braces (``\\{``, ``\\}``) do not count."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
         ch = text[i]
-        if ch == "\\":  # an escaped brace (\{ or \}) does not count
+        if ch == "\\":
             i += 2
             continue
         if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return None
+    return pairs
 
 
-def _box_span(text: str, start: int) -> tuple[str, int] | None:
+def _box_span(text: str, start: int, braces: dict[int, int]) -> tuple[str, int] | None:
     """(content, end) of the box whose command ends at ``start``; None if incomplete."""
     i = start
     while i < len(text) and text[i] == " ":
         i += 1
     if i < len(text) and text[i] == "{":
-        end = _match_braces(text, i)
+        end = braces.get(i)
         return None if end is None else (text[i + 1 : end], end + 1)
     if i > start:  # "\boxed 5": up to the next space or dollar sign
-        m = re.match(r"[^\s$]+", text[i:])
+        m = re.match(r"[^\s$]+", text[i:i + 200])
         return (m.group(0), i + m.end()) if m else None
     return None
 
 
 def boxes(text: str) -> list[tuple[int, int, str]]:
     """Every complete box as ``(start, end, content)``, in order."""
+    braces = _brace_map(text) if "{" in text else {}
     out = []
     for m in _BOX_RE.finditer(text):
-        span = _box_span(text, m.end())
+        span = _box_span(text, m.end(), braces)
         if span is not None and span[0].strip():
             out.append((m.start(), span[1], span[0].strip()))
     return out
@@ -190,6 +194,7 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
     start: int | None = None
     depth = 0
     i, n = 0, len(text)
+    braces = _brace_map(text)
 
     def close(end: int) -> None:
         nonlocal start, depth
@@ -223,7 +228,7 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
             i = cmd.end() if cmd else i + 2
             continue
         if ch == "{":
-            end = _match_braces(text, i)
+            end = braces.get(i)
             if end is None:
                 close(i)
                 i += 1
@@ -459,15 +464,21 @@ def _explicit(text: str) -> Extraction | None:
     group = _box_group(text)
     if group is not None:
         found.append((group[0], Extraction(group[1], group[2], "boxed")))
-    for start, end, strong in _markers(text):
-        if group is not None and (start < group[0] or not _final_line(text, start, end)):
-            continue  # a box wins over earlier lines and over "answer:" in a sentence
-        answer = _answer_from_tail(text[end:], strict=not strong)
-        if answer:
-            found.append((start, Extraction(answer, "ok", "answer_line")))
     gsm = _gsm8k_marker(text)
     if gsm is not None:
         found.append((gsm[0], Extraction(gsm[1], "ok", "####")))
+    latest = max((f[0] for f in found), default=-1)
+    # from the last marker backwards, so a response that repeats "Answer:" a thousand
+    # times costs one look, not a thousand
+    for start, end, strong in reversed(_markers(text)[-_MAX_MARKERS:]):
+        if start < latest:
+            break
+        if group is not None and not _final_line(text, start, end):
+            continue  # "check our answer: ..." in a sentence does not override a box
+        answer = _answer_from_tail(text[end : end + _TAIL_CHARS], strict=not strong)
+        if answer:
+            found.append((start, Extraction(answer, "ok", "answer_line")))
+            break
     return max(found, key=lambda f: f[0])[1] if found else None
 
 

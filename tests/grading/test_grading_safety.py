@@ -83,3 +83,18 @@ def _dead_worker_spawner(pool):
 
 def _exit_now() -> None:
     raise SystemExit(3)
+
+
+@pytest.mark.parametrize("text", [
+    "x" * 100 + "\\boxed{" * 3000,  # a truncated loop of unclosed boxes
+    "{" * 5000 + "1 and more words",
+    "\\boxed{5}" + " Answer: 3\n" * 3000,  # a repetition loop after the answer
+    "the answer is " * 3000,
+    "\\begin{pmatrix}" * 3000 + " 1",
+])
+def test_degenerate_responses_are_extracted_in_linear_time(text):
+    from rlrecipes.grading import extract
+
+    start = time.monotonic()
+    extract(text)
+    assert time.monotonic() - start < 1.0  # these took 1.6-11 s with per-box / per-marker rescans
