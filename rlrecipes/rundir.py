@@ -16,6 +16,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 MARKER = "config.yaml"  # a directory holding this file holds a run
+CLAIM = ".rlrecipes-run"  # created exclusively when a command takes an explicit run_dir
 # The command line as the user typed it: Hydra's entry point replaces sys.argv with the
 # overrides alone (see config/hydra_app.py), which would drop the subcommand.
 invocation: list[str] | None = None
@@ -40,7 +41,12 @@ def create_run_dir(requested: str | None, output_root: str, label: str,
         if (path / MARKER).exists() or (path / "summary.json").exists():
             raise RunDirError(f"run_dir={path} already holds a run; choose another path "
                               "(runs are never overwritten)")
-        path.mkdir(parents=True, exist_ok=True)
+        _make_dir(path, exist_ok=True)
+        try:  # exclusive create: of two commands started on one run_dir at once, one gets it
+            os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            raise RunDirError(f"run_dir={path} is taken by another command (or a run that failed: remove "
+                              f"{path / CLAIM} if none is running); choose another path") from None
         return path
     if job_num is not None and sweep_dir:
         base = Path(sweep_dir) / f"{job_num}-{label}"
@@ -49,11 +55,21 @@ def create_run_dir(requested: str | None, output_root: str, label: str,
     path, n = base, 1
     while True:
         try:
-            path.mkdir(parents=True, exist_ok=False)
+            _make_dir(path, exist_ok=False)
             return path
         except FileExistsError:
             n += 1
             path = base.with_name(f"{base.name}-{n}")
+
+
+def _make_dir(path: Path, exist_ok: bool) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except (PermissionError, NotADirectoryError, OSError) as exc:
+        if isinstance(exc, FileExistsError):
+            raise
+        raise RunDirError(f"cannot create the run directory {path}: {exc.strerror or exc}; "
+                          "set run_dir= or output_root= to a writable folder") from None
 
 
 def is_main_process() -> bool:
@@ -156,7 +172,7 @@ def discard_unstarted_run(run_dir: Path) -> None:
     fixed. Anything else in the folder is left alone."""
     if (run_dir / "metrics.jsonl").exists() or (run_dir / "summary.json").exists():
         return
-    for name in (MARKER, "versions.json"):
+    for name in (MARKER, "versions.json", CLAIM):
         (run_dir / name).unlink(missing_ok=True)
     import shutil
 

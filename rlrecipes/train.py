@@ -204,7 +204,16 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
     _say_if_sharding_is_ignored(trainer, job.log)
     checkpoint = _resume(job, trainer, writer, heldout) if cfg.resume else None
     started = time.time()
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    done = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
+    if done >= cfg.trainer.max_steps:
+        # trained to the end before the interruption (e.g. the final save failed): HF would run
+        # one step more when resuming there, so the checkpoint's weights are loaded instead
+        trainer._load_from_checkpoint(str(checkpoint))
+        trainer.state.global_step = done
+        if heldout.measure_after:
+            heldout.after = heldout.measure()
+    else:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     if stop.stopped_at is not None:
         import signal
 
@@ -308,15 +317,38 @@ def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
 # ----------------------------------------------------------------------------- finish
 def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
     """The model (every process takes part: ZeRO-3 gathers its shards to save) and summary.json."""
-    from rlrecipes.models.lora import save_trained_model
+    from rlrecipes.models import lora
 
     # with LoRA: the adapter (RUN/model) and, on request, a merged copy (RUN/model_merged)
-    job.summary["saved_model"] = save_trained_model(trainer, job.tokenizer, job.run_dir / "model", job.cfg.model)
+    out = job.run_dir / "model"
+    try:
+        job.summary["saved_model"] = lora.save_trained_model(trainer, job.tokenizer, out, job.cfg.model)
+    except Exception as exc:  # disk full, quota, a vanished mount: say what survived and how to finish
+        if not _is_storage_error(exc):
+            raise
+        from rlrecipes.engine.checkpoints import last_complete_checkpoint
+
+        kept = last_complete_checkpoint(job.run_dir / "checkpoints")
+        then = (f"the last complete checkpoint {kept} is intact: free space, then rlrecipes train resume=true "
+                f"run_dir={job.run_dir} writes the model" if kept else "no checkpoint was kept (trainer.save_steps)")
+        raise UserError(f"cannot write the trained model to {out}: {_storage_reason(exc)}; {then}") from None
     trainer.accelerator.wait_for_everyone()
     job.summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
     job.summary["wall_seconds"] = round(time.time() - started, 2)
     if job.is_main:
         write_json(job.run_dir / "summary.json", job.summary)  # the training's result, whatever the evaluation does
+
+
+def _is_storage_error(exc: BaseException) -> bool:
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+        return True
+    return "No space left" in str(exc) or "Disk quota" in str(exc)  # safetensors' own error type
+
+
+def _storage_reason(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
 
 
 def evaluate_final_model(job: TrainingJob, trainer: Any, started: float) -> None:

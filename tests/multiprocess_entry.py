@@ -5,7 +5,8 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
 - `kill_after_step:N`: SIGKILL right after step N is logged (between two steps);
 - `kill_in_checkpoint:N`: SIGKILL after HF wrote checkpoint-N's files but before rlrecipes
   completed it (engine state and marker), i.e. during the checkpoint write;
-- `term_after_step:N` / `int_after_step:N`: SIGTERM / SIGINT after step N is logged.
+- `term_after_step:N` / `int_after_step:N`: SIGTERM / SIGINT after step N is logged;
+- `disk_full_at_final_save:0`: writing the trained model fails with ENOSPC.
 
 `scripted_groups` scores a completion from its prompt and its position in the group only,
 never from its sampled text, so which groups are mixed is the same whatever the process
@@ -36,6 +37,15 @@ def inject_fault(spec: str) -> None:
 
     kind, step = spec.split(":")
     step = int(step)
+    if kind == "disk_full_at_final_save":
+        import errno
+
+        import rlrecipes.models.lora as lora
+
+        def save_trained_model(*args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        lora.save_trained_model = save_trained_model
+        return
     if kind == "kill_in_checkpoint":
         def on_save(self, args, state, control, **kwargs):
             if state.global_step == step:

@@ -108,3 +108,16 @@ def test_resume_refuses_other_settings_and_finished_runs(uninterrupted, tmp_path
     assert out.returncode == 2
     assert "resume=true with other settings than the run was started with: trainer.learning_rate" in out.stdout
     assert "error:" in out.stdout and len([l for l in out.stdout.splitlines() if l.startswith("error:")]) == 1
+
+
+def test_disk_full_at_the_final_save_is_one_line_and_the_checkpoint_finishes_the_run(tmp_path):
+    run = tmp_path / "run"
+    full = train(f"run_dir={run}", cwd=tmp_path, fault="disk_full_at_final_save:0")
+    assert full.returncode == 2
+    text = " ".join(full.stdout.split())
+    assert f"cannot write the trained model to {run / 'model'}: No space left on device" in text
+    assert "checkpoint-6 is intact" in text and "Traceback" not in full.stdout + full.stderr
+    resumed = train(f"run_dir={run}", "resume=true", cwd=tmp_path)  # space freed: the model is written
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert (run / "model" / "model.safetensors").is_file() and (run / "summary.json").is_file()
+    assert [r["step"] for r in rows(run)] == [1, 2, 3, 4, 5, 6]

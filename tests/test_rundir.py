@@ -20,6 +20,20 @@ def test_explicit_run_dir_that_holds_a_run_is_refused(tmp_path):
         create_run_dir(str(tmp_path / "r"), "unused", "x")
 
 
+def test_two_commands_can_never_share_an_explicit_run_dir(tmp_path):
+    """The claim is an exclusive create, so the second of two simultaneous commands (both
+    past the 'holds a run' check, neither has written config.yaml yet) is refused."""
+    create_run_dir(str(tmp_path / "r"), "unused", "x")
+    with pytest.raises(RunDirError, match="is taken by another command"):
+        create_run_dir(str(tmp_path / "r"), "unused", "x")
+
+
+def test_a_run_dir_that_cannot_be_created_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RunDirError, match="cannot create the run directory .*file/r.* writable folder"):
+        create_run_dir(str(tmp_path / "file" / "r"), "unused", "x")
+
+
 def test_multirun_jobs_get_their_own_folders(tmp_path):
     a = create_run_dir(str(tmp_path / "sweep"), "unused", "x", job_num=0)
     b = create_run_dir(str(tmp_path / "sweep"), "unused", "x", job_num=1)

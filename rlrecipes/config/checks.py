@@ -40,6 +40,8 @@ def check_train_values(cfg: Any) -> None:
         ("trainer.micro_batch_size", t.micro_batch_size, 1), ("trainer.num_iterations", t.num_iterations, 1),
         ("trainer.max_completion_length", t.max_completion_length, 1), ("seed", cfg.seed, 0),
         ("trainer.learning_rate", t.learning_rate, 0), ("recipe.beta", r.beta, 0), ("recipe.epsilon", r.epsilon, 0),
+        ("trainer.top_k", t.top_k, 0), ("trainer.eval_batch_size", t.eval_batch_size, 1),
+        ("trainer.logging_steps", t.logging_steps, 1),
     ]
     for key, value, low in at_least:
         if value < low:
@@ -48,6 +50,11 @@ def check_train_values(cfg: Any) -> None:
     if not t.temperature > 0:
         raise ConfigError(f"trainer.temperature={t.temperature} must be positive (sampling needs it; "
                           "greedy rollouts would make every group's rewards equal)")
+    if t.save_keep_last is not None and t.save_keep_last < 1:
+        raise ConfigError(f"trainer.save_keep_last={t.save_keep_last} must be at least 1 (or null to keep every "
+                          "checkpoint): a resume needs the last one")
+    if t.save_steps is not None and t.save_steps < 1:
+        raise ConfigError(f"trainer.save_steps={t.save_steps} must be at least 1 (or null for no checkpoints)")
     if not 0 < t.top_p <= 1:
         raise ConfigError(f"trainer.top_p={t.top_p} must be in (0, 1]")
     if r.epsilon_high is not None and r.epsilon_high < r.epsilon:

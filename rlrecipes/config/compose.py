@@ -38,6 +38,7 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
     from rlrecipes.config.store import register_configs
 
     register_configs()
+    _refuse_free_additions(config_name, overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -54,6 +55,24 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
 
         check_train_values(cfg)
     return cfg
+
+
+def _refuse_free_additions(config_name: str, overrides: Sequence[str]) -> None:
+    """`+key=value` adds a key Hydra would otherwise accept silently; only free-form dicts
+    (`*_kwargs`, e.g. trainer.lr_scheduler_kwargs) and config groups may take new keys, so
+    `+trainer.lerning_rate=1` is a typo, not a setting."""
+    for ov in overrides:
+        if not ov.startswith("+") or ov.startswith("++"):
+            continue
+        key = ov[1:].split("=", 1)[0]
+        parts = key.split(".")
+        if parts[0] == "hydra" or (len(parts) == 1 and (conf_dir() / key).is_dir()):
+            continue
+        if any(part.endswith("_kwargs") for part in parts[:-1]):
+            continue
+        valid = _valid_keys(key, config_name, [o for o in overrides if o != ov])
+        raise ConfigError(f"unknown key {key!r} ('+' adds keys only inside *_kwargs dicts such as "
+                          f"trainer.lr_scheduler_kwargs); valid keys here: {', '.join(valid)}")
 
 
 def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ()) -> str:

@@ -11,25 +11,38 @@ from rlrecipes.errors import DataError
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """`(line number, object)` for each non-empty line; a bad line is a one-line DataError."""
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = _decode(raw, path, lineno)
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            row = _loads(line, path, lineno)
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got "
                                      f"{type(row).__name__}")
             yield lineno, row
 
 
-def _json(path: Path) -> list[dict[str, Any]]:
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                        "re-encode the file as UTF-8") from None
+
+
+def _loads(text: str, path: Path, lineno: int | None) -> Any:
+    where = f"{path}:{lineno}" if lineno else str(path)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise DataError(f"{path}:{lineno or exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:  # a value nested thousands of levels deep: no data set looks like that
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+
+
+def _json(path: Path) -> list[dict[str, Any]]:
+    data = _loads(_decode(path.read_bytes(), path, 1), path, None)
     if isinstance(data, dict):  # {"data": [...]} / {"rows": [...]} / {"test": [...]}
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) != 1:

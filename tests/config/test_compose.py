@@ -37,6 +37,12 @@ def test_overrides_apply_with_types():
     ("seed=-1", "seed=-1 must be at least 0"),
     ("recipe.epsilon_high=0.1", "recipe.epsilon_high=0.1 is below recipe.epsilon=0.2"),
     ('final_eval=["benchmark=aime2x"]', "final_eval: unknown benchmark 'aime2x'; valid: aime24"),
+    ("trainer.top_k=-1", "trainer.top_k=-1 must be at least 0"),
+    ("trainer.eval_batch_size=0", "trainer.eval_batch_size=0 must be at least 1"),
+    ("trainer.save_keep_last=0", "trainer.save_keep_last=0 must be at least 1 (or null to keep every checkpoint)"),
+    ("trainer.save_steps=0", "trainer.save_steps=0 must be at least 1 (or null for no checkpoints)"),
+    # a '+' would add the misspelt key silently: only *_kwargs dicts take new keys
+    ("+trainer.lerning_rate=100", "unknown key 'trainer.lerning_rate' ('+' adds keys only inside *_kwargs dicts"),
 ])
 def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
     """(one override at a time, composed as `rlrecipes train` / `config show` do)"""
@@ -83,3 +89,8 @@ def test_groups_of_the_other_command_and_sweeps_without_m_are_explained(name, ov
     with pytest.raises(ConfigError) as err:
         compose_config(name, [override])
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_plus_still_adds_scheduler_arguments():
+    cfg = compose_config("train", ["+trainer.lr_scheduler_kwargs.min_lr_rate=0.1"])
+    assert cfg.trainer.lr_scheduler_kwargs.min_lr_rate == 0.1

@@ -80,6 +80,17 @@ def test_bad_jsonl_row_and_missing_file_are_one_line_errors(tmp_path):
         read_records(str(tmp_path / "missing.jsonl"))
 
 
+def test_undecodable_and_absurdly_nested_files_are_one_line_errors(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"q": "a"}\n{"q": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"latin1.jsonl:2: not UTF-8 text \(byte 0xe9 at column 11\)"):
+        read_records(str(path))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DataError, match="deep.json: JSON nested too deeply to read"):
+        read_records(str(deep))
+
+
 def test_shared_benchmark_files_load_as_is(shared_data):
     rows, source = read_records(str(shared_data / "math500" / "One-Shot-RLVR" / "test.jsonl"))
     loaded = to_problems(rows, source, "problem", "answer", "unique_id")
