@@ -64,6 +64,11 @@ _TEXT_ANSWER_RE = re.compile(r"[A-Za-z][A-Za-z' \-]*")
 _MAX_DIGITS = 200
 
 
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+
+
 def _strip_outer_box(s: str) -> str:
     m = re.match(r"^\\(?:boxed|fbox)\s*\{", s)
     if not m:
@@ -147,6 +152,7 @@ def clean_answer(answer: str) -> tuple[str, bool]:
     choice = _CHOICE_RE.fullmatch(s)
     if choice:
         s = choice.group(1)
+    s = _NUMBER_WORDS.get(s.strip().casefold(), s)  # "six" -> 6: a whole answer written in words
     return _canonical_number(s.strip()), percent
 
 

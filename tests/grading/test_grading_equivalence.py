@@ -127,3 +127,8 @@ def test_constants_that_clearly_differ_skip_the_symbolic_comparison():
 ])
 def test_one_line_responses_grade_by_their_answer(response, gold):
     assert grade(response, gold)
+
+
+def test_a_whole_answer_in_words_is_its_number():
+    assert is_equivalent("six", "6") and is_equivalent("\\text{Seven}", "7")
+    assert not is_equivalent("none", "1")
