@@ -76,7 +76,7 @@ def _cached(folder: Path, key: Any, build: Callable[[Path], None], log: Callable
         if _is_current(folder, key):
             return folder
         if folder.exists():
-            log(f"rebuilding {folder}: it was built by an older version of its builder")
+            log(f"rebuilding {folder}: it was built by an older version of its builder, or its weights are damaged")
             stale = Path(tempfile.mkdtemp(prefix=folder.name + ".stale.", dir=folder.parent))
             folder.rename(stale / folder.name)  # out of the way at once; deleted below
             shutil.rmtree(stale, ignore_errors=True)
@@ -88,9 +88,27 @@ def _is_current(folder: Path, key: Any) -> bool:
     if not (folder / "config.json").is_file() or not record.is_file():
         return False
     try:
-        return json.loads(record.read_text()) == json.loads(json.dumps(key, default=str))
+        same = json.loads(record.read_text()) == json.loads(json.dumps(key, default=str))
     except ValueError:  # a torn record: rebuild
         return False
+    return same and _weights_readable(folder)
+
+
+def _weights_readable(folder: Path) -> bool:
+    """Every safetensors file's header parses and the file is as long as the header says: a
+    truncated or overwritten cache entry is rebuilt instead of breaking every later run."""
+    files = list(folder.glob("*.safetensors"))
+    try:
+        for path in files:
+            with open(path, "rb") as f:
+                header_size = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(header_size))
+            data_end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+            if path.stat().st_size != 8 + header_size + data_end:
+                return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a safetensors file any more
+        return False
+    return bool(files)
 
 
 def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
@@ -147,6 +165,12 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
             model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs, **quantized)
     except OSError as exc:
         raise UserError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:
+        if type(exc).__name__ != "SafetensorError":
+            raise
+        # a truncated or overwritten weights file: name the folder instead of a deserialisation traceback
+        raise UserError(f"cannot load model {name_or_path!r}: a .safetensors file there is damaged "
+                        f"({str(exc).splitlines()[0]}); restore or re-download it") from None
     if quantized:
         model = lora.prepare_quantized(model)
     if tokenizer.pad_token is None:

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from rlrecipes.models import load_model, resolve_model_path
 from rlrecipes.models.toy import _plateaued, build_tokenizer
 from tests.conftest import compose
@@ -43,3 +45,46 @@ def test_toy_model_is_cached_by_config_and_reloads(toy_model_dir: Path):
 def test_explicit_name_or_path_wins_over_builder():
     cfg = compose("model.name_or_path=/some/folder")
     assert resolve_model_path(cfg.model) == "/some/folder"
+
+
+def test_a_damaged_cache_entry_is_rebuilt_not_reused(tmp_path):
+    """A truncated model.safetensors in the cache (a disk filled mid-write, a killed copy) would
+    break every later run until found by hand; the cache notices and rebuilds it."""
+    from rlrecipes.models import _cached
+
+    builds = []
+
+    def build(folder):
+        import torch
+        from safetensors.torch import save_file
+
+        builds.append(folder)
+        (folder / "config.json").write_text("{}")
+        save_file({"w": torch.zeros(64)}, str(folder / "model.safetensors"))
+
+    folder = tmp_path / "entry"
+    assert _cached(folder, {"k": 1}, build, log=lambda _: None) == folder
+    assert _cached(folder, {"k": 1}, build, log=lambda _: None) == folder and len(builds) == 1  # reused
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-10])  # truncated
+    messages = []
+    _cached(folder, {"k": 1}, build, log=messages.append)
+    assert len(builds) == 2 and "weights are damaged" in messages[0]
+    from safetensors.torch import load_file
+
+    assert load_file(str(weights))["w"].shape == (64,)
+
+
+def test_a_damaged_model_folder_is_one_line(toy_model_dir, tmp_path):
+    import shutil
+
+    from rlrecipes.errors import UserError
+    from rlrecipes.models import load_model
+    from tests.conftest import compose
+
+    folder = tmp_path / "model"
+    shutil.copytree(toy_model_dir, folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(UserError, match="a .safetensors file there is damaged"):
+        load_model(str(folder), compose().model)
