@@ -175,7 +175,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     hooks = job.recipe.hooks(job.reward_context)
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
-    guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate)
+    guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s)
     hooks.append(guard)  # last: it checks the advantages every other hook has written
     keeper = CheckpointKeeper(job.run_dir / "checkpoints",
                               lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},

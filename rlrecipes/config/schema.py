@@ -174,6 +174,7 @@ class TrainerConfig:
     # (reward_failures/<name> per step); past this share of completions the run stops with one line
     reward_fallback: float = 0.0
     reward_max_failure_rate: float = 0.05
+    reward_timeout_s: Optional[float] = 300.0  # CPU seconds per reward call (one batch); null = no limit
     progress: bool = True  # rich live display
 
 

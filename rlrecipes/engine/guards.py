@@ -4,6 +4,8 @@ A reward function that raises, or returns NaN or ±inf for a completion, would o
 either stop a days-long run with a traceback or silently turn the whole group's
 advantages into NaN. Instead:
 
+- a call that raises, or runs past `timeout_s` of CPU time (a hung parser), fails every
+  completion it was scoring;
 - each failure gives that completion `fallback` (0.0 by default: graded wrong), and is
   counted per reward and logged per step (`reward_failures/<name>`, summed over processes);
 - past `max_failure_rate` (failures / scored completions, cumulative per reward) the run
@@ -16,10 +18,13 @@ waits in a collective for one that stopped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import signal
+import threading
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -27,11 +32,17 @@ from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 
 
+class RewardTimeout(Exception):
+    """A reward call used up its CPU-time budget."""
+
+
 class RewardGuard(EngineHook):
-    def __init__(self, fallback: float = 0.0, max_failure_rate: float = 0.05):
+    def __init__(self, fallback: float = 0.0, max_failure_rate: float = 0.05, timeout_s: float | None = None):
         if not 0 <= max_failure_rate <= 1:
             raise UserError(f"trainer.reward_max_failure_rate={max_failure_rate} must be between 0 and 1")
-        self.fallback, self.max_failure_rate = float(fallback), max_failure_rate
+        if timeout_s is not None and timeout_s <= 0:
+            raise UserError(f"trainer.reward_timeout_s={timeout_s} must be positive (or null for no limit)")
+        self.fallback, self.max_failure_rate, self.timeout_s = float(fallback), max_failure_rate, timeout_s
         self.calls: Counter = Counter()  # completions scored, per reward (this process, since the last step)
         self.failures: Counter = Counter()
         self.first_error: dict[str, str] = {}
@@ -46,7 +57,12 @@ class RewardGuard(EngineHook):
             completions = kwargs["completions"] if "completions" in kwargs else args[1]
             self.calls[name] += len(completions)
             try:
-                values = fn(*args, **kwargs)
+                with cpu_time_limit(self.timeout_s):
+                    values = fn(*args, **kwargs)
+            except RewardTimeout:
+                self._failed(name, len(completions), f"used more than trainer.reward_timeout_s={self.timeout_s} "
+                                                      "s of CPU time")
+                return [self.fallback] * len(completions)
             except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
                 self._failed(name, len(completions), f"{type(exc).__name__}: {str(exc)[:200]}")
                 return [self.fallback] * len(completions)
@@ -94,6 +110,31 @@ class RewardGuard(EngineHook):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.totals = {k: list(v) for k, v in state["totals"].items()}
+
+
+@contextlib.contextmanager
+def cpu_time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise RewardTimeout in the block once it has used `seconds` of CPU time.
+
+    CPU time (ITIMER_PROF / SIGPROF), not wall time: math-verify arms and clears
+    `signal.alarm` (ITIMER_REAL) inside the rewards, which would cancel a wall-clock timer,
+    and a hung parser is a busy loop. Main thread only (signals are delivered there);
+    elsewhere the block runs without a limit.
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise RewardTimeout
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def check_advantages(batch: dict[str, Any], step: int) -> None:

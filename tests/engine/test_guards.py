@@ -49,6 +49,23 @@ def test_non_finite_values_are_failures_but_none_means_not_applicable():
     assert guard.failures["r"] == 2 and guard.calls["r"] == 4
 
 
+def test_a_hung_reward_is_cut_off_by_its_cpu_budget():
+    import time
+
+    def spins(prompts, completions, **kw):
+        while True:  # a parser stuck on a pathological completion
+            pass
+
+    guard = RewardGuard(fallback=0.0, max_failure_rate=1.0, timeout_s=0.3)
+    started = time.process_time()
+    assert guard.wrap(named(spins, "spins"))(prompts=["p"] * 3, completions=["a"] * 3) == [0.0, 0.0, 0.0]
+    assert time.process_time() - started < 5
+    assert guard.failures["spins"] == 3 and "reward_timeout_s=0.3" in guard.first_error["spins"]
+    # the timer is gone afterwards: a later slow-but-finite call is not cut off
+    fine = guard.wrap(named(lambda prompts, completions, **kw: [1.0] * len(completions), "fine"))
+    assert fine(prompts=["p"], completions=["a"]) == [1.0]
+
+
 def test_past_the_rate_the_run_stops_with_one_line():
     guard = RewardGuard(fallback=0.0, max_failure_rate=0.25)
     fn = guard.wrap(named(lambda prompts, completions, **kw: [math.nan] + [1.0] * (len(completions) - 1), "half"))
