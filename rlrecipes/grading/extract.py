@@ -79,23 +79,22 @@ class Extraction:
     source: str = ""  # boxed | answer_line | final_answer | #### | last_math | whole
 
 
-def _brace_map(text: str) -> dict[int, int]:
-    """Index of every ``{`` -> its closing ``}`` (unclosed ones are absent), in one pass:
-    a truncated response with thousands of open braces must not cost quadratic time.
-    Escaped braces (``\\{``, ``\\}``) do not count."""
+_BRACE_TOKEN_RE = re.compile(r"\\.|[{}]", re.S)
+
+
+def _brace_map(text: str, start: int = 0) -> dict[int, int]:
+    """Index of every ``{`` from ``start`` on -> its closing ``}`` (unclosed ones are
+    absent), in one pass: a truncated response with thousands of open braces must not
+    cost quadratic time. Escaped braces (``\\{``, ``\\}``) do not count; braces before
+    ``start`` cannot change how later ones pair."""
     pairs: dict[int, int] = {}
     stack: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
+    for m in _BRACE_TOKEN_RE.finditer(text, start):
+        ch = m.group(0)
         if ch == "{":
-            stack.append(i)
+            stack.append(m.start())
         elif ch == "}" and stack:
-            pairs[stack.pop()] = i
-        i += 1
+            pairs[stack.pop()] = m.start()
     return pairs
 
 
@@ -115,9 +114,10 @@ def _box_span(text: str, start: int, braces: dict[int, int]) -> tuple[str, int] 
 
 def boxes(text: str) -> list[tuple[int, int, str]]:
     """Every complete box as ``(start, end, content)``, in order."""
-    braces = _brace_map(text) if "{" in text else {}
+    found = list(_BOX_RE.finditer(text))
+    braces = _brace_map(text, found[0].end()) if found else {}
     out = []
-    for m in _BOX_RE.finditer(text):
+    for m in found:
         span = _box_span(text, m.end(), braces)
         if span is not None and span[0].strip():
             out.append((m.start(), span[1], span[0].strip()))
