@@ -60,7 +60,9 @@ def reward_names() -> list[str]:
 def build_reward(name: str, ctx: RewardContext) -> RewardFn:
     _load_builtin()
     if name not in _FACTORIES:
-        raise KeyError(f"unknown reward {name!r}; valid: {', '.join(sorted(_FACTORIES))}")
+        from rlrecipes.errors import UserError
+
+        raise UserError(f"unknown reward {name!r} (recipe.rewards); valid: {', '.join(sorted(_FACTORIES))}")
     fn = _FACTORIES[name](ctx)
     fn.__name__ = name  # TRL logs rewards/<__name__>/mean
     return fn
