@@ -124,11 +124,28 @@ def eval_(
 
 
 @app.command()
-def report(run_dirs: List[str] = typer.Argument(..., help="Run directories (or folders holding runs).")) -> None:
-    """Comparison table of runs (eval: each benchmark's headline metric; train: accuracy before/after)."""
-    from rlrecipes.eval.report import comparison_table
+def report(
+    run_dirs: List[str] = typer.Argument(..., help="Run directories, folders holding runs (a sweep) or globs."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="Columns whose runs fold into mean ± std "
+                                           "(e.g. recipe,trainer.learning_rate); auto = every parameter but seed."),
+    sort: Optional[str] = typer.Option(None, "--sort", help="Column to sort by."),
+    desc: bool = typer.Option(False, "--desc", help="Sort descending."),
+    where: List[str] = typer.Option([], "--where", help="Keep rows where KEY=VALUE (also !=, >, <, >=, <=); repeatable."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for report.csv, report.json and report.md."),
+    csv: Optional[str] = typer.Option(None, "--csv", help="CSV file to write (raw fractions)."),
+    json_file: Optional[str] = typer.Option(None, "--json", help="JSON file to write."),
+    md: Optional[str] = typer.Option(None, "--md", help="Markdown file to write (a table for a paper)."),
+) -> None:
+    """Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ, final and best metrics)."""
+    from pathlib import Path
 
-    console.print(comparison_table(run_dirs))
+    from rlrecipes.eval.report import make_report, rich_table, write_exports
+
+    groups = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else []
+    table = make_report(run_dirs, groups, sort, desc, where)
+    console.print(rich_table(table))
+    for path in write_exports(table, Path(out) if out else None, {"csv": csv, "json": json_file, "md": md}):
+        console.print(f"wrote {path}", highlight=False)
 
 
 @app.command("launch-config")

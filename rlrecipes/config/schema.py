@@ -236,3 +236,6 @@ class TrainConfig:
     # `rlrecipes eval` overrides run on the final model after training, into RUN/eval/
     # (e.g. [benchmark=aime24, protocol=dapo_avg32]); empty: none
     final_eval: List[str] = field(default_factory=list)
+    # experiment trackers that receive the logged metrics: tensorboard, wandb, trackio
+    # (several at once); empty: none. Run name = the run directory's name.
+    report_to: List[str] = field(default_factory=list)

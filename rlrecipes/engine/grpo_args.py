@@ -62,6 +62,34 @@ def checkpoint_interval(trainer: Any) -> int | None:
     return -(-trainer.save_steps // per_rollout) * per_rollout
 
 
+TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # name -> module
+
+
+def tracking_args(cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """`report_to=[...]`: TRL's own integrations, named after the run directory so a sweep's
+    runs are told apart in the tracker as in `rlrecipes report`."""
+    import importlib.util
+
+    names = list(cfg.get("report_to") or [])
+    unknown = [n for n in names if n not in TRACKERS]
+    if unknown:
+        raise UserError(f"report_to={unknown[0]!r} is unknown; valid: {', '.join(TRACKERS)} (a list: "
+                        "report_to=[tensorboard,wandb])")
+    missing = [n for n in names if importlib.util.find_spec(TRACKERS[n]) is None]
+    if missing:
+        raise UserError(f"report_to={missing[0]} needs the {missing[0]} package: pip install {missing[0]} "
+                        "(or `pip install -e '.[tracking]'`)")
+    if "tensorboard" in names:
+        # transformers 5 has no logging_dir argument; its callback reads this variable, which
+        # is set for every run (not setdefault) because a joblib worker runs several jobs.
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / "tensorboard")
+    if "wandb" in names:
+        # offline runs (WANDB_MODE=offline, no network) keep their files in the run directory
+        os.environ["WANDB_DIR"] = str(run_dir)
+        os.environ.setdefault("WANDB_PROJECT", "rlrecipes")
+    return {"report_to": names or "none", "run_name": Path(run_dir).name}
+
+
 def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
                       reward_weights: list[float]) -> Any:
     from trl import GRPOConfig
@@ -71,7 +99,7 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
     args: dict[str, Any] = dict(
         output_dir=str(run_dir / "checkpoints"),
         seed=cfg.seed,
-        report_to="none",
+        **tracking_args(cfg, run_dir),
         disable_tqdm=True,
         logging_steps=t.logging_steps,
         save_strategy="steps" if t.save_steps else "no",

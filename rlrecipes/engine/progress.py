@@ -92,16 +92,38 @@ def _jsonable(value: Any) -> Any:
 
 
 class RichProgress(TrainerCallback):
-    """A one-line live display: step, reward, accuracy, step time, ETA (and recipe extras)."""
+    """Progress of the RL loop: step, reward, accuracy, step time, ETA (and recipe extras).
 
-    def __init__(self, writer: MetricsWriter, extra_keys: tuple[str, ...] = ()):
+    On a terminal a rich live bar; otherwise (Slurm, ``nohup``, a pipe, where a bar prints
+    nothing until it ends) a plain, flushed line every ``every`` steps with the key metrics.
+    """
+
+    def __init__(self, writer: MetricsWriter, extra_keys: tuple[str, ...] = (), every: int | None = None,
+                 terminal: bool | None = None, log: Any = None):
         self.writer = writer
         self.extra_keys = extra_keys
+        self.every = every  # None: about 20 lines a run, at least one every 10 steps
+        self.terminal = terminal
+        self.log = log or (lambda line: print(line, flush=True))  # flushed: a file shows it at once
         self.progress = None
         self.task = None
+        self._plain = False
+        self._last_line = self._start_step = 0
+        self._started = time.monotonic()
 
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:  # one display per run, not one per process
+            return
+        import sys
+
+        self._started = time.monotonic()
+        self._last_line = self._start_step = state.global_step  # a resumed run starts at its checkpoint
+        terminal = sys.stdout.isatty() if self.terminal is None else self.terminal
+        if not terminal:
+            self._plain = True
+            if self.every is None:
+                self.every = max(1, min(10, state.max_steps // 20))
+            self.log(f"train: {state.max_steps} steps, a line every {self.every}")
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -113,19 +135,74 @@ class RichProgress(TrainerCallback):
         self.task = self.progress.add_task("train", total=state.max_steps, stats="")
         self.progress.start()
 
+    def _stats(self, row: dict[str, Any]) -> list[str]:
+        parts = [f"reward {_fmt(row.get('reward_mean'))}", f"acc {_fmt(row.get('accuracy'))}"]
+        if self._plain:  # a log file has the room for what a bar line has not
+            parts += [f"{name} {_fmt(row.get(key))}" for name, key in
+                      (("kl", "kl"), ("entropy", "entropy"), ("length", "completion_length_mean"))
+                      if row.get(key) is not None]
+        parts.append(f"{_fmt(row.get('step_time'), 2)}s/step")
+        parts += [f"{k.split('/')[-1]} {_fmt(row.get(k))}" for k in self.extra_keys if k in row]
+        return parts
+
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if self.progress is None or not self.writer.rows:
+        if not self.writer.rows or not (self.progress is not None or self._plain):
             return
         row = self.writer.rows[-1]
-        parts = [f"reward {_fmt(row.get('reward_mean'))}", f"acc {_fmt(row.get('accuracy'))}",
-                 f"{_fmt(row.get('step_time'), 2)}s/step"]
-        parts += [f"{k.split('/')[-1]} {_fmt(row.get(k))}" for k in self.extra_keys if k in row]
-        self.progress.update(self.task, completed=state.global_step, stats="  ".join(parts))
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step, stats="  ".join(self._stats(row)))
+            return
+        step = state.global_step
+        if logs and "train_runtime" in logs:  # HF's end-of-training summary: no new step
+            return
+        if step - self._last_line >= self.every or (step >= state.max_steps and step > self._last_line):
+            self._last_line = step
+            self.log(self.line(step, state.max_steps, row))
+
+    def line(self, step: int, total: int, row: dict[str, Any]) -> str:
+        """``train step 40/120 (33%): reward 0.512  acc 0.500  ...  1.20s/step, 48s elapsed, ETA 1m36s``"""
+        from rlrecipes.eval.progress import _duration
+
+        elapsed = time.monotonic() - self._started
+        per_step = elapsed / max(step - self._start_step, 1)
+        eta = _duration(per_step * max(total - step, 0))
+        pct = 100 * step / total if total else 100.0
+        return (f"train step {step}/{total} ({pct:.0f}%): {'  '.join(self._stats(row))}, "
+                f"{_duration(elapsed)} elapsed, ETA {eta}")
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.progress is not None:
             self.progress.update(self.task, completed=state.global_step)
             self.progress.stop()
+
+
+class TrackerConfig(TrainerCallback):
+    """The resolved rlrecipes config as each tracker's run config (TRL's integrations send
+    only `GRPOConfig` and the model config, which miss the recipe, data and reward settings).
+    Runs after them (callbacks added later run later), so their runs already exist."""
+
+    def __init__(self, config: dict[str, Any], report_to: list[str], tensorboard_dir: Path):
+        self.config, self.report_to, self.tensorboard_dir = config, list(report_to), tensorboard_dir
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        if "wandb" in self.report_to:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.config.update({"rlrecipes": self.config}, allow_val_change=True)
+        if "trackio" in self.report_to:
+            import trackio
+
+            trackio.config.update({"rlrecipes": self.config}, allow_val_change=True)
+        if "tensorboard" in self.report_to:
+            from torch.utils.tensorboard import SummaryWriter
+
+            import yaml
+
+            with SummaryWriter(log_dir=str(self.tensorboard_dir)) as tb:
+                tb.add_text("rlrecipes_config", "```\n" + yaml.safe_dump(self.config, sort_keys=False) + "```")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
