@@ -1,4 +1,11 @@
-"""Training and held-out accuracy of one run on one plot, as a dependency-free SVG.
+"""Plots of training runs: several runs' metrics on one figure (`rlrecipes plot DIR...
+--metric reward,accuracy`), and one run's training vs held-out accuracy as a
+dependency-free SVG (`rlrecipes plot RUN_DIR`).
+
+Comparison figures (matplotlib, PNG and SVG) have one panel per metric and one line per
+run, or with `--group-by` one line per group (the mean over its runs, e.g. seeds) with a
+band of ± one standard deviation. They are written next to `rlrecipes report`'s table:
+the sweep folder, or the folder the runs share.
 
 One-shot RLVR's "post-saturation generalisation" is a picture: training accuracy on the
 single example saturates early while held-out accuracy keeps rising. `rlrecipes plot
@@ -14,7 +21,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -110,11 +117,147 @@ def plot_run(run_dir: str | Path, out: Optional[str | Path] = None) -> Path:
     return target
 
 
+# ------------------------------------------------------------------ several runs
+METRICS = {  # --metric names -> metrics.jsonl keys (any other key is used as written)
+    "reward": "reward_mean", "accuracy": "accuracy", "heldout": "heldout_accuracy",
+    "completion_length": "completion_length_mean", "length": "completion_length_mean",
+    "entropy": "entropy", "kl": "kl", "loss": "loss", "clip_ratio": "clip_ratio_region",
+    "truncated": "truncated_fraction", "grad_norm": "grad_norm", "step_time": "step_time",
+}
+DEFAULT_METRICS = ("reward", "accuracy", "heldout", "completion_length", "entropy", "kl")
+
+
+def _series(rows: list[dict], key: str) -> Series:
+    points = {float(r["step"]): float(r[key]) for r in rows if _finite(r.get(key)) and _finite(r.get("step"))}
+    return sorted(points.items())
+
+
+def _mean_band(curves: list[Series]) -> tuple[list[float], list[float], list[float]]:
+    """Steps, mean and sample std over the runs that logged each step."""
+    import statistics
+
+    by_step: dict[float, list[float]] = {}
+    for curve in curves:
+        for step, value in curve:
+            by_step.setdefault(step, []).append(value)
+    steps = sorted(by_step)
+    means = [statistics.fmean(by_step[s]) for s in steps]
+    stds = [statistics.stdev(by_step[s]) if len(by_step[s]) > 1 else 0.0 for s in steps]
+    return steps, means, stds
+
+
+def _label(report, row: dict, keys: list[str]) -> str:
+    from rlrecipes.eval.report import _labels, cell
+
+    labels = _labels(keys)
+    return ", ".join(f"{labels[k]}={cell(report, row, k)}" for k in keys)
+
+
+def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tuple[str, ...] = ()):
+    """A matplotlib Figure: one panel per metric, one line per run (or per group, with a band)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UserError("comparison plots need matplotlib: pip install matplotlib "
+                        "(or pip install -e '.[plots]')") from None
+    from rlrecipes.eval.report import build_report, group_rows, load_runs
+
+    runs = [r for r in load_runs(paths) if r.kind == "train"]
+    if not runs:
+        raise UserError("nothing to plot: no training runs (metrics.jsonl) among the given folders")
+    report = build_report(runs)
+    keys = [METRICS.get(m, m) for m in (metrics or DEFAULT_METRICS)]
+    present = [k for k in keys if any(_series(r.metrics, k) for r in runs)]
+    if not present:
+        raise UserError(f"nothing to plot: no run logged {', '.join(keys)} (see a run's metrics.jsonl)")
+    if metrics and len(present) < len(keys):  # asked for by name: say which is absent, not drop it silently
+        absent = sorted(set(keys) - set(present))
+        raise UserError(f"no run logged {', '.join(absent)}; logged: {', '.join(_logged_keys(runs))}")
+    varying = [c for c in report.columns if report.kinds[c] == "param" or
+               (c in ("recipe", "model", "data", "seed") and len({str(r.get(c)) for r in report.rows}) > 1)]
+    if group_by:
+        grouped = group_rows(report, list(group_by))
+        group_keys = [c for c in grouped.columns if c in varying and c != "seed" and c in
+                      (list(group_by) if list(group_by) != ["auto"] else varying)]
+        lines = []
+        for grow in grouped.rows:
+            members = [i for i, row in enumerate(report.rows) if all(row.get(k) == grow.get(k) for k in group_keys)]
+            lines.append((f"{_label(report, grow, group_keys) or 'all'} (n={len(members)})", members))
+    else:
+        lines = [(_label(report, row, varying) or row["run"], [i]) for i, row in enumerate(report.rows)]
+    cols = min(3, len(present))
+    rows_n = -(-len(present) // cols)
+    fig = Figure(figsize=(5 * cols, 3.6 * rows_n), layout="constrained")
+    axes = fig.subplots(rows_n, cols, squeeze=False).ravel()
+    for ax, key in zip(axes, present):
+        for label, members in lines:
+            curves = [c for i in members if (c := _series(runs[i].metrics, key))]
+            if not curves:
+                continue
+            steps, mean, std = _mean_band(curves)
+            (line,) = ax.plot(steps, mean, label=label, marker="." if len(steps) < 30 else None)
+            if len(members) > 1:
+                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(key)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    for ax in axes[len(present):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize="small")
+    return fig
+
+
+def _logged_keys(runs) -> list[str]:
+    return sorted({k for r in runs for row in r.metrics for k, v in row.items() if _finite(v)} - {"step"})
+
+
+def default_out_dir(paths) -> Path:
+    """Next to the report's table: the one folder given, else the folder the runs share."""
+    import os
+
+    from rlrecipes.eval.report import _is_run, find_runs
+
+    given = [Path(p).expanduser() for p in paths]
+    if len(given) == 1 and given[0].is_dir() and not _is_run(given[0]):
+        return given[0]
+    runs = find_runs(paths)
+    return Path(os.path.commonpath([str(r.resolve()) for r in runs])) if len(runs) > 1 else runs[0]
+
+
+def plot_comparison(paths, metrics: Optional[list[str]] = None, group_by: tuple[str, ...] = (),
+                    out: Optional[Path] = None, name: str = "comparison") -> tuple[Any, list[Path]]:
+    """Write NAME.png and NAME.svg; returns the figure and the files."""
+    fig = comparison_figure(paths, metrics, group_by)
+    out_dir = Path(out).expanduser() if out else default_out_dir(paths)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
+    for path in files:
+        fig.savefig(path, dpi=120)
+    return fig, files
+
+
 def plot_command(
-    run_dir: Annotated[Path, typer.Argument(help="a training run directory (holds metrics.jsonl)")],
-    out: Annotated[Optional[Path], typer.Option(help="SVG file to write (default: RUN_DIR/accuracy.svg)")] = None,
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories, folders holding runs (a sweep) or globs")],
+    metric: Annotated[Optional[str], typer.Option(
+        help="comma list: reward, accuracy, heldout, completion_length, entropy, kl, loss, clip_ratio, "
+             "truncated, grad_norm, step_time, or any metrics.jsonl key")] = None,
+    group_by: Annotated[Optional[str], typer.Option(
+        "--group-by", help="one line per group (mean ± std band over its runs), e.g. trainer.learning_rate")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        help="folder for comparison.png/.svg (default: the sweep folder); with one run and no --metric, "
+             "the SVG file of its accuracy plot (default RUN_DIR/accuracy.svg)")] = None,
 ) -> None:
-    """Plot training and held-out accuracy against step (SVG); held-out needs trainer.eval_every."""
-    target = plot_run(run_dir, out)
-    curves = read_curves(run_dir)
-    typer.echo(f"wrote {target} ({len(curves.train)} training, {len(curves.heldout)} held-out points)")
+    """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs held-out accuracy (SVG)."""
+    from rlrecipes.eval.report import find_runs
+
+    runs = find_runs([str(p) for p in run_dirs])
+    if len(runs) == 1 and metric is None and group_by is None:
+        target = plot_run(runs[0], out)
+        curves = read_curves(runs[0])
+        typer.echo(f"wrote {target} ({len(curves.train)} training, {len(curves.heldout)} held-out points)")
+        return
+    metrics = [m.strip() for m in metric.split(",") if m.strip()] if metric else None
+    groups = tuple(k.strip() for k in group_by.split(",") if k.strip()) if group_by else ()
+    _, files = plot_comparison([str(p) for p in run_dirs], metrics, groups, out)
+    typer.echo(f"wrote {files[0]} and {files[1]} ({len(runs)} runs)")

@@ -545,3 +545,32 @@ def write_exports(report: Report, out_dir: Path | None = None,
 def comparison_table(paths: Sequence[str | Path]) -> Table:
     """One row per run (see `build_report`), as a rich table."""
     return rich_table(make_report(paths))
+
+
+try:  # Hydra is a dependency, but this module must stay importable without it for tools
+    from hydra.experimental.callback import Callback as _HydraCallback
+except ImportError:  # pragma: no cover
+    _HydraCallback = object  # type: ignore[misc,assignment]
+
+
+class SweepReport(_HydraCallback):
+    """At the end of `rlrecipes train -m`: report.{csv,json,md} and comparison.{png,svg} in
+    the sweep folder. A failure here is one line, never a failed sweep (the runs are done)."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        from rlrecipes.rundir import is_main_process
+
+        sweep = Path(str(config.hydra.sweep.dir))
+        if not is_main_process() or not sweep.is_dir():
+            return
+        from rlrecipes.plots import plot_comparison
+
+        written: list[Path] = []
+        for what, make in (("table", lambda: write_exports(make_report([sweep]), sweep)),
+                           ("plot", lambda: plot_comparison([sweep])[1])):
+            try:
+                written += make()
+            except (UserError, OSError, ValueError) as exc:
+                print(f"sweep {what} not written: {exc}", flush=True)
+        if written:
+            print(f"sweep report: {', '.join(str(p) for p in written)}", flush=True)
