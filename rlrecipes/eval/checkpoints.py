@@ -9,12 +9,17 @@ accuracy saturates, so the last checkpoint and the best one can differ.
 A suite is a list of `Part`s, each one `rlrecipes eval` run (benchmarks + protocol).
 Each (checkpoint, part) is an ordinary eval run directory under the output folder; one
 that already holds a `summary.json` is reused, so an interrupted sweep resumes.
+
+A torn checkpoint (a crash while saving: no completion marker where the run writes them,
+no weights, or weights that do not load) is skipped with a one-line note, not a traceback
+halfway through a sweep of hours.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional, Sequence
@@ -71,7 +76,8 @@ class Selection:
                 "checkpoints": [row(s) for s in self.steps]}
 
 
-def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int = 1) -> list[Checkpoint]:
+def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int = 1,
+                     log: Callable[[str], None] = print) -> list[Checkpoint]:
     """The run's starting model (step 0), `checkpoints/checkpoint-N`, and the final model.
 
     `every` keeps checkpoints whose step is a multiple of it (the final model always).
@@ -81,10 +87,20 @@ def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int 
     run = Path(run_dir).expanduser()
     if not (run / "config.yaml").is_file():
         raise UserError(f"{run} is not a training run directory (no config.yaml)")
+    from rlrecipes.engine.checkpoints import MARKER
+
     found: dict[int, str] = {}
-    for folder in sorted((run / "checkpoints").glob("checkpoint-*")):
+    folders = sorted((run / "checkpoints").glob("checkpoint-*"))
+    # runs from before the completion marker have none; a run that writes it has it on every
+    # complete checkpoint, so there a folder without it was cut short
+    marked = any((f / MARKER).is_file() for f in folders)
+    for folder in folders:
         match = re.fullmatch(r"checkpoint-(\d+)", folder.name)
-        if match and (folder / "config.json").is_file() and int(match.group(1)) % every == 0:
+        if not match or int(match.group(1)) % every:
+            continue
+        if marked and not (folder / MARKER).is_file():
+            log(f"skipping {folder.name}: torn (no {MARKER}; the save was cut short)")
+        elif (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file():
             found[int(match.group(1))] = str(folder)
     summary = _read_json(run / "summary.json")
     if (run / "model" / "config.json").is_file() and summary.get("steps") is not None:
@@ -94,6 +110,40 @@ def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int 
                         "train with trainer.save_steps=N to keep intermediate checkpoints")
     ckpts = [Checkpoint(step, path) for step, path in sorted(found.items())]
     return ([Checkpoint(0, None)] if include_base and 0 not in found else []) + ckpts
+
+
+WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.bin")
+
+
+def torn_reason(folder: Path) -> str | None:
+    """Why `folder` cannot be evaluated (no weights, a missing shard, a file that does not
+    load), or None. Safetensors headers are read, not the tensors: a truncated file fails
+    there, as its header gives offsets past the end."""
+    files = sorted({f for pattern in WEIGHTS for f in folder.glob(pattern)})
+    if not files:
+        return "no weights"
+    for index in folder.glob("*.index.json"):
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return f"{index.name} does not load"
+        missing = sorted(s for s in shards if not (folder / s).is_file())
+        if missing:
+            return f"missing shard {missing[0]}"
+    for file in files:
+        try:
+            if file.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(file), framework="pt") as f:
+                    f.keys()
+            else:
+                import torch
+
+                torch.load(file, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as exc:  # every loader error means the same here: not usable
+            return f"{file.name} does not load ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -124,13 +174,31 @@ SETTINGS = "checkpoint_eval_settings.json"  # what a part folder was evaluated w
 
 
 def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Path,
-          evaluate: Evaluate) -> Selection:
-    """Evaluate every (checkpoint, part); `evaluate` returns {benchmark: headline score}."""
+          evaluate: Evaluate, log: Callable[[str], None] = print) -> Selection:
+    """Evaluate every (checkpoint, part); `evaluate` returns {benchmark: headline score}.
+
+    A line before each evaluation says where the sweep is (a log file shows it at once);
+    a torn checkpoint folder is skipped with a note."""
+    from rlrecipes.eval.progress import _duration
+
     scores: dict[int, dict[str, float]] = {}
-    for ckpt in checkpoints:
+    total, done, started = len(checkpoints) * len(parts), 0, time.monotonic()
+    for i, ckpt in enumerate(checkpoints, 1):
+        folder = Path(ckpt.model) if ckpt.model else None
+        reason = torn_reason(folder) if folder is not None and folder.is_dir() else None
+        if reason:
+            log(f"skipping checkpoint {ckpt.step} ({folder}): torn, {reason}")
+            total -= len(parts)
+            continue
         scores[ckpt.step] = {}
         for k, part in enumerate(parts):
+            elapsed = time.monotonic() - started
+            eta = _duration(elapsed / done * (total - done)) if done else "-"
+            log(f"checkpoint {i}/{len(checkpoints)} (step {ckpt.step}), part {k + 1}/{len(parts)} "
+                f"[{', '.join(part.benchmarks)}]: {done}/{total} evaluations done, "
+                f"{_duration(elapsed)} elapsed, ETA {eta}")
             result = evaluate(ckpt, part, out_dir / f"step-{ckpt.step}" / f"part-{k}")
+            done += 1
             for bench in part.benchmarks:
                 scores[ckpt.step][part.label(bench)] = result[bench]
     return pick_best(scores)
@@ -199,10 +267,10 @@ def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Seque
         raise UserError(f"--suite {suite!r} is unknown; valid: {', '.join(SUITES)}")
     run = Path(run_dir).expanduser()
     out_dir = Path(out).expanduser() if out else run / f"checkpoint_eval_{suite}"
-    checkpoints = find_checkpoints(run, include_base, every)
+    checkpoints = find_checkpoints(run, include_base, every, log=log)
     for part in SUITES[suite]:  # a bad key fails now, not after the first checkpoint
         compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides])
-    selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log))
+    selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log), log=log)
     (out_dir / "checkpoint_eval.json").write_text(
         json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n")
     return selection

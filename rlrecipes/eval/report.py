@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -109,11 +110,11 @@ class Run:
 
     @property
     def state(self) -> str:
-        """finished, or where an unfinished run stopped (killed, crashed, or still running)."""
+        """finished; stopped (killed, crashed or still running: the steps column says how far);
+        or no steps (it ended, or is still, before its first step)."""
         if self.summary:
             return "finished"
-        steps = [r["step"] for r in self.metrics if isinstance(r.get("step"), (int, float))]
-        return f"stopped at step {int(max(steps))}" if steps else "no steps"
+        return "stopped" if any(isinstance(r.get("step"), (int, float)) for r in self.metrics) else "no steps"
 
 
 @dataclass
@@ -382,8 +383,7 @@ def group_rows(report: Report, by: Sequence[str]) -> Report:
             elif col == "state":
                 counts: dict[str, int] = {}
                 for m in members:
-                    state = "finished" if m["state"] == "finished" else "unfinished"
-                    counts[state] = counts.get(state, 0) + 1
+                    counts[m["state"]] = counts.get(m["state"], 0) + 1
                 row[col] = ", ".join(f"{n} {s}" for s, n in counts.items())
             elif col != "run":
                 distinct = list(dict.fromkeys(json.dumps(m.get(col), default=str) for m in members))
@@ -414,7 +414,7 @@ def sort_rows(report: Report, key: str | None, descending: bool = False) -> Repo
 
 
 # ------------------------------------------------------------------------ formatting
-def cell(report: Report, row: dict[str, Any], col: str, plain_pm: bool = False) -> str:
+def cell(report: Report, row: dict[str, Any], col: str, compact: bool = False) -> str:
     """A value as shown: fractions in %, a group's metric as mean ± std (and its n when
     fewer runs than the group's had the metric)."""
     value = row.get(col)
@@ -430,7 +430,7 @@ def cell(report: Report, row: dict[str, Any], col: str, plain_pm: bool = False) 
     if isinstance(value, dict):
         if value.get("mean") is None:
             return "-"
-        text = f"{fmt(value['mean'])} {'+-' if plain_pm else '±'} {fmt(value['std'])}"
+        text = f"{fmt(value['mean'])}{'±' if compact else ' ± '}{fmt(value['std'])}"
         return text + (f" (n={value['n']})" if value["n"] != row.get("runs") else "")
     return fmt(value)
 
@@ -442,7 +442,8 @@ SHORT = {"heldout_before": "before", "heldout_after": "after", "heldout_best": "
 def _labels(columns: Sequence[str]) -> dict[str, str]:
     """Terminal headers: a dotted key by its last part where that is unambiguous."""
     tails = [c.rsplit(".", 1)[-1] for c in columns]
-    return {c: SHORT.get(c, t if tails.count(t) == 1 else c) for c, t in zip(columns, tails)}
+    # "_" as a space: a header may wrap between words instead of taking a value's room
+    return {c: SHORT.get(c, t if tails.count(t) == 1 else c).replace("_", " ") for c, t in zip(columns, tails)}
 
 
 def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
@@ -456,14 +457,30 @@ def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
         else:
             shown.append(col)
     pct = " (accuracy in %)" if report.percent else ""
-    table = Table(title=escape(title + pct), caption=escape("all runs: " + ", ".join(shared)) if shared else None)
+    # no vertical rules: on 80 columns the borders would take the room of three value columns
+    table = Table(title=escape(title + pct), caption=escape("all runs: " + ", ".join(shared)) if shared else None,
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     labels = _labels(shown)
-    for col in shown:
+    if "state" in shown and "steps" in shown and not report.grouped:
+        shown_cols = [c for c in shown if c != "state"]
+    else:
+        shown_cols = shown
+    for col in shown_cols:
         table.add_column(escape(labels[col]), justify="right" if report.kinds[col] == "metric" else "left",
                          overflow="fold")
     names = _strip_shared_suffix([str(r.get("run", "")) for r in report.rows])
+    # one column for how far each run got: "120", or "45*" for a run that stopped early
+    merged = shown_cols is not shown
     for row, name in zip(report.rows, names):
-        table.add_row(*(escape(name if c == "run" else cell(report, row, c)) for c in shown))
+        cells = []
+        for c in shown_cols:
+            text = name if c == "run" else cell(report, row, c, compact=True)
+            if merged and c == "steps" and row.get("state") != "finished":
+                text += "*"
+            cells.append(escape(text))
+        table.add_row(*cells)
+    if merged and any(r.get("state") != "finished" for r in report.rows):
+        table.caption = (table.caption + "; " if table.caption else "") + "steps*: unfinished (stopped or running)"
     return table
 
 
