@@ -1,0 +1,221 @@
+"""`rlrecipes report` and `rlrecipes plot` over many runs: hand-made run folders for the
+rules, and one real 2x2 sweep (joblib launcher) for the whole path."""
+
+import csv
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rlrecipes.cli import app
+from rlrecipes.errors import UserError
+from rlrecipes.eval.report import group_rows, load_runs, make_report, build_report, to_csv, to_markdown
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fake_run(folder: Path, overrides: list[str], config: str, metrics: list[dict], summary: dict | None,
+             torn_tail: str = "") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(config)
+    (folder / "versions.json").write_text(json.dumps({"job_overrides": overrides}))
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics) + torn_tail)
+    if summary is not None:
+        (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def config(lr: float, seed: int, recipe: str = "grpo") -> str:
+    return (f"recipe:\n  name: {recipe}\n  beta: 0.0\nmodel:\n  name: toy\n  name_or_path: null\n"
+            f"data:\n  name: arithmetic\ntrainer:\n  learning_rate: {lr}\n  max_steps: 3\nseed: {seed}\n"
+            f"run_dir: /somewhere/{lr}-{seed}\n")
+
+
+def summary(before: float, after: float, seed: int) -> dict:
+    return {"recipe": "grpo", "model": "/cache/toy/abc", "data": "arithmetic", "seed": seed, "steps": 3,
+            "accuracy_before": before, "accuracy_after": after}
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """lr 1e-4 x seeds 0, 1 finished; lr 3e-4 seed 0 finished, seed 1 killed at step 2."""
+    root = tmp_path / "multirun" / "2026-01-01_00-00-00"
+    after = {(1e-4, 0): 0.5, (1e-4, 1): 0.7, (3e-4, 0): 0.9, (3e-4, 1): None}
+    for job, ((lr, seed), acc) in enumerate(after.items()):
+        rows = [{"step": s, "reward_mean": 0.1 * s + lr * 1000, "accuracy": 0.2 * s} for s in (1, 2, 3)]
+        done = acc is not None
+        fake_run(root / f"{job}-grpo-arithmetic", ["trainer.max_steps=3", f"seed={seed}",
+                                                   f"trainer.learning_rate={lr}", f"run_dir=/x/{job}"],
+                 config(lr, seed), rows if done else rows[:2], summary(0.3, acc, seed) if done else None,
+                 torn_tail="" if done else '{"step": 3, "rew')  # killed while writing a line
+    (root / "multirun.yaml").write_text("hydra: {}\n")
+    # a training run's own final eval is part of that run, not a run of the sweep
+    (root / "0-grpo-arithmetic" / "eval").mkdir()
+    (root / "0-grpo-arithmetic" / "eval" / "summary.json").write_text(json.dumps({"kind": "eval"}))
+    return root
+
+
+def test_one_row_per_run_with_identity_differing_params_and_the_state_of_a_killed_run(sweep):
+    report = build_report(load_runs([sweep]))
+    assert [r["run"] for r in report.rows] == [f"{i}-grpo-arithmetic" for i in range(4)]
+    # seed and lr differ; max_steps (same everywhere) and run_dir (a location) are no columns
+    assert [c for c in report.columns if report.kinds[c] == "param"] == ["trainer.learning_rate"]
+    assert {"recipe", "model", "data", "seed"} <= set(report.columns)
+    assert [r["seed"] for r in report.rows] == [0, 1, 0, 1]
+    assert report.rows[0]["model"] == "toy"  # the configured name, not the cache folder
+    killed = report.rows[3]
+    assert killed["state"] == "stopped" and killed["heldout_after"] is None
+    assert killed["reward_final"] == pytest.approx(0.2 + 0.3) and killed["steps"] == 2
+    first = report.rows[0]
+    assert first["state"] == "finished" and first["heldout_after"] == 0.5 and first["gain"] == pytest.approx(0.2)
+    assert first["reward_best"] == pytest.approx(0.3 + 0.1) and first["train_accuracy_final"] == pytest.approx(0.6)
+
+
+def test_group_by_gives_mean_std_and_n_over_the_seeds(sweep):
+    report = make_report([sweep], group_by=["trainer.learning_rate"])
+    rows = {r["trainer.learning_rate"]: r for r in report.rows}
+    low = rows[1e-4]["heldout_after"]
+    assert low["mean"] == pytest.approx(0.6) and low["std"] == pytest.approx(statistics.stdev([0.5, 0.7]))
+    assert low["n"] == 2 and rows[1e-4]["runs"] == 2 and rows[1e-4]["seed"] == "*"
+    high = rows[3e-4]
+    assert high["runs"] == 2 and high["heldout_after"]["n"] == 1  # the killed run has no final accuracy
+    assert high["heldout_after"]["mean"] == pytest.approx(0.9) and high["state"] == "1 finished, 1 stopped"
+    assert high["reward_final"]["n"] == 2  # but it has rewards
+    assert "90.0 ± 0.0 (n=1)" in to_markdown(report)  # fewer runs than the group has: said
+
+
+def test_auto_grouping_sorting_and_filtering(sweep):
+    grouped = make_report([sweep], group_by=["auto"], sort="heldout_after", descending=True)
+    assert [r["trainer.learning_rate"] for r in grouped.rows] == [3e-4, 1e-4]
+    rows = make_report([sweep], where=["seed=1", "state=finished"]).rows
+    assert [r["run"] for r in rows] == ["1-grpo-arithmetic"]
+    rows = make_report([sweep], where=["heldout_after>0.6"]).rows
+    assert [r["heldout_after"] for r in rows] == [0.7, 0.9]
+    with pytest.raises(UserError, match="no column 'lr'"):
+        make_report([sweep], where=["lr=1"])
+    with pytest.raises(UserError, match="--group-by nope: no such column"):
+        group_rows(build_report(load_runs([sweep])), ["nope"])
+
+
+def test_exports_parse_back_and_globs_find_the_runs(sweep, tmp_path):
+    out = tmp_path / "exports"
+    result = CliRunner().invoke(app, ["report", str(sweep.parent / "*" / "*-grpo-*"),
+                                      "--group-by", "trainer.learning_rate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO((out / "report.csv").read_text())))
+    assert len(rows) == 2 and float(rows[0]["heldout_after"]) == pytest.approx(0.6)  # fractions, not %
+    assert float(rows[0]["heldout_after_std"]) == pytest.approx(statistics.stdev([0.5, 0.7]))
+    assert rows[1]["heldout_after_n"] == "1"
+    data = json.loads((out / "report.json").read_text())
+    assert data["grouped"] is True and data["rows"][0]["heldout_after"]["n"] == 2
+    table = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("|")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    cells = dict(zip(header, (c.strip() for c in table[2].strip("|").split("|"))))
+    assert cells["heldout_after"] == "60.0 ± 14.1" and cells["runs"] == "2"  # %, ready for a paper
+
+
+def test_terminal_table_tells_sweep_runs_apart_at_80_columns(sweep):
+    result = CliRunner().invoke(app, ["report", str(sweep)], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    body = [line for line in lines if line.split()[:1] in (["0"], ["1"], ["2"], ["3"])]  # by run
+    assert len(body) == 4  # one line per run: nothing wraps
+    assert "0.0001" in body[1] and "0.0003" in body[2] and "50.0" in body[0] and "70.0" in body[1]
+    assert body[3].split()[3] == "2*" and "unfinished" in result.output  # how far the killed run got
+    assert "recipe grpo" in result.output  # what every run shares is said once
+
+
+def test_bad_paths_are_one_line(tmp_path):
+    with pytest.raises(UserError, match="no such run directory"):
+        make_report([tmp_path / "nope"])
+    with pytest.raises(UserError, match="matches nothing"):
+        make_report([str(tmp_path / "nope*")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="no run here or below"):
+        make_report([tmp_path / "empty"])
+
+
+# ------------------------------------------------------------ a real sweep, end to end
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory, toy_model_dir):
+    """2 seeds x 2 learning rates on the toy, two jobs at a time (joblib), stdout in a file."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    pytest.importorskip("matplotlib")
+    root = tmp_path_factory.mktemp("sweep")
+    log = root / "stdout.txt"
+    tiny = [t for t in TINY if t != "trainer.progress=false"]  # progress on: lines into the file
+    with open(log, "w") as out:
+        # the console script: under `python -m rlrecipes.cli` the job function lives in __main__,
+        # which joblib's workers cannot unpickle by reference
+        done = subprocess.run([str(Path(sys.executable).parent / "rlrecipes"), "train", "-m", "hydra/launcher=joblib",
+                               "hydra.launcher.n_jobs=2", *tiny, "seed=0,1", "trainer.learning_rate=1e-4,3e-4",
+                               f"output_root={root}"], stdout=out, stderr=subprocess.STDOUT, cwd=root,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}, timeout=900)
+    assert done.returncode == 0, log.read_text()[-4000:]
+    [folder] = (root / "multirun").iterdir()
+    return folder, log.read_text()
+
+
+@pytest.mark.slow
+def test_sweep_report_columns_and_values_come_from_each_run(real_sweep):
+    folder, _ = real_sweep
+    runs = sorted((p for p in folder.iterdir() if (p / "summary.json").is_file()), key=lambda p: int(p.name.split("-")[0]))
+    summaries = [json.loads((p / "summary.json").read_text()) for p in runs]
+    report = make_report([folder])
+    assert [c for c in report.columns if report.kinds[c] == "param"] == ["trainer.learning_rate"]
+    assert [(r["seed"], r["trainer.learning_rate"]) for r in report.rows] == [(0, 1e-4), (0, 3e-4), (1, 1e-4), (1, 3e-4)]
+    for row, s in zip(report.rows, summaries):
+        assert (row["seed"], row["heldout_after"], row["heldout_before"]) == (s["seed"], s["accuracy_after"], s["accuracy_before"])
+        assert row["reward_final"] == s["final_metrics"]["reward_mean"] and row["state"] == "finished"
+    grouped = make_report([folder], group_by=["trainer.learning_rate"])
+    for row in grouped.rows:
+        mine = [s["accuracy_after"] for s, r in zip(summaries, report.rows)
+                if r["trainer.learning_rate"] == row["trainer.learning_rate"]]
+        assert row["heldout_after"]["mean"] == pytest.approx(statistics.fmean(mine)) and row["runs"] == 2
+        assert row["heldout_after"]["std"] == pytest.approx(statistics.stdev(mine))
+    # written by the sweep itself when it ended, parsed back
+    rows = list(csv.DictReader(io.StringIO((folder / "report.csv").read_text())))
+    assert [float(r["heldout_after"]) for r in rows] == [s["accuracy_after"] for s in summaries]
+    md = (folder / "report.md").read_text().splitlines()
+    assert len([line for line in md if line.startswith("| ")]) == 1 + 4 and "learning_rate" in md[0]
+    assert (folder / "comparison.png").stat().st_size > 0 and (folder / "comparison.svg").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
+    from rlrecipes.plots import plot_comparison
+
+    folder, _ = real_sweep
+    fig, files = plot_comparison([folder], ["reward", "entropy"], out=tmp_path)
+    assert [f.name for f in files] == ["comparison.png", "comparison.svg"] and files[0].stat().st_size > 1000
+    assert files[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    reward, entropy = fig.axes[:2]
+    assert reward.get_title() == "reward_mean" and entropy.get_title() == "entropy"
+    labels = sorted(line.get_label() for line in entropy.get_lines())
+    assert labels == ["seed=0, learning rate=0.0001", "seed=0, learning rate=0.0003",
+                      "seed=1, learning rate=0.0001", "seed=1, learning rate=0.0003"]
+    for line in entropy.get_lines():  # each line is its run's logged values
+        assert list(line.get_xdata()) == [1.0, 2.0]
+    fig, _ = plot_comparison([folder], ["entropy"], group_by=("trainer.learning_rate",), out=tmp_path)
+    lines = fig.axes[0].get_lines()
+    assert sorted(l.get_label() for l in lines) == ["learning rate=0.0001 (n=2)", "learning rate=0.0003 (n=2)"]
+    assert len(fig.axes[0].collections) == 2  # a band per group
+    result = CliRunner().invoke(app, ["plot", str(folder), "--metric", "nope"])
+    assert result.exit_code != 0 and "no run logged nope" in str(result.exception)
+
+
+@pytest.mark.slow
+def test_training_progress_lines_reach_a_redirected_file(real_sweep):
+    _, text = real_sweep
+    lines = [line for line in text.splitlines() if line.startswith("train step ")]
+    assert len(lines) == 4 * 2  # 2 steps a run, a line each (short runs), each step once
+    assert all("reward" in line and "acc" in line and "ETA" in line for line in lines)
+    assert "sweep report:" in text
