@@ -291,14 +291,21 @@ _DERIVATION_RE = re.compile(r"\\begin\{(align|aligned|eqnarray|gather|gathered|e
                             r"(.*?)\\end\{\1\*?\}", re.S)
 
 
+_NESTED_ENV_RE = re.compile(r"\\begin\{([A-Za-z]*matrix|array|cases)\}.*?\\end\{\1\}", re.S)
+
+
 def _derivation_result(expr: str) -> str:
     """A derivation written in an align-like environment ends in its result: the last
     row (``&= 60.``), not the environment."""
     found = list(_DERIVATION_RE.finditer(expr))
     if not found:
         return expr
-    rows = [r for r in re.split(r"\\\\(?:\[[^\]]*\])?", found[-1].group(2)) if r.strip()]
-    last = rows[-1].replace("&", " ") if rows else ""
+    body = found[-1].group(2)
+    nested = [m.group(0) for m in _NESTED_ENV_RE.finditer(body)]  # matrices keep their own rows
+    body = _NESTED_ENV_RE.sub(lambda m: f"\x00{nested.index(m.group(0))}\x00", body)
+    rows = [r for r in re.split(r"\\\\(?:\[[^\]]*\])?", body) if r.strip()]
+    last = re.sub(r"\s+", " ", rows[-1].replace("&", " ")) if rows else ""
+    last = re.sub("\x00(\\d+)\x00", lambda m: nested[int(m.group(1))], last)
     return _last_side(re.sub(r"\\(?:tag|label)\{[^{}]*\}|\\(?:nonumber|notag)", "", last)).strip()
 
 
@@ -341,14 +348,54 @@ def last_math(text: str) -> str | None:
     math-verify's unanchored targets), never a digit run cut out of one. Asymptote
     drawing code is not maths; a ``$\\text{Evelyn}$`` span counts (it is set as maths)."""
     text = _ASY_RE.sub(" ", text)
-    for start, end, expr in reversed(_math_candidates(text)):
+    candidates = _math_candidates(text)
+    for k in range(len(candidates) - 1, -1, -1):
+        start, end, expr = candidates[k]
         if _TEXT_ONLY_RE.fullmatch(expr) and text[start] in "$\\":
             return expr.strip()
         if _is_math(expr):
             cleaned = _clean_math(expr)
             if cleaned and _is_math(cleaned):
-                return cleaned
+                return ", ".join(_joined_before(text, candidates, k) + [cleaned])
     return None
+
+
+_JOIN_RE = re.compile(r"\s*(?:,|,?\s*and)\s*")
+_MAX_JOINED = 5  # as math-verify's "A, B and C" targets
+_RELATION_RE = re.compile(r"=|<|>|\\[lg]eq?(?![A-Za-z])|\\in(?![A-Za-z])|\\neq")
+_ASSIGNMENT_RE = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=(?!=)[^=]+$")
+
+
+def _shape(expr: str) -> str | None:
+    """"value" for a plain expression, "x=" for an assignment to x, None otherwise."""
+    if not _RELATION_RE.search(expr):
+        return "value"
+    m = _ASSIGNMENT_RE.match(expr)
+    return f"{m.group(1)}=" if m else None
+
+
+def _joined_before(text: str, candidates: list[tuple[int, int, str]], k: int) -> list[str]:
+    """Inline maths listed right before candidate ``k`` as one answer: "$2$, $3$, and $5$",
+    "$x=2$ and $x=3$". Only parts of one shape are joined (all values, or all the same
+    variable), so "$c = 14,$ and $a_1 = 504$" or "$X$, or $Y$" (a restatement) are not."""
+    def inline(c: tuple[int, int, str]) -> bool:
+        return text[c[0]] == "$" and text[c[0] + 1 : c[0] + 2] != "$"
+
+    last = _clean_math(candidates[k][2])
+    shape = _shape(last)
+    if not inline(candidates[k]) or shape is None:
+        return []
+    out: list[str] = []
+    while k > 0 and len(out) < _MAX_JOINED - 1:
+        prev = candidates[k - 1]
+        if not inline(prev) or not _JOIN_RE.fullmatch(text[prev[1] : candidates[k][0]]):
+            break
+        cleaned = _clean_math(prev[2])
+        if not (cleaned and _is_math(cleaned)) or _shape(cleaned) != shape:
+            break
+        out.insert(0, cleaned)
+        k -= 1
+    return out
 
 
 def last_number(text: str) -> str | None:

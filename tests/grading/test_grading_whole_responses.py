@@ -34,6 +34,12 @@ WHOLE = [
     ("The interval is [2, 5).", "[2, 5)"),
     ("Adding, 3 + 4 = 7 apples.", "7"),  # a worked calculation: its result
     ("We get 32, 349 as the two numbers", "349"),  # a list is not a thousands number
+    ("The solutions are $x=2$ and $x=3$.", "x=2, x=3"),  # listed answers are one answer
+    ("The roots are $2$, $3$, and $5$.", "2, 3, 5"),
+    ("Then $c = 14,$ and $a_1 = 14 \\cdot 6^2 = 504.$", "504"),  # two statements are not a list
+    ("\\begin{align*} A &= 2 + 3 \\\\\n &= 5.\n\\end{align*}", "5"),  # a derivation's last row
+    ("\\begin{align*} M &= \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}\n\\end{align*}",
+     "M = \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}"),  # a matrix row is not a derivation row
 ]
 
 
