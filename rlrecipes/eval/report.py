@@ -452,7 +452,9 @@ def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
     shown, shared = [], []
     for col in report.columns:
         distinct = {json.dumps(r.get(col), default=str) for r in report.rows}
-        if report.kinds[col] != "metric" and col != "run" and len(report.rows) > 1 and len(distinct) == 1:
+        # an eval run's protocol stays on its row: it says how each number was measured
+        if report.kinds[col] != "metric" and col not in ("run", "protocol") and len(report.rows) > 1 \
+                and len(distinct) == 1:
             shared.append(f"{col} {cell(report, report.rows[0], col)}")
         else:
             shown.append(col)
