@@ -150,7 +150,8 @@ def rescore(cfg: Any, run_dir: Path, job: RescoreJob, log: Callable[[str], None]
             pool.close()
     metrics["grading"] = failure_report(failures, job.records, job.verify)
     settings = {job.name: {"source": str(cfg.generations), "answer_style": job.style,
-                           "answers_from": how}}
+                           "answers_from": "pre-extracted answers" if job.answers_from == "answers"
+                           else "completions"}}
     summary = build_summary(cfg, {job.name: metrics}, settings, None, started, timing, run_dir)
     check_failure_rate(cfg, {job.name: metrics})
     return summary
