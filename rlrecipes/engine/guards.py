@@ -81,6 +81,7 @@ class RewardGuard(EngineHook):
         self.first_error.setdefault(name, error)
 
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: Any) -> dict[str, Any]:
+        self._log_grading_failures(trainer)
         names = sorted(set(self.calls) | set(self.totals))
         if names:
             local = torch.tensor([[self.failures[n], self.calls[n]] for n in names], dtype=torch.long,
@@ -96,6 +97,18 @@ class RewardGuard(EngineHook):
             self._check_rate()
         check_advantages(batch, trainer.state.global_step + 1)
         return batch
+
+    @staticmethod
+    def _log_grading_failures(trainer: Any) -> None:
+        """The grader's timeouts and errors since the last step (a timed-out comparison grades a
+        completion wrong without raising, so the reward itself never sees it fail)."""
+        from rlrecipes.grading import take_grading_counts
+
+        counts = take_grading_counts()
+        local = torch.tensor([counts.errors, counts.timeouts], dtype=torch.long, device=trainer.accelerator.device)
+        errors, timeouts = trainer.accelerator.reduce(local, reduction="sum").tolist()
+        trainer.log_metric("grading/errors", errors)
+        trainer.log_metric("grading/timeouts", timeouts)
 
     def _check_rate(self) -> None:
         for name, (failed, called) in self.totals.items():

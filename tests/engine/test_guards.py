@@ -38,7 +38,7 @@ def test_a_raising_reward_gives_the_fallback_and_is_counted():
     assert broken(prompts=["p", "p"], completions=["a", "b"]) == [-1.0, -1.0]
     trainer = fake_trainer()
     guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)
-    assert trainer.logged == {"reward_failures/broken": 2}
+    assert trainer.logged == {"reward_failures/broken": 2, "grading/errors": 0, "grading/timeouts": 0}
     assert guard.first_error["broken"].startswith("ZeroDivisionError")
 
 
@@ -75,6 +75,18 @@ def test_past_the_rate_the_run_stops_with_one_line():
     with pytest.raises(UserError, match=r"reward 'half' failed on 2 of 6 completions \(33.3% > "
                                         r"trainer.reward_max_failure_rate=0.25\); first failure: returned nan"):
         guard.after_scoring(fake_trainer(), {"advantages": torch.zeros(2)}, None)
+
+
+def test_the_graders_timeouts_and_errors_are_logged_per_step(monkeypatch):
+    import rlrecipes.grading as grading
+
+    counts = iter([grading.GradingCounts(errors=2, timeouts=1), grading.GradingCounts(errors=0, timeouts=0)])
+    monkeypatch.setattr(grading, "take_grading_counts", lambda: next(counts))
+    guard, trainer = RewardGuard(), fake_trainer()
+    guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)
+    assert (trainer.logged["grading/errors"], trainer.logged["grading/timeouts"]) == (2, 1)
+    guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)  # counts since the last step
+    assert (trainer.logged["grading/errors"], trainer.logged["grading/timeouts"]) == (0, 0)
 
 
 def test_non_finite_advantages_stop_the_step():
