@@ -94,3 +94,25 @@ def test_a_single_task_or_a_local_job_is_left_alone(monkeypatch):
     monkeypatch.setenv("SLURM_NTASKS", "4")  # e.g. an interactive allocation, not a submitit job
     SlurmRanks().on_job_start(config=None)
     assert "RANK" not in os.environ
+
+
+def test_the_time_limit_warning_stops_training_like_sigterm(monkeypatch):
+    """submitit's own SIGUSR2 handler raises in the main task: no checkpoint. The job's
+    handler turns it into the SIGTERM that training answers with a checkpoint."""
+    import signal
+
+    from rlrecipes.launch.slurm import SlurmRanks
+
+    received = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGUSR2, signal.SIGTERM)}
+    try:
+        signal.signal(signal.SIGUSR2, lambda *a: received.append("submitit"))  # what submitit installs
+        signal.signal(signal.SIGTERM, lambda *a: received.append("SIGTERM"))  # training's GracefulStop
+        monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
+        monkeypatch.setenv("SLURM_NTASKS", "1")
+        SlurmRanks().on_job_start(config=None)
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert received == ["SIGTERM"]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
