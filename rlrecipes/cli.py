@@ -130,13 +130,15 @@ def report(
                                            "(e.g. recipe,trainer.learning_rate); auto = every parameter but seed."),
     sort: Optional[str] = typer.Option(None, "--sort", help="Column to sort by."),
     desc: bool = typer.Option(False, "--desc", help="Sort descending."),
-    where: List[str] = typer.Option([], "--where", help="Keep rows where KEY=VALUE (also !=, >, <, >=, <=); repeatable."),
+    where: List[str] = typer.Option([], "--where",
+                                    help="Keep rows where KEY=VALUE (also !=, >, <, >=, <=); repeatable."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for report.csv, report.json and report.md."),
     csv: Optional[str] = typer.Option(None, "--csv", help="CSV file to write (raw fractions)."),
     json_file: Optional[str] = typer.Option(None, "--json", help="JSON file to write."),
     md: Optional[str] = typer.Option(None, "--md", help="Markdown file to write (a table for a paper)."),
 ) -> None:
-    """Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ, final and best metrics)."""
+    """Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ,
+    final and best metrics)."""
     from pathlib import Path
 
     from rlrecipes.eval.report import make_report, rich_table, write_exports

@@ -248,7 +248,8 @@ def plot_command(
         help="folder for comparison.png/.svg (default: the sweep folder); with one run and no --metric, "
              "the SVG file of its accuracy plot (default RUN_DIR/accuracy.svg)")] = None,
 ) -> None:
-    """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs held-out accuracy (SVG)."""
+    """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs
+    held-out accuracy (SVG)."""
     from rlrecipes.eval.report import find_runs
 
     runs = find_runs([str(p) for p in run_dirs])

@@ -142,7 +142,8 @@ def torn_reason(folder: Path) -> str | None:
 
                 torch.load(file, map_location="cpu", weights_only=True, mmap=True)
         except Exception as exc:  # every loader error means the same here: not usable
-            return f"{file.name} does not load ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+            first = str(exc).splitlines()[0][:120] if str(exc) else ""
+            return f"{file.name} does not load ({type(exc).__name__}: {first})"
     return None
 
 
