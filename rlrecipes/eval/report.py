@@ -130,8 +130,8 @@ class Report:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / "summary.json").is_file() or ((path / "config.yaml").is_file() and (
-        (path / "versions.json").is_file() or (path / "metrics.jsonl").is_file()))
+    return (path / "summary.json").is_file() or (path / "metrics.jsonl").is_file() or (
+        (path / "config.yaml").is_file() and (path / "versions.json").is_file())
 
 
 def _natural(path: Path) -> list[Any]:
@@ -160,7 +160,8 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
                         subdirs[:] = []
                     subdirs.sort()
                 if not found:
-                    raise UserError(f"{p}: no run here or below (a run directory holds config.yaml or summary.json)")
+                    raise UserError(f"{p}: no run here or below (a run directory holds summary.json, "
+                                    "metrics.jsonl or config.yaml)")
                 runs += sorted(found, key=_natural)
             else:
                 raise UserError(f"{p}: no such run directory")
