@@ -6,8 +6,8 @@ does: `trl vllm-serve` starts (127.0.0.1 only, bounded time, always stopped) and
 generates through TRL's client the greedy answers transformers gives, while its weight
 sync is NCCL, CUDA only, as TRL's client says on CPU.
 
-Each vLLM engine costs about a minute to start on 2 cores, so there are three: one
-training run through the CLI, one engine driven directly, one server. All run in
+Each vLLM engine costs about a minute to start on 2 cores, so there are four: two
+training runs through the CLI (full weights, LoRA), one engine driven directly, one server. All run in
 subprocesses (vLLM sets up process-wide state: a distributed group, environment variables).
 
 Tolerance for the gap: both sides run the same float32 weights; what differs is the
@@ -72,6 +72,23 @@ def test_colocated_grpo_run_keeps_vllm_and_trainer_in_step(toy_vllm_dir, tmp_pat
         assert 0 <= s["vllm/logprob_gap"] < GAP_TOLERANCE, s
         assert s["vllm/logprob_gap_max"] < 100 * GAP_TOLERANCE, s
     assert (run / "model" / "model.safetensors").is_file()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU path is TRL's own sync (tests/gpu)")
+def test_lora_adapters_are_merged_into_what_vllm_samples_from(toy_vllm_dir, tmp_path):
+    """With peft, TRL merges the adapters into the base for the sync and unmerges them
+    after: vLLM must sample from base + adapters (LoRA's B starts at zero, so the policy
+    moves from the second step on)."""
+    run = tmp_path / "run"
+    out = rlrecipes("train", *TINY, "model=toy_vllm", "rollout=vllm", "recipe=spurious", "reward=random",
+                    "model.lora.r=8", "trainer.max_steps=3", "trainer.learning_rate=1e-2",
+                    "trainer.eval_before=false", "trainer.eval_after=false", f"run_dir={run}", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [s for s in steps if "vllm/logprob_gap" in s]
+    assert len(steps) == 3 and steps[1]["grad_norm"] > 0
+    assert all(0 <= s["vllm/logprob_gap"] < GAP_TOLERANCE for s in steps), steps
+    assert (run / "model" / "adapter_model.safetensors").is_file()
 
 
 # Drives TRL's own VLLMGeneration (the object the trainer holds) on one engine: the trained

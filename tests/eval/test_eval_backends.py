@@ -77,3 +77,15 @@ def test_the_eval_default_is_auto():
     from rlrecipes.config import compose_config
 
     assert compose_config("eval", []).generation.backend == "auto"
+
+
+def test_vllm_without_vllm_installed_is_one_line(monkeypatch):
+    import importlib.util
+
+    from rlrecipes.errors import UserError
+    from rlrecipes.eval.backends import check_backend
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    with pytest.raises(UserError, match="generation.backend=vllm needs vLLM.*make install"):
+        check_backend("vllm")
