@@ -188,7 +188,7 @@ def _from_data(data: Any) -> BenchmarkItems:
     from rlrecipes.data.loader import read_records, to_problems
     from rlrecipes.grading.extract import last_boxed
 
-    if data is None or not data.path or data.source == "synthetic":
+    if data is None or not data.path:  # a local file or a hub id, whatever data.source says
         raise BenchmarkError("benchmark=data evaluates your own test set: set data.path=FILE_OR_HUB_ID "
                              "(and data.problem_field, data.answer_field, data.split as needed)")
     if not data.answer_field:

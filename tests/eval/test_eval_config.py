@@ -78,7 +78,7 @@ def test_own_test_set_through_the_data_field_mapping(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_text('{"q": {"text": "1+1?"}, "sol": "so \\\\boxed{2}", "n": 7}\n'
                     '{"q": {"text": "2+2?"}, "sol": "4", "n": 8}\n{"q": {"text": "?"}}\n')
-    cfg = compose_config("eval", ["benchmark=data", "data.source=file", f"data.path={path}",
+    cfg = compose_config("eval", ["benchmark=data", f"data.path={path}",  # data.source=file not needed
                                   "data.problem_field=q.text", "data.answer_field=sol", "data.id_field=n",
                                   "data.template=plain", "data.answer_style=boxed"])
     plan = plan_benchmark(cfg, "data")
