@@ -13,10 +13,12 @@ from typing import Any, Sequence
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
-from rlrecipes.rundir import MARKER, RunDirError, create_run_dir, drop_hydra_job_dir, write_manifest
+from rlrecipes.rundir import CLAIM, MARKER, RunDirError, create_run_dir, drop_hydra_job_dir, write_manifest
 
 # Settings that must match for a resumed eval to continue the same experiment.
 _RESUME_KEYS = ("model", "protocol", "seed", "data_dir", "generations", "benchmark.answer_style",
+                # HF reseeds per chunk of generation.batch_size problems: another size samples otherwise
+                "generation.batch_size", "generation.backend",
                 "data.synthetic", "data.template", "data.answer_style", "data.path", "data.split",
                 "data.problem_field", "data.answer_field", "grading.rel_tol")
 
@@ -73,7 +75,10 @@ def eval_job(cfg: Any) -> float | None:
         if multirun:
             drop_hydra_job_dir(run_dir)
         fresh = not (run_dir / MARKER).exists()
-        write_manifest(run_dir, cfg)
+        if fresh:
+            write_manifest(run_dir, cfg)
+        else:  # the first config.yaml stays; each resume is one line of resumes.log
+            _log_resume(run_dir)
         console.rule(f"[bold]eval[/] {', '.join(cfg.benchmark.names)} -> {run_dir}")
         summary = run_eval(cfg, run_dir, log=console.log, prepared=prepared)
     except BaseException as exc:  # a crash before the first sample leaves nothing to keep
@@ -87,12 +92,23 @@ def eval_job(cfg: Any) -> float | None:
     return summary["average"]["headline"]
 
 
+def _log_resume(run_dir: Path) -> None:
+    import shlex
+    import sys
+    import time
+
+    from rlrecipes import rundir
+
+    rundir.append_line(run_dir / "resumes.log",
+                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(rundir.invocation or sys.argv)}")
+
+
 def _discard_if_empty(run_dir: Path) -> None:
     """Remove a run directory this job created when it holds no samples yet."""
     samples = run_dir / "samples.jsonl"
     if samples.is_file() and samples.stat().st_size > 0:
         return
-    for name in (MARKER, "versions.json", "samples.jsonl"):
+    for name in (MARKER, "versions.json", "samples.jsonl", CLAIM):
         (run_dir / name).unlink(missing_ok=True)
     try:
         run_dir.rmdir()

@@ -61,7 +61,9 @@ class ProblemRecord:
     finish_reasons: list[str | None] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        # a lone surrogate (from a model's output or a benchmark row) cannot be written as UTF-8:
+        # it becomes "?" in this record instead of failing the whole batch at write time
+        return json.dumps(asdict(self), ensure_ascii=False).encode("utf-8", "replace").decode("utf-8")
 
 
 def read_samples(path: Path) -> list[ProblemRecord]:
@@ -87,11 +89,12 @@ class SampleWriter:
     """Appends records to ``samples.jsonl``, one flushed line per problem."""
 
     def __init__(self, path: Path, keep: list[ProblemRecord]) -> None:
+        from rlrecipes.rundir import write_lines
+
         self.path = path
-        # Rewrite what is kept, so a torn last line never sits before new records.
-        with path.open("w", encoding="utf-8") as f:
-            for rec in keep:
-                f.write(rec.to_json() + "\n")
+        # Rewrite what is kept, so a torn last line never sits before new records; atomically,
+        # so a kill during the rewrite leaves the old file whole
+        write_lines(path, [rec.to_json() for rec in keep])
 
     def write(self, records: list[ProblemRecord]) -> None:
         with self.path.open("a", encoding="utf-8") as f:

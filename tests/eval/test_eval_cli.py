@@ -79,6 +79,22 @@ def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_pat
     # a different protocol is not the same experiment (checked before any model loads)
     other = rlrecipes("eval", *common, "resume=true", "protocol.temperature=0.5", cwd=tmp_path)
     assert other.returncode == 2 and "different protocol" in other.stdout
+    # the chunk size decides the sampling seeds: another one would mix two samplings in one file
+    other = rlrecipes("eval", *common, "resume=true", "generation.batch_size=4", cwd=tmp_path)
+    assert other.returncode == 2 and "different generation.batch_size" in other.stdout
+    # the first config.yaml is kept; the resume is logged
+    assert "resume=true" in (run / "resumes.log").read_text()
+
+
+def test_a_lone_surrogate_is_written_as_a_replacement_not_a_crash(tmp_path):
+    from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
+
+    record = ProblemRecord(benchmark="b", id="1", problem="p\ud800", prompt="p", gold="1",
+                           completions=["1\udfff"], answers=["1"], correct=[True])
+    writer = SampleWriter(tmp_path / "samples.jsonl", keep=[])
+    writer.write([record])
+    back = read_samples(tmp_path / "samples.jsonl")
+    assert back[0].problem == "p?" and back[0].completions == ["1?"]
 
 
 @pytest.mark.slow
