@@ -268,11 +268,29 @@ def _clearly_different(pred_latex: str, gold_latex: str, timeout_s: int) -> bool
     return abs(a - b) > _CLEARLY_DIFFERENT * max(abs(a), abs(b))
 
 
+# an exponent that is itself a power, or has six or more digits; a factorial of a six-digit number
+_EXPONENT = re.compile(r"\^\s*(\{(?:[^{}]|\{[^{}]*\})*\}|\d+)")
+_HUGE_FACTORIAL = re.compile(r"\d{6,}\s*!")
+
+
+def explosive(latex: str) -> bool:
+    """Exact arithmetic on this would need gigabytes before any timeout fires: a power tower
+    (`2^{2^{34}}` is a 2^34-bit integer, and sympy builds it in one C call that no signal
+    interrupts) or a huge exponent or factorial. Such answers are compared as text."""
+    for match in _EXPONENT.finditer(latex):
+        exponent = match.group(1)
+        if "^" in exponent or re.search(r"\d{6,}", exponent):
+            return True
+    return bool(_HUGE_FACTORIAL.search(latex))
+
+
 def _equivalent_here(pred: str, gold: str, timeout_s: int, rel_tol: float, fast: bool) -> bool:
     verdict = fast_verdict(pred, gold, rel_tol) if fast else policy_verdict(pred, gold, rel_tol)
     if verdict is not None:
         return verdict
     pred_latex, gold_latex = parse_answer(pred).latex, parse_answer(gold).latex
+    if explosive(pred_latex) or explosive(gold_latex):
+        return re.sub(r"\s+", "", pred_latex) == re.sub(r"\s+", "", gold_latex)
     if fast and _clearly_different(pred_latex, gold_latex, timeout_s):
         return False
     return symbolic_equal(pred_latex, gold_latex, timeout_s)

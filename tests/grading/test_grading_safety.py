@@ -98,3 +98,23 @@ def test_degenerate_responses_are_extracted_in_linear_time(text):
     start = time.monotonic()
     extract(text)
     assert time.monotonic() - start < 1.0  # these took 1.6-11 s with per-box / per-marker rescans
+
+
+def test_power_towers_are_compared_as_text_within_bounds():
+    """2^{2^{34}} is a 2^34-bit integer: sympy would build it in one uninterruptible call (4.5 GB,
+    doubling with each +1 in the inner exponent). In-process grade() must stay small and fast."""
+    import resource
+    import time
+
+    from rlrecipes.grading import grade
+    from rlrecipes.grading.equivalence import explosive
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.time()
+    assert grade("\\boxed{2^{2^{34}}-2^{2^{34}}+1}", "1") is False
+    assert grade("\\boxed{2^{2^{34}}}", "2^{2^{34}}") is True  # the same text is still the same answer
+    assert time.time() - started < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB
+    assert grade("2^{10}", "1024") and grade("\\boxed{2^{100}}", str(2 ** 100))  # ordinary powers still evaluate
+    assert [explosive(x) for x in ("2^{2^{34}}", "10^{5}", "3^{123456}", "1000000!", "x^2")] == \
+        [True, False, True, True, False]
