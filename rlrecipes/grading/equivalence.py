@@ -276,12 +276,27 @@ _HUGE_FACTORIAL = re.compile(r"\d{6,}\s*!")
 def explosive(latex: str) -> bool:
     """Exact arithmetic on this would need gigabytes before any timeout fires: a power tower
     (`2^{2^{34}}` is a 2^34-bit integer, and sympy builds it in one C call that no signal
-    interrupts) or a huge exponent or factorial. Such answers are compared as text."""
+    interrupts) or a huge exponent or factorial; or it is nested deeper than any real answer,
+    where math-verify's parser returns a fragment. Such answers are compared as text."""
     for match in _EXPONENT.finditer(latex):
         exponent = match.group(1)
         if "^" in exponent or re.search(r"\d{6,}", exponent):
             return True
-    return bool(_HUGE_FACTORIAL.search(latex))
+    return bool(_HUGE_FACTORIAL.search(latex)) or _brace_depth(latex) > MAX_NESTING
+
+
+MAX_NESTING = 50  # math-verify's parser silently returns an inner part of answers nested deeper than ~100
+
+
+def _brace_depth(latex: str) -> int:
+    depth = deepest = 0
+    for char in latex:
+        if char == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == "}":
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def _equivalent_here(pred: str, gold: str, timeout_s: int, rel_tol: float, fast: bool) -> bool:

@@ -118,3 +118,11 @@ def test_power_towers_are_compared_as_text_within_bounds():
     assert grade("2^{10}", "1024") and grade("\\boxed{2^{100}}", str(2 ** 100))  # ordinary powers still evaluate
     assert [explosive(x) for x in ("2^{2^{34}}", "10^{5}", "3^{123456}", "1000000!", "x^2")] == \
         [True, False, True, True, False]
+
+
+def test_an_absurdly_nested_fraction_is_not_read_as_its_innermost_part():
+    from rlrecipes.grading import grade
+
+    nested = "\\frac{1}{" * 110 + "2" + "}" * 110
+    assert grade(f"\\boxed{{{nested}}}", "\\frac{1}{2}") is False
+    assert grade("\\boxed{\\frac{1}{1+\\frac{1}{2}}}", "\\frac{2}{3}") is True  # ordinary nesting evaluates
