@@ -208,4 +208,8 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # through the imported module, so joblib workers pickle the job functions by reference
+    # (defined in __main__ they would be shipped by value, with this module's Console and its lock)
+    from rlrecipes.cli import main as _main
+
+    _main()

@@ -160,7 +160,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     from rlrecipes.engine.guards import RewardGuard
     from rlrecipes.engine.heldout import HeldOutAccuracy
     from rlrecipes.engine.history import AccuracyHistory
-    from rlrecipes.engine.progress import MetricsWriter, RichProgress
+    from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
 
     cfg, t = job.cfg, job.cfg.trainer
@@ -168,6 +168,11 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     callbacks: list[Any] = [writer]
     if t.progress:
         callbacks.append(RichProgress(writer, extra_keys=getattr(job.recipe, "progress_keys", ())))
+    if cfg.get("report_to"):  # the trackers get the whole resolved config, not only TRL's GRPOConfig
+        from omegaconf import OmegaConf
+
+        callbacks.append(TrackerConfig(OmegaConf.to_container(cfg, resolve=True), list(cfg.report_to),
+                                       job.run_dir / "tensorboard"))
     heldout = HeldOutAccuracy([_prompt(job, it) for it in job.problems.eval],
                               [it["answer"] for it in job.problems.eval], job.problems.verify, job.tokenizer,
                               max_new_tokens=t.max_completion_length, batch_size=t.eval_batch_size,
@@ -257,7 +262,8 @@ def resume_checkpoint(run_dir: Path) -> Path:
 
 
 # Settings a resumed run may change: they do not change what is computed up to max_steps.
-_RESUMABLE_CHANGES = ("resume", "trainer.max_steps", "trainer.progress", "final_eval", "output_root", "cache_dir")
+_RESUMABLE_CHANGES = ("resume", "trainer.max_steps", "trainer.progress", "final_eval", "output_root", "cache_dir",
+                      "report_to")
 
 
 def reopen_run_dir(cfg: DictConfig) -> Path:
