@@ -73,9 +73,20 @@ def test_tensorboard_events_hold_the_logged_scalars_and_wandb_runs_offline(toy_m
     assert [e.step for e in reward] == [1, 2]
     assert [e.value for e in reward] == pytest.approx([r["reward_mean"] for r in rows])
     assert "train/completions/mean_length" in events.Tags()["scalars"]
+    # the resolved rlrecipes config, not only TRL's arguments (TrackerConfig)
+    [tag] = [t for t in events.Tags()["tensors"] if t.startswith("rlrecipes_config")]
+    text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
+    assert f"num_train: {cfg.data.synthetic.num_train}" in text and "- tensorboard" in text
     if "wandb" in trackers:
         offline = list((run / "wandb").glob("offline-run-*"))
         assert len(offline) == 1, list((run / "wandb").iterdir())
+        import wandb
+
+        try:  # TRL leaves the run open until the process ends (offline files hold no config yet)
+            assert wandb.run.name == run.name
+            assert wandb.run.config["rlrecipes"]["recipe"]["name"] == "grpo"
+        finally:
+            wandb.finish()
 
 
 def test_resolved_config_reaches_tensorboard(tmp_path):
