@@ -153,9 +153,9 @@ def real_sweep(tmp_path_factory, toy_model_dir):
     log = root / "stdout.txt"
     tiny = [t for t in TINY if t != "trainer.progress=false"]  # progress on: lines into the file
     with open(log, "w") as out:
-        # the console script: under `python -m rlrecipes.cli` the job function lives in __main__,
-        # which joblib's workers cannot unpickle by reference
-        done = subprocess.run([str(Path(sys.executable).parent / "rlrecipes"), "train", "-m", "hydra/launcher=joblib",
+        # `python -m`, as under accelerate launch: the job function must still reach joblib's
+        # workers by reference (defined in __main__ it would be pickled with a Console's lock)
+        done = subprocess.run([sys.executable, "-m", "rlrecipes.cli", "train", "-m", "hydra/launcher=joblib",
                                "hydra.launcher.n_jobs=2", *tiny, "seed=0,1", "trainer.learning_rate=1e-4,3e-4",
                                f"output_root={root}"], stdout=out, stderr=subprocess.STDOUT, cwd=root,
                               env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}, timeout=900)
