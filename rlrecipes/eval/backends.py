@@ -193,6 +193,10 @@ def cpu_attention_problem(model_path: str) -> str | None:
     from transformers import AutoConfig
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
 
+    from rlrecipes.models.lora import adapter_base, is_adapter_folder
+
+    if is_adapter_folder(model_path):  # a LoRA run's RUN/model: the base's shape is the model's
+        model_path = adapter_base(model_path)
     try:
         config = AutoConfig.from_pretrained(model_path).get_text_config()
     except (OSError, ValueError):  # a config transformers cannot read: vLLM will say what it thinks
@@ -222,7 +226,10 @@ def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Ba
     its ``name`` says which one it is."""
     name = resolve_backend(gen_cfg.backend, model_path)
     if name == "vllm":
-        return VLLMBackend(model_path, dtype=model_cfg.dtype, seed=seed,
+        from rlrecipes.models.lora import merged_model_path
+
+        # vLLM loads full checkpoints: a LoRA adapter folder is merged into its base once (cached)
+        return VLLMBackend(merged_model_path(model_path, model_cfg), dtype=model_cfg.dtype, seed=seed,
                            gpu_memory_utilization=gen_cfg.vllm_gpu_memory_utilization,
                            tensor_parallel_size=gen_cfg.vllm_tensor_parallel_size,
                            max_model_len=gen_cfg.vllm_max_model_len,
