@@ -40,7 +40,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from rlrecipes.grading.extract import boxes, extract
-from rlrecipes.grading.normalize import Answer, parse_answer
+from rlrecipes.grading.normalize import MAX_ANSWER_CHARS, Answer, parse_answer
 
 DEFAULT_TIMEOUT_S = 3
 # Decimals are equal within a relative 1e-4, as in Qwen2.5-Math's math_equal (the grader
@@ -270,7 +270,7 @@ def _clearly_different(pred_latex: str, gold_latex: str, timeout_s: int) -> bool
 
 # an exponent that is itself a power, or has six or more digits; a factorial of a six-digit number
 _EXPONENT = re.compile(r"\^\s*(\{(?:[^{}]|\{[^{}]*\})*\}|\d+)")
-_HUGE_FACTORIAL = re.compile(r"\d{6,}\s*!")
+_HUGE_FACTORIAL = re.compile(r"(?<!\d)\d{6,}\s*!")  # anchored at a digit run's start: linear
 
 
 def explosive(latex: str) -> bool:
@@ -306,7 +306,7 @@ def _equivalent_here(pred: str, gold: str, timeout_s: int, rel_tol: float, fast:
     if verdict is not None:
         return verdict
     pred_latex, gold_latex = parse_answer(pred).latex, parse_answer(gold).latex
-    if explosive(pred_latex) or explosive(gold_latex):
+    if max(len(pred_latex), len(gold_latex)) > MAX_ANSWER_CHARS or explosive(pred_latex) or explosive(gold_latex):
         return re.sub(r"\s+", "", pred_latex) == re.sub(r"\s+", "", gold_latex)
     if fast and _clearly_different(pred_latex, gold_latex, timeout_s):
         return False

@@ -190,9 +190,18 @@ class Answer:
     is_text: bool  # only letters / spaces: a word, a name or a choice letter
 
 
+# Longer than any real final answer (a big matrix or a long list is a few hundred characters):
+# such text is a degenerate output, kept as it is (whitespace collapsed) instead of going
+# through the cleaning regexes, several of which backtrack quadratically on long runs.
+MAX_ANSWER_CHARS = 2000
+
+
 @lru_cache(maxsize=65536)
 def parse_answer(raw: str) -> Answer:
     """Clean ``raw`` once and cache it (the same gold is compared against many samples)."""
+    if len(raw) > MAX_ANSWER_CHARS:
+        latex = re.sub(r"\s+", " ", raw).strip()
+        return Answer(raw, latex, latex.replace(" ", ""), None, False, False, False)
     latex, percent = clean_answer(raw)
     key = re.sub(r"\s+", "", latex)
     value, decimal = _exact_value(key)

@@ -129,3 +129,39 @@ def test_an_absurdly_nested_fraction_is_not_read_as_its_innermost_part():
     nested = "\\frac{1}{" * 110 + "2" + "}" * 110
     assert explosive(nested) and grade(f"\\boxed{{{nested}}}", "\\frac{1}{2}") is False
     assert grade("\\boxed{\\frac{1}{1+\\frac{1}{2}}}", "\\frac{2}{3}") is True  # ordinary nesting evaluates
+
+
+MEGABYTE_RESPONSES = {
+    "newline run inside a box": "\\boxed{1" + "\n" * 1_000_000 + "1}",
+    "space run before the answer": "The answer is " + " " * 1_000_000 + "5",
+    "unclosed boxes": "\\boxed{" * 200_000,
+    "code in a math span": "$" + "print(1)" * 125_000 + "$",
+    "a million digits": "1" * 1_000_000,
+}
+
+
+@pytest.mark.parametrize("name", list(MEGABYTE_RESPONSES))
+def test_a_megabyte_response_is_graded_within_bounds(name):
+    """Each of these took minutes to hours (quadratic regexes in answer cleaning, a quadratic
+    factorial check): answers longer than any real one are compared as text."""
+    from rlrecipes.grading import grade
+
+    started = time.monotonic()
+    grade(MEGABYTE_RESPONSES[name], "11")
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.slow
+def test_the_eval_cli_rescores_a_megabyte_response_within_bounds(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "h.jsonl"
+    path.write_text(json.dumps({"gold": "11", "completions": list(MEGABYTE_RESPONSES.values())}) + "\n")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "rlrecipes.cli", "eval", f"generations={path}", "benchmark=math500",
+                          f"run_dir={tmp_path / 'run'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert time.monotonic() - started < 120
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["benchmarks"]["math500"]["problems"] == 1
