@@ -80,8 +80,9 @@ def _load_backend(cfg: Any, log: Callable[[str], None]) -> tuple[Backend, str]:
 
     task = make_task(cfg.data.synthetic) if cfg.model.builder == "toy" and not cfg.model.name_or_path else None
     path = resolve_model_path(cfg.model, task, cfg.data.synthetic, cfg.cache_dir, log)
-    log(f"model: {path} ({cfg.generation.backend})")
-    return make_backend(cfg.generation, cfg.model, path, cfg.seed), path
+    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed)
+    log(f"model: {path} (generation.backend={cfg.generation.backend}: {backend.name})")
+    return backend, path
 
 
 def _generate(plan: Plan, todo: list[tuple[int, Any]], backend: Backend, seed: int,
@@ -169,10 +170,11 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
     timing = {"generation_seconds": 0.0, "grading_seconds": 0.0}
     pool = make_pool(cfg)
     failures = {p.name: GradingCounts() for p in plans}
-    model_path = None
+    model_path, backend_used = None, None
     try:
         if any(todo.values()):
             backend, model_path = _load_backend(cfg, log)
+            backend_used = backend.name  # what generation.backend=auto chose, for summary.json
             log(f"generation: {threads} CPU thread{'s' * (threads != 1)} (threads=N to change)")
             with EvalProgress(sum(map(len, todo.values())), enabled=cfg.progress,
                               every=cfg.progress_every, log=log) as progress:
@@ -193,7 +195,7 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
         if pool is not None:
             pool.close()
     summary = build_summary(cfg, results, {p.name: p.describe() for p in plans},
-                            model_path or _configured_model(cfg), started, timing, run_dir)
+                            model_path or _configured_model(cfg), started, timing, run_dir, backend_used)
     check_failure_rate(cfg, results)
     return summary
 
@@ -262,12 +264,13 @@ def _configured_model(cfg: Any) -> str:
 
 def build_summary(cfg: Any, results: dict[str, dict[str, Any]], settings: dict[str, Any],
                   model: str | None, started: float, timing: dict[str, float],
-                  run_dir: Path) -> dict[str, Any]:
+                  run_dir: Path, backend: str | None = None) -> dict[str, Any]:
     from rlrecipes.rundir import versions, write_json
 
     heads = [headline(m)[1] for m in results.values() if m.get("problems")]
     summary = {
-        "kind": "eval", "model": model, "protocol": OmegaConf.to_container(cfg.protocol, resolve=True),
+        "kind": "eval", "model": model, "generation_backend": backend,  # None: nothing generated this time
+        "protocol": OmegaConf.to_container(cfg.protocol, resolve=True),
         "seed": cfg.seed, "benchmarks": results,
         "average": {"headline": round(sum(heads) / len(heads), 6) if heads else None,
                     "benchmarks": len(heads)},

@@ -56,6 +56,7 @@ def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_pat
         assert 0 <= m[key] <= 1, key
     assert m["mean_completion_tokens"] > 0
     assert summary["protocol"]["num_samples"] == 2 and summary["seed"] == 0
+    assert summary["generation_backend"] in ("hf", "vllm")  # what generation.backend=auto resolved to
     assert summary["versions"]["torch"] and "git_commit" in summary["versions"]
     assert summary["settings"]["arithmetic"]["answer_style"] == "answer_line"
     original = samples(run)
@@ -208,7 +209,7 @@ def _good_generations(tmp_path: Path) -> str:
     (lambda t: ["benchmark=math500", _bad_generations(t)], "bad.jsonl:2: no completions or answers (keys here: complettions, gold)"),
     (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
     (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
-    (lambda t: ["generation.backend=vllm"], "generation.backend=vllm needs vLLM"),
+    (lambda t: ["generation.backend=vlm"], "generation.backend='vlm'; valid: auto, hf, vllm"),
     (lambda t: ["benchmark=aime25", "benchmark.answer_style=boxd", _good_generations(t)],
      "benchmark.answer_style='boxd'; valid: auto, boxed, answer_line"),
     (lambda t: ["grading.timeout_s=0"], "grading.timeout_s=0 must be at least 1"),
