@@ -108,7 +108,7 @@ def _weights_readable(folder: Path) -> bool:
                 return False
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a safetensors file any more
         return False
-    return bool(files)
+    return True  # (a folder with other weight files is not checked here)
 
 
 def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
