@@ -67,3 +67,20 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"benchmark data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+_LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                       "SUBMITIT_EXECUTOR")
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_launcher_environment():
+    """A test that leaves WORLD_SIZE & co. in os.environ makes every later subprocess a rank waiting
+    for peers that never come; restore them after each test whatever it did."""
+    saved = {key: os.environ.get(key) for key in _LAUNCHER_VARIABLES}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -74,7 +74,11 @@ def test_slurm_tasks_become_torch_distributed_ranks(monkeypatch):
     from rlrecipes.launch.slurm import SlurmRanks
 
     for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE"):
-        monkeypatch.delenv(key, raising=False)
+        # setenv first: it records "absent", so the values SlurmRanks writes are removed afterwards
+        # (a bare delenv of an absent key records nothing, and WORLD_SIZE=8 would leak into every
+        # later test's subprocesses, which then wait for 7 peers)
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
     slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "123", "SLURM_NTASKS": "8", "SLURM_PROCID": "5",
              "SLURM_LOCALID": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1",
              "SLURM_JOB_NODELIST": "gpu[07-08]"}
@@ -89,8 +93,10 @@ def test_slurm_tasks_become_torch_distributed_ranks(monkeypatch):
 def test_a_single_task_or_a_local_job_is_left_alone(monkeypatch):
     from rlrecipes.launch.slurm import SlurmRanks
 
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE",
+                "SUBMITIT_EXECUTOR"):
+        monkeypatch.setenv(key, "")  # records "absent" (see above)
+        monkeypatch.delenv(key)
     monkeypatch.setenv("SLURM_NTASKS", "4")  # e.g. an interactive allocation, not a submitit job
     SlurmRanks().on_job_start(config=None)
     assert "RANK" not in os.environ
