@@ -302,7 +302,7 @@ def eval_checkpoints_command(
 ) -> None:
     """Evaluate a run's checkpoints on a suite; report the best-average and the last one.
 
-    Extra key=value arguments go to every eval run (e.g. data_dir=../shared/data
+    Extra key=value arguments go to every eval run (e.g. data_dir=DIR
     generation.backend=vllm limit=50).
     """
     from rich.console import Console
