@@ -208,3 +208,13 @@ def append_line(path: Path, line: str) -> None:
         f.write(line.rstrip("\n") + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def flatten_config(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A resolved config as {"dotted.key": value}; lists become JSON text (hashable, printable)."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(flatten_config(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: json.dumps(node) if isinstance(node, list) else node}

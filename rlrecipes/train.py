@@ -32,7 +32,7 @@ from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, build_reward, needs_answer
-from rlrecipes.rundir import write_json
+from rlrecipes.rundir import flatten_config, write_json
 
 Log = Callable[[str], None]
 
@@ -281,8 +281,8 @@ def reopen_run_dir(cfg: DictConfig) -> Path:
         raise UserError(f"run_dir={run_dir} holds no run to resume (no {MARKER})")
     if (run_dir / "summary.json").is_file():
         raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
-    before = _flatten(OmegaConf.to_container(OmegaConf.load(run_dir / MARKER), resolve=True))
-    now = _flatten(OmegaConf.to_container(cfg, resolve=True))
+    before = flatten_config(OmegaConf.to_container(OmegaConf.load(run_dir / MARKER), resolve=True))
+    now = flatten_config(OmegaConf.to_container(cfg, resolve=True))
     changed = sorted(k for k in set(before) | set(now)
                      if before.get(k) != now.get(k) and not k.startswith(_RESUMABLE_CHANGES))
     if changed:
@@ -300,13 +300,6 @@ def reopen_run_dir(cfg: DictConfig) -> Path:
     return run_dir
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: node}
 
 
 def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:

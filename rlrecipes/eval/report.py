@@ -30,6 +30,7 @@ from rich.table import Table
 
 from rlrecipes.errors import UserError
 from rlrecipes.eval.scoring import headline
+from rlrecipes.rundir import flatten_config
 
 
 def _pct(value: Any) -> str:
@@ -180,13 +181,6 @@ def _load(run: Path) -> dict[str, Any]:
     return summary
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: json.dumps(node) if isinstance(node, list) else node}
 
 
 def _read_config(run: Path) -> dict[str, Any]:
@@ -196,7 +190,7 @@ def _read_config(run: Path) -> dict[str, Any]:
         data = yaml.safe_load((run / "config.yaml").read_text()) if (run / "config.yaml").is_file() else {}
     except yaml.YAMLError:
         data = {}
-    return _flatten(data) if isinstance(data, dict) else {}
+    return flatten_config(data) if isinstance(data, dict) else {}
 
 
 def _read_overrides(run: Path) -> dict[str, str]:
