@@ -70,13 +70,16 @@ def shared_data() -> Path:
 
 
 _LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                       "SUBMITIT_EXECUTOR")
+                       "SUBMITIT_EXECUTOR",
+                       # set per run by report_to (grpo_args.tracking_args): a later test's runs would log there
+                       "TENSORBOARD_LOGGING_DIR", "WANDB_DIR", "WANDB_PROJECT", "WANDB_MODE")
 
 
 @pytest.fixture(autouse=True)
 def _no_leaked_launcher_environment():
     """A test that leaves WORLD_SIZE & co. in os.environ makes every later subprocess a rank waiting
-    for peers that never come; restore them after each test whatever it did."""
+    for peers that never come (and a tracker directory sends later runs' logs elsewhere); restore
+    them after each test whatever it did."""
     saved = {key: os.environ.get(key) for key in _LAUNCHER_VARIABLES}
     yield
     for key, value in saved.items():
