@@ -7,6 +7,8 @@ shrink the task, the warm-start and the run to seconds on a CPU.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -87,3 +89,15 @@ def _no_leaked_launcher_environment():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def stop_process_group(process: subprocess.Popen, term_wait_s: float = 20) -> None:
+    """SIGTERM a server started with start_new_session=True (and its children), SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 10)):
+        if process.poll() is not None:
+            return
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass

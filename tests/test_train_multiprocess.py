@@ -40,6 +40,17 @@ def metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def metrics_on_one_and_two_processes(settings: list[str], keys: tuple[str, ...], tmp_path: Path) -> dict:
+    """{process count: the `keys` of every metrics.jsonl row} for the same run on 1 and on 2 processes."""
+    seen = {}
+    for n in (1, 2):
+        out = launch(n, *settings, f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
+        seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
+    return seen
+
+
 def test_two_processes_share_one_run_dir_and_measure_held_out_accuracy_once(toy_model_dir, tmp_path):
     out = launch(2, f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -80,12 +91,7 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
                 "trainer.max_steps=3", "trainer.eval_before=false", "trainer.eval_after=false"]
     keys = ("dynamic_sampling/rounds", "dynamic_sampling/prompts_generated", "dynamic_sampling/filtered_fraction",
             "dynamic_sampling/surplus_discarded", "dynamic_sampling/prompts_kept")
-    seen = {}
-    for n in (1, 2):
-        out = launch(n, *settings, f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-        assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
-        seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
+    seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
     assert seen[1] == seen[2]
     assert all(row["dynamic_sampling/prompts_kept"] == 4 for row in seen[2])
     assert any(row["dynamic_sampling/rounds"] > 1 for row in seen[2])  # the filter did act
@@ -97,12 +103,7 @@ def test_ttrl_votes_over_whole_groups_as_one_process_does(toy_model_dir, tmp_pat
     settings = ["recipe=ttrl", "trainer.top_k=1", "trainer.max_steps=2", "trainer.eval_before=false",
                 "trainer.eval_after=false"]
     keys = ("ttrl/label_accuracy", "ttrl/majority_ratio", "ttrl/reward_accuracy")
-    seen = {}
-    for n in (1, 2):
-        out = launch(n, *settings, f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-        assert json.loads((tmp_path / str(n) / "summary.json").read_text())["world_size"] == n
-        seen[n] = [{k: row[k] for k in keys} for row in metrics(tmp_path / str(n))]
+    seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
     assert seen[1] == seen[2] and len(seen[2]) == 2
 
 

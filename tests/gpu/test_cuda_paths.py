@@ -19,16 +19,14 @@ Not covered: ZeRO-3/FSDP with vLLM, multi-node, QLoRA (bitsandbytes).
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY
+from tests.conftest import TINY, stop_process_group
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
@@ -94,14 +92,7 @@ def test_vllm_server_rollouts_with_nccl_weight_sync(tmp_path):
         steps = [s for s in metrics(run) if "vllm/logprob_gap" in s]
         assert len(steps) == 3 and all(s["vllm/logprob_gap"] < 0.1 for s in steps), steps
     finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            if server.poll() is not None:
-                break
-            os.killpg(server.pid, sig)
-            try:
-                server.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
+        stop_process_group(server, 30)
         log.close()
 
 
