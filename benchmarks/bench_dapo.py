@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from benchkit import stats
+
 from rlrecipes.config import compose_config
 
 SEEDS = [0, 1, 2]
@@ -58,8 +59,9 @@ def wall_clock_budget(seconds: float):
 def run(recipe: str, seed: int, budget: float, extra: list[str]) -> dict:
     from rlrecipes.train import train
 
-    cfg = compose_config("train", [f"recipe={recipe}", f"seed={seed}", "trainer.max_steps=100000",
-                                   "trainer.progress=false", *extra])
+    cfg = compose_config(
+        "train", [f"recipe={recipe}", f"seed={seed}", "trainer.max_steps=100000", "trainer.progress=false", *extra]
+    )
     with tempfile.TemporaryDirectory() as tmp, wall_clock_budget(budget):
         summary = train(cfg, Path(tmp), log=lambda _: None)
         rows = [json.loads(line) for line in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
@@ -69,9 +71,13 @@ def run(recipe: str, seed: int, budget: float, extra: list[str]) -> dict:
 
 def describe(runs: list[dict]) -> dict:
     after = [r["accuracy_after"] for r in runs]
-    return {"accuracy_after": [round(a, 4) for a in after], "accuracy_after_stats": stats(after),
-            "gain_points_mean": round(100 * statistics.mean(a - r["accuracy_before"] for a, r in zip(after, runs)), 2),
-            "steps": [r["steps"] for r in runs], "train_seconds": [r["train_seconds"] for r in runs]}
+    return {
+        "accuracy_after": [round(a, 4) for a in after],
+        "accuracy_after_stats": stats(after),
+        "gain_points_mean": round(100 * statistics.mean(a - r["accuracy_before"] for a, r in zip(after, runs)), 2),
+        "steps": [r["steps"] for r in runs],
+        "train_seconds": [r["train_seconds"] for r in runs],
+    }
 
 
 def main() -> None:
@@ -82,23 +88,30 @@ def main() -> None:
     generated = sum(row["dynamic_sampling/prompts_generated"] for row in ds)
     kept = sum(row["dynamic_sampling/prompts_kept"] for row in ds)
     grpo, dapo = describe(results["grpo"]), describe(results["dapo"])
-    print(json.dumps({
-        "bench": "dapo_vs_grpo_same_wall_clock",
-        "budget_seconds": budget,
-        "seeds": SEEDS,
-        "accuracy_before": [round(r["accuracy_before"], 4) for r in results["grpo"]],
-        "grpo": grpo,
-        "dapo": dapo,
-        "dapo_minus_grpo_points": round(100 * (dapo["accuracy_after_stats"]["mean"]
-                                               - grpo["accuracy_after_stats"]["mean"]), 2),
-        "dynamic_sampling": {
-            "prompts_generated_per_kept": round(generated / kept, 3),
-            "rounds_per_step_mean": round(statistics.mean(r["dynamic_sampling/rounds"] for r in ds), 3),
-            "rounds_per_step_max": max(r["dynamic_sampling/rounds"] for r in ds),
-            "filtered_fraction_mean": round(statistics.mean(r["dynamic_sampling/filtered_fraction"] for r in ds), 3),
-        },
-        "steps_ratio_dapo_over_grpo": round(statistics.mean(dapo["steps"]) / statistics.mean(grpo["steps"]), 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "dapo_vs_grpo_same_wall_clock",
+                "budget_seconds": budget,
+                "seeds": SEEDS,
+                "accuracy_before": [round(r["accuracy_before"], 4) for r in results["grpo"]],
+                "grpo": grpo,
+                "dapo": dapo,
+                "dapo_minus_grpo_points": round(
+                    100 * (dapo["accuracy_after_stats"]["mean"] - grpo["accuracy_after_stats"]["mean"]), 2
+                ),
+                "dynamic_sampling": {
+                    "prompts_generated_per_kept": round(generated / kept, 3),
+                    "rounds_per_step_mean": round(statistics.mean(r["dynamic_sampling/rounds"] for r in ds), 3),
+                    "rounds_per_step_max": max(r["dynamic_sampling/rounds"] for r in ds),
+                    "filtered_fraction_mean": round(
+                        statistics.mean(r["dynamic_sampling/filtered_fraction"] for r in ds), 3
+                    ),
+                },
+                "steps_ratio_dapo_over_grpo": round(statistics.mean(dapo["steps"]) / statistics.mean(grpo["steps"]), 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,27 +43,60 @@ def main() -> None:
         problems_file = Path(tmp) / "problems.json"
         problems_file.write_text(json.dumps(problems.train))
         for rep in range(RUNS):
-            out = subprocess.run([sys.executable, str(HERE / "plain_trl_grpo.py"), model_dir, str(problems_file),
-                                  str(STEPS), f"{tmp}/plain{rep}",
-                                  str(cfg.trainer.cpu_threads or torch.get_num_threads())], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "plain_trl_grpo.py"),
+                    model_dir,
+                    str(problems_file),
+                    str(STEPS),
+                    f"{tmp}/plain{rep}",
+                    str(cfg.trainer.cpu_threads or torch.get_num_threads()),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             record = json.loads(out.stdout.strip().splitlines()[-1])
             plain += record["step_times"][3:]
             plain_per_token += per_token(record["step_times"], record["completion_lengths"])
             run_dir = Path(tmp) / f"ours{rep}"
-            subprocess.run([sys.executable, "-m", "rlrecipes.cli", "train", f"trainer.max_steps={STEPS}",
-                            "trainer.eval_before=false", "trainer.eval_after=false", f"run_dir={run_dir}"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                           env={**os.environ, "COLUMNS": "120"})
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rlrecipes.cli",
+                    "train",
+                    f"trainer.max_steps={STEPS}",
+                    "trainer.eval_before=false",
+                    "trainer.eval_after=false",
+                    f"run_dir={run_dir}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=True,
+                env={**os.environ, "COLUMNS": "120"},
+            )
             rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
             ours += [r["step_time"] for r in rows][3:]
             ours_per_token += per_token([r["step_time"] for r in rows], [r["completion_length_mean"] for r in rows])
     median_ours, median_plain = statistics.median(ours), statistics.median(plain)
-    print(json.dumps({"bench": "engine_overhead", "steps_per_run": STEPS, "runs_each": RUNS,
-                      "median_step_seconds_rlrecipes": round(median_ours, 4),
-                      "median_step_seconds_plain_trl": round(median_plain, 4),
-                      "ratio": round(median_ours / median_plain, 3), "target_ratio_max": 1.05,
-                      "ratio_per_completion_token": round(statistics.median(ours_per_token)
-                                                          / statistics.median(plain_per_token), 3)}))
+    print(
+        json.dumps(
+            {
+                "bench": "engine_overhead",
+                "steps_per_run": STEPS,
+                "runs_each": RUNS,
+                "median_step_seconds_rlrecipes": round(median_ours, 4),
+                "median_step_seconds_plain_trl": round(median_plain, 4),
+                "ratio": round(median_ours / median_plain, 3),
+                "target_ratio_max": 1.05,
+                "ratio_per_completion_token": round(
+                    statistics.median(ours_per_token) / statistics.median(plain_per_token), 3
+                ),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,17 @@ def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
     from rlrecipes.config import compose_config
     from rlrecipes.eval.runner import run_eval
 
-    overrides = [*_model_overrides(), "benchmark=math500", f"data_dir={data_dir}", f"limit={limit}",
-                 f"protocol.max_new_tokens={tokens}", "generation.backend=hf", "grading.workers=0",
-                 "progress=false", f"threads={threads}"]
+    overrides = [
+        *_model_overrides(),
+        "benchmark=math500",
+        f"data_dir={data_dir}",
+        f"limit={limit}",
+        f"protocol.max_new_tokens={tokens}",
+        "generation.backend=hf",
+        "grading.workers=0",
+        "progress=false",
+        f"threads={threads}",
+    ]
     cfg = compose_config("eval", overrides)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -50,9 +58,16 @@ def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
         wall = time.perf_counter() - start
         completions = (Path(tmp) / "samples.jsonl").read_text()
     texts = [json.loads(line)["completions"] for line in completions.splitlines()]
-    print(json.dumps({"wall": wall, "generation": summary["generation_seconds"],
-                      "fingerprint": hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:12],
-                      "model": summary["model"]}))
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "generation": summary["generation_seconds"],
+                "fingerprint": hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:12],
+                "model": summary["model"],
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -69,9 +84,24 @@ def main() -> None:
     runs = {}
     for threads in SETTINGS:
         print(f"[bench] threads={threads}", file=sys.stderr)
-        out = subprocess.run([sys.executable, __file__, "--child", threads, "--data-dir", args.data_dir,
-                              "--problems", str(args.problems), "--tokens", str(args.tokens)],
-                             capture_output=True, text=True, env=env, timeout=3600)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                threads,
+                "--data-dir",
+                args.data_dir,
+                "--problems",
+                str(args.problems),
+                "--tokens",
+                str(args.tokens),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=3600,
+        )
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
         if out.returncode != 0 or not lines:
             raise SystemExit((out.stderr or out.stdout).strip().splitlines()[-1])
@@ -81,17 +111,23 @@ def main() -> None:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
         cpus = os.cpu_count() or 1
-    print(json.dumps({
-        "bench": "eval_threads",
-        "model": runs["null"]["model"],
-        "problems": args.problems, "max_new_tokens": args.tokens, "cpus": cpus,
-        "default_threads": max(1, cpus // 2),
-        "seconds_per_problem": {f"threads={t}": round(v, 2) for t, v in per.items()},
-        "ratio_1_vs_default": round(per["1"] / per["null"], 2),
-        "ratio_2_vs_default": round(per["2"] / per["null"], 2),
-        "same_completions": len({r["fingerprint"] for r in runs.values()}) == 1,
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "eval_threads",
+                "model": runs["null"]["model"],
+                "problems": args.problems,
+                "max_new_tokens": args.tokens,
+                "cpus": cpus,
+                "default_threads": max(1, cpus // 2),
+                "seconds_per_problem": {f"threads={t}": round(v, 2) for t, v in per.items()},
+                "ratio_1_vs_default": round(per["1"] / per["null"], 2),
+                "ratio_2_vs_default": round(per["2"] / per["null"], 2),
+                "same_completions": len({r["fingerprint"] for r in runs.values()}) == 1,
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,10 +46,24 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-_FALLBACK_GOLDS = ["25", "\\frac{1}{2}", "2\\sqrt{2}", "(3, \\frac{\\pi}{2})", "\\text{Evelyn}",
-                   "x^2+1", "[2, 5)", "\\{1, 2\\}", "0.75", "336^\\circ", "10\\%", "-4"]
-_FILLER = ("We first rewrite the expression and simplify both sides. Substituting the value "
-           "into the equation gives a consistent system, so we can solve for the unknown. ")
+_FALLBACK_GOLDS = [
+    "25",
+    "\\frac{1}{2}",
+    "2\\sqrt{2}",
+    "(3, \\frac{\\pi}{2})",
+    "\\text{Evelyn}",
+    "x^2+1",
+    "[2, 5)",
+    "\\{1, 2\\}",
+    "0.75",
+    "336^\\circ",
+    "10\\%",
+    "-4",
+]
+_FILLER = (
+    "We first rewrite the expression and simplify both sides. Substituting the value "
+    "into the equation gives a consistent system, so we can solve for the unknown. "
+)
 
 
 def _golds(data_dir: Path, n: int) -> list[str]:
@@ -74,8 +88,12 @@ def _variants(gold: str, rng: random.Random, others: list[str]) -> list[str]:
         if Fraction(v.numerator + 1, v.denominator + 2) != v:
             wrong.append(f"\\frac{{{v.numerator + 1}}}{{{v.denominator + 2}}}")
     else:
-        right += [a.latex.replace("\\frac", "\\dfrac"), "\\left(" + a.latex[1:-1] + "\\right)"
-                  if a.latex.startswith("(") and a.latex.endswith(")") else a.latex + " "]
+        right += [
+            a.latex.replace("\\frac", "\\dfrac"),
+            "\\left(" + a.latex[1:-1] + "\\right)"
+            if a.latex.startswith("(") and a.latex.endswith(")")
+            else a.latex + " ",
+        ]
         wrong = [a.latex + "+1", "2" + a.latex if not a.is_text else "Bob", rng.choice(others)]
     return right, wrong
 
@@ -129,8 +147,11 @@ def _restyle(solution: str, style: str, rng: random.Random) -> str:
     if style == "gsm8k":
         return unboxed + f"\n#### {content}"
     # a draft answer boxed early, then corrected on a final answer line
-    return (f"A first guess is $\\boxed{{{rng.randint(2, 99)}}}$, but let us check.\n" + unboxed
-            + f"\nFinal Answer: ${content}$")
+    return (
+        f"A first guess is $\\boxed{{{rng.randint(2, 99)}}}$, but let us check.\n"
+        + unboxed
+        + f"\nFinal Answer: ${content}$"
+    )
 
 
 def agreement_cases(data_dir: Path, seed: int) -> list[tuple[str, str, str, bool]]:
@@ -174,12 +195,19 @@ def agreement(data_dir: Path, seed: int) -> dict:
     by_style = {}
     for style in _STYLES:
         keep = [i for i, c in enumerate(cases) if c[0] == style]
-        by_style[style] = {"cases": len(keep), "rlrecipes": round(share(ours, keep), 3),
-                           "math_verify": round(share(theirs, keep), 3)}
+        by_style[style] = {
+            "cases": len(keep),
+            "rlrecipes": round(share(ours, keep), 3),
+            "math_verify": round(share(theirs, keep), 3),
+        }
     a_ours, a_theirs = share(ours, every), share(theirs, every)
-    return {"agreement_cases": len(cases), "agreement_rlrecipes": round(a_ours, 4),
-            "agreement_math_verify": round(a_theirs, 4), "agreement_ratio": round(a_ours / a_theirs, 3),
-            "agreement_by_style": by_style}
+    return {
+        "agreement_cases": len(cases),
+        "agreement_rlrecipes": round(a_ours, 4),
+        "agreement_math_verify": round(a_theirs, 4),
+        "agreement_ratio": round(a_ours / a_theirs, 3),
+        "agreement_by_style": by_style,
+    }
 
 
 def _math_verify_single(items: list[tuple[str, str]]) -> float:
@@ -252,8 +280,11 @@ def _timed_fresh(fn_name: str, warmup: list, items: list) -> float:
     from rlrecipes.grading.equivalence import WARMUP_PAIRS
 
     fn = globals()[fn_name]
-    fn(list(WARMUP_PAIRS) if fn_name == "_symbolic_single" else
-       warmup + [(f"$\\boxed{{{p}}}$", g) for p, g in WARMUP_PAIRS])
+    fn(
+        list(WARMUP_PAIRS)
+        if fn_name == "_symbolic_single"
+        else warmup + [(f"$\\boxed{{{p}}}$", g) for p, g in WARMUP_PAIRS]
+    )
     return fn(items)
 
 

@@ -45,6 +45,7 @@ def main() -> None:
     items = make_items(_golds(args.data_dir, args.items // 4), 4, 0)
     _rate(items[:50])  # warm-up: imports, math-verify's first parse
     bounds = (normalize.MAX_ANSWER_CHARS, equivalence.MAX_ANSWER_CHARS, equivalence.explosive)
+
     def unbounded() -> float:
         normalize.MAX_ANSWER_CHARS = equivalence.MAX_ANSWER_CHARS = 10**12
         equivalence.explosive = lambda latex: False
@@ -63,18 +64,29 @@ def main() -> None:
             off.append(unbounded())
     from rlrecipes.grading import grade
 
-    megabyte = {"newline_run_in_box": "\\boxed{1" + "\n" * 1_000_000 + "1}",
-                "unclosed_boxes": "\\boxed{" * 200_000, "million_digits": "1" * 1_000_000}
+    megabyte = {
+        "newline_run_in_box": "\\boxed{1" + "\n" * 1_000_000 + "1}",
+        "unclosed_boxes": "\\boxed{" * 200_000,
+        "million_digits": "1" * 1_000_000,
+    }
     seconds = {}
     for name, text in megabyte.items():
         started = time.perf_counter()
         grade(text, "11")
         seconds[name] = round(time.perf_counter() - started, 2)
     median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    print(json.dumps({"bench": "grading_bounds", "items": len(items),
-                      "bounded_aps": round(median(on), 1), "unbounded_aps": round(median(off), 1),
-                      "ratio_bounded_vs_unbounded": round(median(on) / median(off), 3),
-                      "megabyte_seconds_bounded": seconds}))
+    print(
+        json.dumps(
+            {
+                "bench": "grading_bounds",
+                "items": len(items),
+                "bounded_aps": round(median(on), 1),
+                "unbounded_aps": round(median(off), 1),
+                "ratio_bounded_vs_unbounded": round(median(on) / median(off), 3),
+                "megabyte_seconds_bounded": seconds,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -60,24 +60,38 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
     model, tok = load_model(model_path, cfg.model)
     model.eval()
     items = problems.eval[:groups]
-    prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt)
-               for it in items for _ in range(size)]
+    prompts = [
+        render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt)
+        for it in items
+        for _ in range(size)
+    ]
     enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left")
     torch.manual_seed(0)
     with torch.no_grad():
-        out = model.generate(**enc, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                             max_new_tokens=cfg.trainer.max_completion_length, pad_token_id=tok.pad_token_id)
-    completions = out[:, enc.input_ids.size(1):]
+        out = model.generate(
+            **enc,
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=cfg.trainer.max_completion_length,
+            pad_token_id=tok.pad_token_id,
+        )
+    completions = out[:, enc.input_ids.size(1) :]
     ended = (completions == tok.eos_token_id).int().cumsum(1)
     mask = ((ended == 0) | ((ended == 1) & (completions == tok.eos_token_id))).int()  # up to the first EOS
     scores = policy_self_certainty(model, enc.input_ids, enc.attention_mask, completions, mask).view(groups, size)
     texts = tok.batch_decode(completions, skip_special_tokens=True)
-    right = torch.tensor([problems.verify(t, items[i // size]["answer"]) for i, t in enumerate(texts)]).view(groups, size)
+    right = torch.tensor([problems.verify(t, items[i // size]["answer"]) for i, t in enumerate(texts)]).view(
+        groups, size
+    )
     advantages = (scores - scores.mean(1, keepdim=True)) / (scores.std(1, keepdim=True) + 1e-4)
     mixed = right.any(1) & ~right.all(1)
-    return {"mixed_groups": int(mixed.sum()),
-            "advantage_right": round(advantages[mixed][right[mixed]].mean().item(), 3),
-            "advantage_wrong": round(advantages[mixed][~right[mixed]].mean().item(), 3)}
+    return {
+        "mixed_groups": int(mixed.sum()),
+        "advantage_right": round(advantages[mixed][right[mixed]].mean().item(), 3),
+        "advantage_wrong": round(advantages[mixed][~right[mixed]].mean().item(), 3),
+    }
 
 
 def measure(model_overrides: list[str]) -> dict:
@@ -91,9 +105,12 @@ def measure(model_overrides: list[str]) -> dict:
     base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
     sampled_before = sampled_accuracy(base, cfg, problems)
     certainty = certainty_of_right_and_wrong(base, cfg, problems)
-    runs = [train_in_scratch([*overrides, f"seed={seed}"],
-                             inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems))
-            for seed in SEEDS]
+    runs = [
+        train_in_scratch(
+            [*overrides, f"seed={seed}"], inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems)
+        )
+        for seed in SEEDS
+    ]
     greedy_before = runs[0]["accuracy_before"]
     return {
         "self_certainty_advantage_before": certainty,
@@ -115,13 +132,17 @@ def main() -> None:
     torch.set_num_threads(1)
     started = time.time()
     results = {name: measure(extra) for name, extra in MODELS.items()}
-    print(json.dumps({
-        "bench": "intuitor_toy",
-        "setting": "recipe=intuitor trainer=cpu (120 steps, lr 2e-4, 8 prompts x 8 samples)",
-        "seeds": SEEDS,
-        "models": results,
-        "wall_seconds": round(time.time() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "intuitor_toy",
+                "setting": "recipe=intuitor trainer=cpu (120 steps, lr 2e-4, 8 prompts x 8 samples)",
+                "seeds": SEEDS,
+                "models": results,
+                "wall_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

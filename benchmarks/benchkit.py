@@ -38,17 +38,29 @@ def sampled_accuracy(model_path: str, cfg, problems, samples: int = SAMPLES, tem
     from rlrecipes.models import load_model
 
     model, tokenizer = load_model(model_path, cfg.model)
-    prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
-               for it in problems.eval]
-    outs = generate_completions(model, tokenizer, prompts, max_new_tokens=cfg.trainer.max_completion_length,
-                                do_sample=True, temperature=temperature, num_samples=samples, seed=1234,
-                                batch_size=32)
+    prompts = [
+        render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in problems.eval
+    ]
+    outs = generate_completions(
+        model,
+        tokenizer,
+        prompts,
+        max_new_tokens=cfg.trainer.max_completion_length,
+        do_sample=True,
+        temperature=temperature,
+        num_samples=samples,
+        seed=1234,
+        batch_size=32,
+    )
     hits = [problems.verify(text, it["answer"]) for texts, it in zip(outs, problems.eval) for text in texts]
     return sum(hits) / len(hits)
 
 
 def stats(values: list[float], digits: int = 4) -> dict[str, float]:
     """Mean, sample standard deviation, min and max."""
-    return {"mean": round(statistics.mean(values), digits),
-            "stdev": round(statistics.stdev(values), digits) if len(values) > 1 else 0.0,
-            "min": round(min(values), digits), "max": round(max(values), digits)}
+    return {
+        "mean": round(statistics.mean(values), digits),
+        "stdev": round(statistics.stdev(values), digits) if len(values) > 1 else 0.0,
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+    }

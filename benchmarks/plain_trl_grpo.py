@@ -12,7 +12,6 @@ import sys
 import time
 
 import torch
-
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -22,8 +21,15 @@ torch.set_num_threads(int(sys.argv[5]))  # the same thread count as the rlrecipe
 problems = json.loads(open(problems_file).read())
 tok = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
 model = AutoModelForCausalLM.from_pretrained(model_dir)
-rows = [{"prompt": tok.apply_chat_template([{"role": "user", "content": p["problem"]}], tokenize=False,
-                                           add_generation_prompt=True), "answer": p["answer"]} for p in problems]
+rows = [
+    {
+        "prompt": tok.apply_chat_template(
+            [{"role": "user", "content": p["problem"]}], tokenize=False, add_generation_prompt=True
+        ),
+        "answer": p["answer"],
+    }
+    for p in problems
+]
 
 
 def accuracy(completions, answer, **_):
@@ -54,15 +60,39 @@ class StepTimer(TrainerCallback):
 
 
 args = GRPOConfig(
-    output_dir=out_dir, report_to="none", disable_tqdm=True, logging_steps=1, save_strategy="no",
-    max_steps=max_steps, learning_rate=2e-4, lr_scheduler_type="constant", per_device_train_batch_size=64,
-    gradient_accumulation_steps=1, steps_per_generation=1, num_generations=8, max_completion_length=16,
-    temperature=1.0, bf16=False, use_cpu=True, activation_checkpointing=False, loss_type="grpo", beta=0.0,
-    epsilon=0.2, scale_rewards="group", remove_unused_columns=False, seed=0,
+    output_dir=out_dir,
+    report_to="none",
+    disable_tqdm=True,
+    logging_steps=1,
+    save_strategy="no",
+    max_steps=max_steps,
+    learning_rate=2e-4,
+    lr_scheduler_type="constant",
+    per_device_train_batch_size=64,
+    gradient_accumulation_steps=1,
+    steps_per_generation=1,
+    num_generations=8,
+    max_completion_length=16,
+    temperature=1.0,
+    bf16=False,
+    use_cpu=True,
+    activation_checkpointing=False,
+    loss_type="grpo",
+    beta=0.0,
+    epsilon=0.2,
+    scale_rewards="group",
+    remove_unused_columns=False,
+    seed=0,
     vllm_importance_sampling_correction=False,
 )
 timer = StepTimer()
-trainer = GRPOTrainer(model=model, reward_funcs=[accuracy], args=args, train_dataset=Dataset.from_list(rows),
-                      processing_class=tok, callbacks=[timer])
+trainer = GRPOTrainer(
+    model=model,
+    reward_funcs=[accuracy],
+    args=args,
+    train_dataset=Dataset.from_list(rows),
+    processing_class=tok,
+    callbacks=[timer],
+)
 trainer.train()
 print(json.dumps({"step_times": timer.times, "completion_lengths": timer.lengths}))

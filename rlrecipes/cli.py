@@ -12,8 +12,12 @@ from rich.table import Table
 from rlrecipes.errors import UserError
 
 console = Console()
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Reproduce the 2025 RL recipes for LLM reasoning on one TRL engine.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Reproduce the 2025 RL recipes for LLM reasoning on one TRL engine.",
+)
 config_app = typer.Typer(no_args_is_help=True, help="Inspect configurations.")
 app.add_typer(config_app, name="config")
 _OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -48,8 +52,14 @@ def _train_job(cfg: Any) -> Optional[float]:
     from hydra.types import RunMode
 
     from rlrecipes.data.problems import data_label
-    from rlrecipes.rundir import (create_run_dir, discard_unstarted_run, drop_hydra_job_dir, is_main_process,
-                                  shared_run_dir, write_manifest)
+    from rlrecipes.rundir import (
+        create_run_dir,
+        discard_unstarted_run,
+        drop_hydra_job_dir,
+        is_main_process,
+        shared_run_dir,
+        write_manifest,
+    )
     from rlrecipes.train import TrainingInterrupted
     from rlrecipes.train import train as run_training
 
@@ -62,9 +72,13 @@ def _train_job(cfg: Any) -> Optional[float]:
             from rlrecipes.train import reopen_run_dir
 
             return reopen_run_dir(cfg)
-        run_dir = create_run_dir(cfg.run_dir, cfg.output_root, f"{cfg.recipe.name}-{data_label(cfg.data)}",
-                                 job_num=hc.job.num if is_multirun else None,
-                                 sweep_dir=hc.sweep.dir if is_multirun else None)
+        run_dir = create_run_dir(
+            cfg.run_dir,
+            cfg.output_root,
+            f"{cfg.recipe.name}-{data_label(cfg.data)}",
+            job_num=hc.job.num if is_multirun else None,
+            sweep_dir=hc.sweep.dir if is_multirun else None,
+        )
         if is_multirun:
             drop_hydra_job_dir(run_dir)
         write_manifest(run_dir, cfg)
@@ -83,7 +97,7 @@ def _train_job(cfg: Any) -> Optional[float]:
     except TrainingInterrupted as exc:  # SIGINT/SIGTERM: a checkpoint was saved
         if main:
             console.print(f"[bold yellow]interrupted:[/] {exc}", highlight=False, soft_wrap=True)
-        raise SystemExit(128 + exc.signal)
+        raise SystemExit(128 + exc.signal) from None
     except BaseException as exc:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
         if main and not cfg.resume:
             discard_unstarted_run(run_dir)
@@ -126,12 +140,17 @@ def eval_(
 @app.command()
 def report(
     run_dirs: List[str] = typer.Argument(..., help="Run directories, folders holding runs (a sweep) or globs."),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="Columns whose runs fold into mean ± std "
-                                           "(e.g. recipe,trainer.learning_rate); auto = every parameter but seed."),
+    group_by: Optional[str] = typer.Option(
+        None,
+        "--group-by",
+        help="Columns whose runs fold into mean ± std "
+        "(e.g. recipe,trainer.learning_rate); auto = every parameter but seed.",
+    ),
     sort: Optional[str] = typer.Option(None, "--sort", help="Column to sort by."),
     desc: bool = typer.Option(False, "--desc", help="Sort descending."),
-    where: List[str] = typer.Option([], "--where",
-                                    help="Keep rows where KEY=VALUE (also !=, >, <, >=, <=); repeatable."),
+    where: List[str] = typer.Option(
+        [], "--where", help="Keep rows where KEY=VALUE (also !=, >, <, >=, <=); repeatable."
+    ),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for report.csv, report.json and report.md."),
     csv: Optional[str] = typer.Option(None, "--csv", help="CSV file to write (raw fractions)."),
     json_file: Optional[str] = typer.Option(None, "--json", help="JSON file to write."),
@@ -173,8 +192,9 @@ app.command("eval-checkpoints", context_settings=_OVERRIDES)(eval_checkpoints_co
 
 
 @config_app.command("show", context_settings=_OVERRIDES)
-def config_show(ctx: typer.Context,
-                name: str = typer.Option("train", "--name", help="Root config: train or eval.")) -> None:
+def config_show(
+    ctx: typer.Context, name: str = typer.Option("train", "--name", help="Root config: train or eval.")
+) -> None:
     """Print the fully resolved config for the given overrides."""
     from omegaconf import OmegaConf
 

@@ -61,8 +61,7 @@ def _default_equivalence() -> Equivalence:
     return is_equivalent
 
 
-def vote_groups(answers: Sequence[str | None],
-                equivalent: Equivalence | None = None) -> list[tuple[str, int]]:
+def vote_groups(answers: Sequence[str | None], equivalent: Equivalence | None = None) -> list[tuple[str, int]]:
     """``(representative, votes)`` of every group of equivalent answers, in the order the
     groups first appeared (see the module doc for the grouping rules)."""
     from rlrecipes.grading.normalize import normalize_answer
@@ -88,8 +87,7 @@ def vote_groups(answers: Sequence[str | None],
     return list(zip(reps, counts))
 
 
-def majority_vote(answers: Sequence[str | None],
-                  equivalent: Equivalence | None = None) -> tuple[str | None, int]:
+def majority_vote(answers: Sequence[str | None], equivalent: Equivalence | None = None) -> tuple[str | None, int]:
     """The most common answer (grouping equivalent answers) and its vote count.
 
     ``equivalent(candidate, representative)`` decides whether two answers are the same;
@@ -111,8 +109,7 @@ def majority_vote(answers: Sequence[str | None],
 TIE_RULES = ("first", "fractional")
 
 
-def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool],
-               ties: str = "first") -> float:
+def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool], ties: str = "first") -> float:
     """maj@k credit of one problem from its vote groups.
 
     ``first`` (Qwen2.5-Math, TTRL): the tied group written first wins, 1 or 0.
@@ -133,8 +130,13 @@ def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool]
     return sum(correct(rep) for rep in tied) / len(tied)
 
 
-def maj_at_k(answers: Sequence[str | None], gold: str, k: int | None = None,
-             equivalent: Equivalence | None = None, ties: str = "first") -> float:
+def maj_at_k(
+    answers: Sequence[str | None],
+    gold: str,
+    k: int | None = None,
+    equivalent: Equivalence | None = None,
+    ties: str = "first",
+) -> float:
     """maj@k of one problem: 1.0 when the majority answer of the first ``k`` samples is
     equivalent to ``gold`` (``ties``: see ``vote_score``).
 

@@ -80,10 +80,12 @@ def svg_plot(curves: AccuracyCurves, title: str = "accuracy") -> str:
     def xy(step: float, acc: float) -> tuple[float, float]:
         return LEFT + plot_w * step / x_max, TOP + plot_h * (1.0 - acc)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
-             f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-             f'<text x="{WIDTH / 2}" y="22" text-anchor="middle" font-size="14">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{WIDTH / 2}" y="22" text-anchor="middle" font-size="14">{escape(title)}</text>',
+    ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):  # horizontal grid with accuracy labels
         _, y = xy(0, tick)
         parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" stroke="#ddd"/>')
@@ -98,13 +100,16 @@ def svg_plot(curves: AccuracyCurves, title: str = "accuracy") -> str:
     for row, (name, series) in enumerate((("train", curves.train), ("heldout", curves.heldout))):
         colour = COLOURS[name]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(s, a) for s, a in series))
-        parts.append(f'<polyline class="{name}" data-points="{len(series)}" points="{coords}" '
-                     f'fill="none" stroke="{colour}" stroke-width="2"/>')
+        parts.append(
+            f'<polyline class="{name}" data-points="{len(series)}" points="{coords}" '
+            f'fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
         for x, y in (xy(s, a) for s, a in series):
             parts.append(f'<circle class="{name}" cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"/>')
         ly = TOP + 16 + 16 * row
-        parts.append(f'<line x1="{LEFT + 10}" y1="{ly - 4}" x2="{LEFT + 30}" y2="{ly - 4}" '
-                     f'stroke="{colour}" stroke-width="2"/>')
+        parts.append(
+            f'<line x1="{LEFT + 10}" y1="{ly - 4}" x2="{LEFT + 30}" y2="{ly - 4}" stroke="{colour}" stroke-width="2"/>'
+        )
         parts.append(f'<text x="{LEFT + 36}" y="{ly}">{labels[name]} ({len(series)} points)</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -119,10 +124,18 @@ def plot_run(run_dir: str | Path, out: Optional[str | Path] = None) -> Path:
 
 # ------------------------------------------------------------------ several runs
 METRICS = {  # --metric names -> metrics.jsonl keys (any other key is used as written)
-    "reward": "reward_mean", "accuracy": "accuracy", "heldout": "heldout_accuracy",
-    "completion_length": "completion_length_mean", "length": "completion_length_mean",
-    "entropy": "entropy", "kl": "kl", "loss": "loss", "clip_ratio": "clip_ratio_region",
-    "truncated": "truncated_fraction", "grad_norm": "grad_norm", "step_time": "step_time",
+    "reward": "reward_mean",
+    "accuracy": "accuracy",
+    "heldout": "heldout_accuracy",
+    "completion_length": "completion_length_mean",
+    "length": "completion_length_mean",
+    "entropy": "entropy",
+    "kl": "kl",
+    "loss": "loss",
+    "clip_ratio": "clip_ratio_region",
+    "truncated": "truncated_fraction",
+    "grad_norm": "grad_norm",
+    "step_time": "step_time",
 }
 DEFAULT_METRICS = ("reward", "accuracy", "heldout", "completion_length", "entropy", "kl")
 
@@ -158,8 +171,9 @@ def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tupl
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise UserError("comparison plots need matplotlib: pip install matplotlib "
-                        "(or pip install -e '.[plots]')") from None
+        raise UserError(
+            "comparison plots need matplotlib: pip install matplotlib (or pip install -e '.[plots]')"
+        ) from None
     from rlrecipes.eval.report import build_report, group_rows, load_runs
 
     runs = [r for r in load_runs(paths) if r.kind == "train"]
@@ -173,12 +187,19 @@ def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tupl
     if metrics and len(present) < len(keys):  # asked for by name: say which is absent, not drop it silently
         absent = sorted(set(keys) - set(present))
         raise UserError(f"no run logged {', '.join(absent)}; logged: {', '.join(_logged_keys(runs))}")
-    varying = [c for c in report.columns if report.kinds[c] == "param" or
-               (c in ("recipe", "model", "data", "seed") and len({str(r.get(c)) for r in report.rows}) > 1)]
+    varying = [
+        c
+        for c in report.columns
+        if report.kinds[c] == "param"
+        or (c in ("recipe", "model", "data", "seed") and len({str(r.get(c)) for r in report.rows}) > 1)
+    ]
     if group_by:
         grouped = group_rows(report, list(group_by))
-        group_keys = [c for c in grouped.columns if c in varying and c != "seed" and c in
-                      (list(group_by) if list(group_by) != ["auto"] else varying)]
+        group_keys = [
+            c
+            for c in grouped.columns
+            if c in varying and c != "seed" and c in (list(group_by) if list(group_by) != ["auto"] else varying)
+        ]
         lines = []
         for grow in grouped.rows:
             members = [i for i, row in enumerate(report.rows) if all(row.get(k) == grow.get(k) for k in group_keys)]
@@ -197,12 +218,18 @@ def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tupl
             steps, mean, std = _mean_band(curves)
             (line,) = ax.plot(steps, mean, label=label, marker="." if len(steps) < 30 else None)
             if len(members) > 1:
-                ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                                color=line.get_color(), alpha=0.2, linewidth=0)
+                ax.fill_between(
+                    steps,
+                    [m - s for m, s in zip(mean, std)],
+                    [m + s for m, s in zip(mean, std)],
+                    color=line.get_color(),
+                    alpha=0.2,
+                    linewidth=0,
+                )
         ax.set_title(key)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-    for ax in axes[len(present):]:
+    for ax in axes[len(present) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize="small")
     return fig
@@ -225,8 +252,13 @@ def default_out_dir(paths) -> Path:
     return Path(os.path.commonpath([str(r.resolve()) for r in runs])) if len(runs) > 1 else runs[0]
 
 
-def plot_comparison(paths, metrics: Optional[list[str]] = None, group_by: tuple[str, ...] = (),
-                    out: Optional[Path] = None, name: str = "comparison") -> tuple[Any, list[Path]]:
+def plot_comparison(
+    paths,
+    metrics: Optional[list[str]] = None,
+    group_by: tuple[str, ...] = (),
+    out: Optional[Path] = None,
+    name: str = "comparison",
+) -> tuple[Any, list[Path]]:
     """Write NAME.png and NAME.svg; returns the figure and the files."""
     fig = comparison_figure(paths, metrics, group_by)
     out_dir = Path(out).expanduser() if out else default_out_dir(paths)
@@ -239,14 +271,26 @@ def plot_comparison(paths, metrics: Optional[list[str]] = None, group_by: tuple[
 
 def plot_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="run directories, folders holding runs (a sweep) or globs")],
-    metric: Annotated[Optional[str], typer.Option(
-        help="comma list: reward, accuracy, heldout, completion_length, entropy, kl, loss, clip_ratio, "
-             "truncated, grad_norm, step_time, or any metrics.jsonl key")] = None,
-    group_by: Annotated[Optional[str], typer.Option(
-        "--group-by", help="one line per group (mean ± std band over its runs), e.g. trainer.learning_rate")] = None,
-    out: Annotated[Optional[Path], typer.Option(
-        help="folder for comparison.png/.svg (default: the sweep folder); with one run and no --metric, "
-             "the SVG file of its accuracy plot (default RUN_DIR/accuracy.svg)")] = None,
+    metric: Annotated[
+        Optional[str],
+        typer.Option(
+            help="comma list: reward, accuracy, heldout, completion_length, entropy, kl, loss, clip_ratio, "
+            "truncated, grad_norm, step_time, or any metrics.jsonl key"
+        ),
+    ] = None,
+    group_by: Annotated[
+        Optional[str],
+        typer.Option(
+            "--group-by", help="one line per group (mean ± std band over its runs), e.g. trainer.learning_rate"
+        ),
+    ] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="folder for comparison.png/.svg (default: the sweep folder); with one run and no --metric, "
+            "the SVG file of its accuracy plot (default RUN_DIR/accuracy.svg)"
+        ),
+    ] = None,
 ) -> None:
     """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs
     held-out accuracy (SVG)."""

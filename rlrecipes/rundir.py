@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 import json
 import os
 import platform
@@ -14,6 +12,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
+
+from rlrecipes.errors import UserError
 
 MARKER = "config.yaml"  # a directory holding this file holds a run
 CLAIM = ".rlrecipes-run"  # created exclusively when a command takes an explicit run_dir
@@ -26,8 +26,9 @@ class RunDirError(UserError):
     """One-line, user-facing: the requested run directory cannot be used."""
 
 
-def create_run_dir(requested: str | None, output_root: str, label: str,
-                   job_num: int | None = None, sweep_dir: str | None = None) -> Path:
+def create_run_dir(
+    requested: str | None, output_root: str, label: str, job_num: int | None = None, sweep_dir: str | None = None
+) -> Path:
     """Create and return a fresh run directory.
 
     An explicit `run_dir` must not already hold a run (one-line error otherwise); in a
@@ -39,14 +40,15 @@ def create_run_dir(requested: str | None, output_root: str, label: str,
         if job_num is not None:
             path = path / str(job_num)
         if (path / MARKER).exists() or (path / "summary.json").exists():
-            raise RunDirError(f"run_dir={path} already holds a run; choose another path "
-                              "(runs are never overwritten)")
+            raise RunDirError(f"run_dir={path} already holds a run; choose another path (runs are never overwritten)")
         _make_dir(path, exist_ok=True)
         try:  # exclusive create: of two commands started on one run_dir at once, one gets it
             os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
-            raise RunDirError(f"run_dir={path} is taken by another command (or a run that failed: remove "
-                              f"{path / CLAIM} if none is running); choose another path") from None
+            raise RunDirError(
+                f"run_dir={path} is taken by another command (or a run that failed: remove "
+                f"{path / CLAIM} if none is running); choose another path"
+            ) from None
         return path
     if job_num is not None and sweep_dir:
         base = Path(sweep_dir) / f"{job_num}-{label}"
@@ -68,8 +70,10 @@ def _make_dir(path: Path, exist_ok: bool) -> None:
     except (PermissionError, NotADirectoryError, OSError) as exc:
         if isinstance(exc, FileExistsError):
             raise
-        raise RunDirError(f"cannot create the run directory {path}: {exc.strerror or exc}; "
-                          "set run_dir= or output_root= to a writable folder") from None
+        raise RunDirError(
+            f"cannot create the run directory {path}: {exc.strerror or exc}; "
+            "set run_dir= or output_root= to a writable folder"
+        ) from None
 
 
 def is_main_process() -> bool:
@@ -108,10 +112,15 @@ def git_commit() -> str | None:
     """The commit of the rlrecipes checkout in use (with `-dirty`), if it is one."""
     root = Path(__file__).resolve().parent.parent
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -121,8 +130,18 @@ def versions() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in ("rlrecipes", "torch", "transformers", "trl", "peft", "accelerate", "datasets",
-                "math-verify", "hydra-core", "vllm"):
+    for pkg in (
+        "rlrecipes",
+        "torch",
+        "transformers",
+        "trl",
+        "peft",
+        "accelerate",
+        "datasets",
+        "math-verify",
+        "hydra-core",
+        "vllm",
+    ):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -77,7 +77,8 @@ def load_history(path: str | Path) -> History:
     history: History = {}
     for key, values in data.items():
         if not isinstance(values, list) or not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values
+        ):
             raise UserError(f"{file}: entry {key!r} must be a list of accuracies (numbers)")
         history[str(key)] = [float("nan") if v is None else float(v) for v in values]
     return history
@@ -119,8 +120,10 @@ def rows_for(chosen: Sequence[Ranked], data: str | Path, id_field: Optional[str]
     missing = [c.id for c in chosen if c.id not in by_id]
     if missing:
         how = f"column {id_field!r}" if id_field else f"row index (0..{len(rows) - 1})"
-        raise UserError(f"selected id(s) {', '.join(missing[:5])} not found in {source} by {how}; "
-                        "pass --id-field COLUMN if the history is keyed by a column")
+        raise UserError(
+            f"selected id(s) {', '.join(missing[:5])} not found in {source} by {how}; "
+            "pass --id-field COLUMN if the history is keyed by a column"
+        )
     return [by_id[c.id] for c in chosen]
 
 
@@ -142,7 +145,9 @@ def select_command(
     method: Annotated[str, typer.Option(help="score to rank by: variance | std")] = "variance",
     top: Annotated[int, typer.Option(help="how many examples to keep (π1..πK)")] = 1,
     data: Annotated[Optional[Path], typer.Option(help="dataset the history indexes; write its rows")] = None,
-    id_field: Annotated[Optional[str], typer.Option(help="column holding the history's ids (default: row index)")] = None,
+    id_field: Annotated[
+        Optional[str], typer.Option(help="column holding the history's ids (default: row index)")
+    ] = None,
     out: Annotated[Optional[Path], typer.Option(help="output .jsonl (default: ./selected_METHOD_topK.jsonl)")] = None,
 ) -> None:
     """Rank examples by the variance of their accuracy history and write the top K.

@@ -101,27 +101,50 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
     problems = load_problem_set(cfg.data)
     log(f"data: {problems.report}")
     recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
-    ctx = RewardContext(verify=problems.verify, answer_style=cfg.data.answer_style,
-                        max_completion_length=cfg.trainer.max_completion_length, seed=cfg.seed,
-                        params=cfg.recipe)
+    ctx = RewardContext(
+        verify=problems.verify,
+        answer_style=cfg.data.answer_style,
+        max_completion_length=cfg.trainer.max_completion_length,
+        seed=cfg.seed,
+        params=cfg.recipe,
+    )
     reward_fns = _with_accuracy_monitor(recipe.reward_functions(ctx), ctx)
     # Built before the model loads: a setting TRL rejects fails at once, and under ZeRO-3
     # the config's DeepSpeed settings must exist for from_pretrained to load sharded.
     args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
-    job = TrainingJob(cfg=cfg, run_dir=run_dir, log=log, is_main=is_main, problems=problems, recipe=recipe,
-                      reward_context=ctx, reward_fns=reward_fns, train_rows=[], args=args,
-                      final_eval=_final_eval_config(cfg, run_dir),  # a mistake in it fails now, not after training
-                      lora=peft_config(cfg.model))  # LoRA settings are checked before the model loads
+    job = TrainingJob(
+        cfg=cfg,
+        run_dir=run_dir,
+        log=log,
+        is_main=is_main,
+        problems=problems,
+        recipe=recipe,
+        reward_context=ctx,
+        reward_fns=reward_fns,
+        train_rows=[],
+        args=args,
+        final_eval=_final_eval_config(cfg, run_dir),  # a mistake in it fails now, not after training
+        lora=peft_config(cfg.model),
+    )  # LoRA settings are checked before the model loads
     _load_model(job)
-    job.train_rows = recipe.training_rows([{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]}
-                                           for it in problems.train])
+    job.train_rows = recipe.training_rows(
+        [{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
+    )
     _require_answers_if_graded(job.train_rows, cfg.recipe.rewards)
     if len(job.train_rows) < cfg.trainer.prompts_per_rollout:  # TRL would train 0 steps and "succeed"
-        raise UserError(f"{len(job.train_rows)} training problems are fewer than one rollout step's "
-                        f"trainer.prompts_per_rollout={cfg.trainer.prompts_per_rollout}; use more data or fewer prompts")
-    job.summary = {"recipe": cfg.recipe.name, "model": job.model_path, "data": data_label(cfg.data),
-                   "seed": cfg.seed, "world_size": args.world_size,
-                   "num_train_problems": len(job.train_rows), "num_heldout_problems": len(problems.eval)}
+        raise UserError(
+            f"{len(job.train_rows)} training problems are fewer than one rollout step's "
+            f"trainer.prompts_per_rollout={cfg.trainer.prompts_per_rollout}; use more data or fewer prompts"
+        )
+    job.summary = {
+        "recipe": cfg.recipe.name,
+        "model": job.model_path,
+        "data": data_label(cfg.data),
+        "seed": cfg.seed,
+        "world_size": args.world_size,
+        "num_train_problems": len(job.train_rows),
+        "num_heldout_problems": len(problems.eval),
+    }
     if is_main:
         inputs = _keep_inputs(recipe.input_files(), run_dir)
         if inputs:
@@ -171,27 +194,42 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     if cfg.get("report_to"):  # the trackers get the whole resolved config, not only TRL's GRPOConfig
         from omegaconf import OmegaConf
 
-        callbacks.append(TrackerConfig(OmegaConf.to_container(cfg, resolve=True), list(cfg.report_to),
-                                       job.run_dir / "tensorboard"))
-    heldout = HeldOutAccuracy([_prompt(job, it) for it in job.problems.eval],
-                              [it["answer"] for it in job.problems.eval], job.problems.verify, job.tokenizer,
-                              max_new_tokens=t.max_completion_length, batch_size=t.eval_batch_size,
-                              before=t.eval_before, after=t.eval_after, every=t.eval_every)
+        callbacks.append(
+            TrackerConfig(OmegaConf.to_container(cfg, resolve=True), list(cfg.report_to), job.run_dir / "tensorboard")
+        )
+    heldout = HeldOutAccuracy(
+        [_prompt(job, it) for it in job.problems.eval],
+        [it["answer"] for it in job.problems.eval],
+        job.problems.verify,
+        job.tokenizer,
+        max_new_tokens=t.max_completion_length,
+        batch_size=t.eval_batch_size,
+        before=t.eval_before,
+        after=t.eval_after,
+        every=t.eval_every,
+    )
     hooks = job.recipe.hooks(job.reward_context)
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
     guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s)
     hooks.append(guard)  # last: it checks the advantages every other hook has written
-    keeper = CheckpointKeeper(job.run_dir / "checkpoints",
-                              lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},
-                              keep_last=t.save_keep_last, best_metric=t.save_best_metric,
-                              latest_metrics=lambda: writer.rows[-1] if writer.rows else {})
+    keeper = CheckpointKeeper(
+        job.run_dir / "checkpoints",
+        lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},
+        keep_last=t.save_keep_last,
+        best_metric=t.save_best_metric,
+        latest_metrics=lambda: writer.rows[-1] if writer.rows else {},
+    )
     stop = GracefulStop(rollout_steps(t), notify=job.log)
     trainer = RecipeGRPOTrainer(
-        model=job.model, reward_funcs=[guard.wrap(fn) for fn, _ in job.reward_fns], args=job.args,
+        model=job.model,
+        reward_funcs=[guard.wrap(fn) for fn, _ in job.reward_fns],
+        args=job.args,
         peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
-        train_dataset=Dataset.from_list(job.train_rows), processing_class=job.tokenizer,
-        callbacks=[*callbacks, heldout, stop, keeper], hooks=hooks,
+        train_dataset=Dataset.from_list(job.train_rows),
+        processing_class=job.tokenizer,
+        callbacks=[*callbacks, heldout, stop, keeper],
+        hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
@@ -223,8 +261,11 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
         import signal
 
         command = f"rlrecipes train resume=true run_dir={job.run_dir}"
-        raise TrainingInterrupted(f"{signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
-                                  f"a checkpoint; continue with: {command}", stop.received)
+        raise TrainingInterrupted(
+            f"{signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
+            f"a checkpoint; continue with: {command}",
+            stop.received,
+        )
     job.summary["train_seconds"] = round(time.time() - started - heldout.seconds, 2)
     job.summary["heldout_seconds"] = round(heldout.seconds, 2)
     job.summary["steps"] = trainer.state.global_step
@@ -256,14 +297,23 @@ def resume_checkpoint(run_dir: Path) -> Path:
 
     checkpoint = last_complete_checkpoint(run_dir / "checkpoints")
     if checkpoint is None:
-        raise UserError(f"run_dir={run_dir} has no complete checkpoint to resume from "
-                        "(checkpoints are written every trainer.save_steps steps and on SIGINT/SIGTERM)")
+        raise UserError(
+            f"run_dir={run_dir} has no complete checkpoint to resume from "
+            "(checkpoints are written every trainer.save_steps steps and on SIGINT/SIGTERM)"
+        )
     return checkpoint
 
 
 # Settings a resumed run may change: they do not change what is computed up to max_steps.
-_RESUMABLE_CHANGES = ("resume", "trainer.max_steps", "trainer.progress", "final_eval", "output_root", "cache_dir",
-                      "report_to")
+_RESUMABLE_CHANGES = (
+    "resume",
+    "trainer.max_steps",
+    "trainer.progress",
+    "final_eval",
+    "output_root",
+    "cache_dir",
+    "report_to",
+)
 
 
 def reopen_run_dir(cfg: DictConfig) -> Path:
@@ -283,34 +333,44 @@ def reopen_run_dir(cfg: DictConfig) -> Path:
         raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
     before = flatten_config(OmegaConf.to_container(OmegaConf.load(run_dir / MARKER), resolve=True))
     now = flatten_config(OmegaConf.to_container(cfg, resolve=True))
-    changed = sorted(k for k in set(before) | set(now)
-                     if before.get(k) != now.get(k) and not k.startswith(_RESUMABLE_CHANGES))
+    changed = sorted(
+        k for k in set(before) | set(now) if before.get(k) != now.get(k) and not k.startswith(_RESUMABLE_CHANGES)
+    )
     if changed:
         shown = ", ".join(f"{k} ({before.get(k)!r} -> {now.get(k)!r})" for k in changed[:4])
-        raise UserError(f"resume=true with other settings than the run was started with: {shown}"
-                        f"{' ...' if len(changed) > 4 else ''}; only {', '.join(_RESUMABLE_CHANGES[1:])} may change")
+        raise UserError(
+            f"resume=true with other settings than the run was started with: {shown}"
+            f"{' ...' if len(changed) > 4 else ''}; only {', '.join(_RESUMABLE_CHANGES[1:])} may change"
+        )
     removed = remove_incomplete(run_dir / "checkpoints")
     checkpoint = resume_checkpoint(run_dir)
-    from rlrecipes.rundir import invocation
     import shlex
 
-    append_line(run_dir / "resumes.log", f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name}"
-                f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
-                f"{shlex.join(invocation or sys.argv)}")
+    from rlrecipes.rundir import invocation
+
+    append_line(
+        run_dir / "resumes.log",
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name}"
+        f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
+        f"{shlex.join(invocation or sys.argv)}",
+    )
     return run_dir
-
-
 
 
 def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
     """accelerate applies FSDP and DeepSpeed on accelerators only: a CPU launch with such a
     config trains plain data-parallel, which the user should hear about."""
-    asked = [name for name, var in (("FSDP", "ACCELERATE_USE_FSDP"), ("DeepSpeed", "ACCELERATE_USE_DEEPSPEED"))
-             if os.environ.get(var, "false").lower() == "true"]
+    asked = [
+        name
+        for name, var in (("FSDP", "ACCELERATE_USE_FSDP"), ("DeepSpeed", "ACCELERATE_USE_DEEPSPEED"))
+        if os.environ.get(var, "false").lower() == "true"
+    ]
     kind = trainer.accelerator.distributed_type.value
     if asked and kind in ("MULTI_CPU", "NO"):
-        log(f"note: the launch config asks for {asked[0]}, which accelerate does not apply on CPUs; "
-            f"this run is {kind} (every process holds the whole model)")
+        log(
+            f"note: the launch config asks for {asked[0]}, which accelerate does not apply on CPUs; "
+            f"this run is {kind} (every process holds the whole model)"
+        )
 
 
 # ----------------------------------------------------------------------------- finish
@@ -328,8 +388,12 @@ def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
         from rlrecipes.engine.checkpoints import last_complete_checkpoint
 
         kept = last_complete_checkpoint(job.run_dir / "checkpoints")
-        then = (f"the last complete checkpoint {kept} is intact: free space, then rlrecipes train resume=true "
-                f"run_dir={job.run_dir} writes the model" if kept else "no checkpoint was kept (trainer.save_steps)")
+        then = (
+            f"the last complete checkpoint {kept} is intact: free space, then rlrecipes train resume=true "
+            f"run_dir={job.run_dir} writes the model"
+            if kept
+            else "no checkpoint was kept (trainer.save_steps)"
+        )
         raise UserError(f"cannot write the trained model to {out}: {_storage_reason(exc)}; {then}") from None
     trainer.accelerator.wait_for_everyone()
     job.summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
@@ -413,10 +477,24 @@ def _run_final_eval(eval_cfg: DictConfig, out_dir: Path, log: Log) -> dict[str, 
 
 def _single_process_env() -> dict[str, str]:
     """This process's environment without the launcher's distributed variables, on this rank's GPU."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-                        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")
-           and not k.startswith(("ACCELERATE_", "TORCHELASTIC_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "RANK",
+            "LOCAL_RANK",
+            "WORLD_SIZE",
+            "LOCAL_WORLD_SIZE",
+            "GROUP_RANK",
+            "ROLE_RANK",
+            "ROLE_WORLD_SIZE",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "TORCHELASTIC_RUN_ID",
+        )
+        and not k.startswith(("ACCELERATE_", "TORCHELASTIC_"))
+    }
     local_rank = os.environ.get("LOCAL_RANK")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if local_rank is not None and visible:
@@ -450,9 +528,11 @@ def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) ->
         return
     graded = [spec.name for spec in reward_specs if float(spec.weight) != 0 and needs_answer(spec.name)]
     if graded:
-        raise UserError(f"the training data has no answers (data.answer_field=null) but reward "
-                        f"{', '.join(graded)} grades against them; label-free choices: recipe=ttrl, "
-                        "recipe=intuitor, reward=format|random")
+        raise UserError(
+            f"the training data has no answers (data.answer_field=null) but reward "
+            f"{', '.join(graded)} grades against them; label-free choices: recipe=ttrl, "
+            "recipe=intuitor, reward=format|random"
+        )
 
 
 def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:

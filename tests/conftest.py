@@ -71,10 +71,20 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-_LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                       "SUBMITIT_EXECUTOR",
-                       # set per run by report_to (grpo_args.tracking_args): a later test's runs would log there
-                       "TENSORBOARD_LOGGING_DIR", "WANDB_DIR", "WANDB_PROJECT", "WANDB_MODE")
+_LAUNCHER_VARIABLES = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SUBMITIT_EXECUTOR",
+    # set per run by report_to (grpo_args.tracking_args): a later test's runs would log there
+    "TENSORBOARD_LOGGING_DIR",
+    "WANDB_DIR",
+    "WANDB_PROJECT",
+    "WANDB_MODE",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -28,6 +28,7 @@ GROUP = 4  # must equal trainer.num_generations in the tests
 def scripted_groups(ctx):
     def reward(prompts, completions, **columns):
         return [1.0 if zlib.crc32(p.encode()) % 3 == 0 and i % GROUP == 0 else 0.0 for i, p in enumerate(prompts)]
+
     return reward
 
 
@@ -44,24 +45,27 @@ def inject_fault(spec: str) -> None:
 
         def save_trained_model(*args, **kwargs):
             raise OSError(errno.ENOSPC, "No space left on device")
+
         lora.save_trained_model = save_trained_model
         return
     if kind == "kill_in_checkpoint":
+
         def on_save(self, args, state, control, **kwargs):
             if state.global_step == step:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original_save(self, args, state, control, **kwargs)
+
         original_save = CheckpointKeeper.on_save
         CheckpointKeeper.on_save = on_save
         return
-    sig = {"kill_after_step": signal.SIGKILL, "term_after_step": signal.SIGTERM,
-           "int_after_step": signal.SIGINT}[kind]
+    sig = {"kill_after_step": signal.SIGKILL, "term_after_step": signal.SIGTERM, "int_after_step": signal.SIGINT}[kind]
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         out = original_log(self, args, state, control, logs=logs, **kwargs)
         if state.global_step == step and logs and "train_runtime" not in logs:
             os.kill(os.getpid(), sig)
         return out
+
     original_log = MetricsWriter.on_log
     MetricsWriter.on_log = on_log
 
@@ -70,6 +74,7 @@ def inject_fault(spec: str) -> None:
 def always_raises(ctx):
     def reward(prompts, completions, **columns):
         raise ZeroDivisionError("scripted failure")
+
     return reward
 
 
@@ -77,6 +82,7 @@ def always_raises(ctx):
 def first_is_nan(ctx):
     def reward(prompts, completions, **columns):
         return [float("nan")] + [1.0] * (len(completions) - 1)
+
     return reward
 
 

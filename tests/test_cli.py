@@ -12,8 +12,14 @@ from tests.conftest import TINY
 
 
 def rlrecipes(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlrecipes.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rlrecipes.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=600,
+    )
 
 
 def test_help_lists_commands():
@@ -38,11 +44,14 @@ def test_config_show_prints_the_resolved_config():
     assert "max_steps: 7" in out.stdout and "beta: 0.01" in out.stdout and "${" not in out.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("config", "show", "trainer.lerning_rate=1"), "unknown key 'trainer.lerning_rate'; valid keys here:"),
-    (("train", "recipe=dapoo"), "unknown recipe 'dapoo'; valid: "),
-    (("train", "-m", "seed=1,2", "data=nope"), "unknown data 'nope'; valid: "),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("config", "show", "trainer.lerning_rate=1"), "unknown key 'trainer.lerning_rate'; valid keys here:"),
+        (("train", "recipe=dapoo"), "unknown recipe 'dapoo'; valid: "),
+        (("train", "-m", "seed=1,2", "data=nope"), "unknown data 'nope'; valid: "),
+    ],
+)
 def test_mistakes_are_one_line_errors(args, needle):
     out = rlrecipes(*args)
     text = (out.stdout + out.stderr).strip()
@@ -63,8 +72,18 @@ def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
     assert summary["wall_seconds"] > 0 and summary["steps"] == 2
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
-    for key in ("reward_mean", "reward_std", "accuracy", "kl", "entropy", "clip_ratio_low", "clip_ratio_high",
-                "completion_length_mean", "step_time", "tokens_per_second"):
+    for key in (
+        "reward_mean",
+        "reward_std",
+        "accuracy",
+        "kl",
+        "entropy",
+        "clip_ratio_low",
+        "clip_ratio_high",
+        "completion_length_mean",
+        "step_time",
+        "tokens_per_second",
+    ):
         assert key in rows[0], key
     versions = json.loads((run / "versions.json").read_text())
     assert versions["trl"] and versions["torch"] and "git_commit" in versions
@@ -83,8 +102,12 @@ def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")  # a folder the user made: only our files go
-    assert rlrecipes("train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={kept}",
-                     cwd=tmp_path).returncode == 2
+    assert (
+        rlrecipes(
+            "train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={kept}", cwd=tmp_path
+        ).returncode
+        == 2
+    )
     assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
     good = rlrecipes("train", *TINY, "recipe=ttrl", "trainer.max_steps=1", f"run_dir={run}", cwd=tmp_path)
     assert good.returncode == 0, good.stdout + good.stderr
@@ -92,8 +115,16 @@ def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_
 
 @pytest.mark.slow
 def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
-    out = rlrecipes("train", "-m", *TINY, "trainer.max_steps=1", "seed=0,1", "trainer.learning_rate=1e-4,2e-4",
-                    f"output_root={tmp_path}", cwd=tmp_path)
+    out = rlrecipes(
+        "train",
+        "-m",
+        *TINY,
+        "trainer.max_steps=1",
+        "seed=0,1",
+        "trainer.learning_rate=1e-4,2e-4",
+        f"output_root={tmp_path}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     summaries = sorted(tmp_path.glob("multirun/*/*/summary.json"))
     assert len(summaries) == 4
@@ -111,9 +142,20 @@ def test_train_from_a_local_model_folder_and_a_jsonl_file(toy_model_dir, tmp_pat
     data = tmp_path / "sums.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
     run = tmp_path / "run"
-    out = rlrecipes("train", *TINY, f"model.name_or_path={toy_model_dir}", "data.source=file", f"data.path={data}",
-                    f"data.eval_path={data}", "data.problem_field=question", "data.answer_field=gold",
-                    "trainer.prompts_per_rollout=2", "trainer.micro_batch_size=8", f"run_dir={run}", cwd=tmp_path)
+    out = rlrecipes(
+        "train",
+        *TINY,
+        f"model.name_or_path={toy_model_dir}",
+        "data.source=file",
+        f"data.path={data}",
+        f"data.eval_path={data}",
+        "data.problem_field=question",
+        "data.answer_field=gold",
+        "trainer.prompts_per_rollout=2",
+        "trainer.micro_batch_size=8",
+        f"run_dir={run}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 rows left out: row 4 (no gold)" in " ".join(out.stdout.split())
     summary = json.loads((run / "summary.json").read_text())

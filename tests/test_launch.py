@@ -16,8 +16,7 @@ def launch_environment(name: str):
     from accelerate.commands.launch import _validate_launch_command, launch_command_parser
     from accelerate.utils.launch import prepare_deepspeed_cmd_env, prepare_multi_gpu_env
 
-    args = launch_command_parser().parse_args(["--config_file", str(config_path(name)), "-m", "rlrecipes.cli",
-                                               "train"])
+    args = launch_command_parser().parse_args(["--config_file", str(config_path(name)), "-m", "rlrecipes.cli", "train"])
     args, defaults, mixed_precision_from_config = _validate_launch_command(args)
     if args.use_deepspeed:  # as accelerate's launch_command does before the DeepSpeed launcher
         fields = list(defaults.deepspeed_config) + (["mixed_precision"] if mixed_precision_from_config else [])

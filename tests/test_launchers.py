@@ -45,15 +45,27 @@ def render(launcher: dict, folder, monkeypatch) -> str:
 
 
 def test_gpu_launcher_renders_partition_gpus_time_account_setup_and_one_task_per_gpu(tmp_path, monkeypatch):
-    launcher = launcher_config("hydra/launcher=slurm_gpu", "hydra.launcher.partition=a100",
-                               "hydra.launcher.account=proj42", "hydra.launcher.gpus_per_node=4",
-                               "hydra.launcher.nodes=2", "hydra.launcher.timeout_min=600",
-                               "hydra.launcher.setup=[module load cuda/12.4,source .venv/bin/activate]")
+    launcher = launcher_config(
+        "hydra/launcher=slurm_gpu",
+        "hydra.launcher.partition=a100",
+        "hydra.launcher.account=proj42",
+        "hydra.launcher.gpus_per_node=4",
+        "hydra.launcher.nodes=2",
+        "hydra.launcher.timeout_min=600",
+        "hydra.launcher.setup=[module load cuda/12.4,source .venv/bin/activate]",
+    )
     assert launcher["_target_"].endswith("SlurmLauncher")
     script = render(launcher, tmp_path, monkeypatch)
-    for line in ("#SBATCH --partition=a100", "#SBATCH --account=proj42", "#SBATCH --gpus-per-node=4",
-                 "#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --time=600",
-                 "module load cuda/12.4", "source .venv/bin/activate"):
+    for line in (
+        "#SBATCH --partition=a100",
+        "#SBATCH --account=proj42",
+        "#SBATCH --gpus-per-node=4",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=4",
+        "#SBATCH --time=600",
+        "module load cuda/12.4",
+        "source .venv/bin/activate",
+    ):
         assert line in script, script
     assert "srun" in script and "submitit.core._submit" in script  # every task runs the Hydra job
 
@@ -79,9 +91,16 @@ def test_slurm_tasks_become_torch_distributed_ranks(monkeypatch):
         # later test's subprocesses, which then wait for 7 peers)
         monkeypatch.setenv(key, "")
         monkeypatch.delenv(key)
-    slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "123", "SLURM_NTASKS": "8", "SLURM_PROCID": "5",
-             "SLURM_LOCALID": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1",
-             "SLURM_JOB_NODELIST": "gpu[07-08]"}
+    slurm = {
+        "SUBMITIT_EXECUTOR": "slurm",
+        "SLURM_JOB_ID": "123",
+        "SLURM_NTASKS": "8",
+        "SLURM_PROCID": "5",
+        "SLURM_LOCALID": "1",
+        "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_NODEID": "1",
+        "SLURM_JOB_NODELIST": "gpu[07-08]",
+    }
     for key, value in slurm.items():
         monkeypatch.setenv(key, value)
     SlurmRanks().on_job_start(config=None)
@@ -93,8 +112,15 @@ def test_slurm_tasks_become_torch_distributed_ranks(monkeypatch):
 def test_a_single_task_or_a_local_job_is_left_alone(monkeypatch):
     from rlrecipes.launch.slurm import SlurmRanks
 
-    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE",
-                "SUBMITIT_EXECUTOR"):
+    for key in (
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "LOCAL_WORLD_SIZE",
+        "SUBMITIT_EXECUTOR",
+    ):
         monkeypatch.setenv(key, "")  # records "absent" (see above)
         monkeypatch.delenv(key)
     monkeypatch.setenv("SLURM_NTASKS", "4")  # e.g. an interactive allocation, not a submitit job

@@ -8,17 +8,20 @@ import pytest
 from rlrecipes.metrics import avg_at_k, default_ks, maj_at_k, majority_vote, pass_at_k
 
 
-@pytest.mark.parametrize("n, c, k, expected", [
-    (5, 2, 2, Fraction(7, 10)),        # 1 - C(3,2)/C(5,2) = 1 - 3/10
-    (10, 3, 1, Fraction(3, 10)),       # pass@1 = c/n
-    (10, 5, 3, Fraction(11, 12)),      # 1 - C(5,3)/C(10,3) = 1 - 10/120
-    (16, 1, 8, Fraction(1, 2)),        # 1 - C(15,8)/C(16,8) = 1 - 6435/12870
-    (16, 1, 16, Fraction(1)),          # n - c < k: certain
-    (4, 4, 2, Fraction(1)),
-    (4, 0, 3, Fraction(0)),
-    (1, 1, 1, Fraction(1)),
-    (8, 2, 4, Fraction(11, 14)),       # 1 - C(6,4)/C(8,4) = 1 - 15/70
-])
+@pytest.mark.parametrize(
+    "n, c, k, expected",
+    [
+        (5, 2, 2, Fraction(7, 10)),  # 1 - C(3,2)/C(5,2) = 1 - 3/10
+        (10, 3, 1, Fraction(3, 10)),  # pass@1 = c/n
+        (10, 5, 3, Fraction(11, 12)),  # 1 - C(5,3)/C(10,3) = 1 - 10/120
+        (16, 1, 8, Fraction(1, 2)),  # 1 - C(15,8)/C(16,8) = 1 - 6435/12870
+        (16, 1, 16, Fraction(1)),  # n - c < k: certain
+        (4, 4, 2, Fraction(1)),
+        (4, 0, 3, Fraction(0)),
+        (1, 1, 1, Fraction(1)),
+        (8, 2, 4, Fraction(11, 14)),  # 1 - C(6,4)/C(8,4) = 1 - 15/70
+    ],
+)
 def test_pass_at_k_exact(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(float(expected), abs=1e-15)
 

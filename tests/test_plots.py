@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
-from rlrecipes.plots import HEIGHT, LEFT, TOP, BOTTOM, read_curves, svg_plot
+from rlrecipes.plots import BOTTOM, HEIGHT, LEFT, TOP, read_curves, svg_plot
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -21,8 +21,12 @@ def make_run(tmp_path, rows, summary=None):
     return tmp_path
 
 
-ROWS = [{"step": 1, "accuracy": 0.5}, {"step": 2, "accuracy": 1.0, "heldout_accuracy": 0.4},
-        {"step": 3, "accuracy": float("nan")}, {"step": 4, "accuracy": 1.0, "heldout_accuracy": 0.6}]
+ROWS = [
+    {"step": 1, "accuracy": 0.5},
+    {"step": 2, "accuracy": 1.0, "heldout_accuracy": 0.4},
+    {"step": 3, "accuracy": float("nan")},
+    {"step": 4, "accuracy": 1.0, "heldout_accuracy": 0.6},
+]
 
 
 def test_curves_take_training_and_heldout_points_and_the_summary_ends(tmp_path):

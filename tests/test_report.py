@@ -15,14 +15,15 @@ from typer.testing import CliRunner
 
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
-from rlrecipes.eval.report import group_rows, load_runs, make_report, build_report, to_csv, to_markdown
+from rlrecipes.eval.report import build_report, group_rows, load_runs, make_report, to_markdown
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def fake_run(folder: Path, overrides: list[str], config: str, metrics: list[dict], summary: dict | None,
-             torn_tail: str = "") -> Path:
+def fake_run(
+    folder: Path, overrides: list[str], config: str, metrics: list[dict], summary: dict | None, torn_tail: str = ""
+) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(config)
     (folder / "versions.json").write_text(json.dumps({"job_overrides": overrides}))
@@ -33,14 +34,23 @@ def fake_run(folder: Path, overrides: list[str], config: str, metrics: list[dict
 
 
 def config(lr: float, seed: int, recipe: str = "grpo") -> str:
-    return (f"recipe:\n  name: {recipe}\n  beta: 0.0\nmodel:\n  name: toy\n  name_or_path: null\n"
-            f"data:\n  name: arithmetic\ntrainer:\n  learning_rate: {lr}\n  max_steps: 3\nseed: {seed}\n"
-            f"run_dir: /somewhere/{lr}-{seed}\n")
+    return (
+        f"recipe:\n  name: {recipe}\n  beta: 0.0\nmodel:\n  name: toy\n  name_or_path: null\n"
+        f"data:\n  name: arithmetic\ntrainer:\n  learning_rate: {lr}\n  max_steps: 3\nseed: {seed}\n"
+        f"run_dir: /somewhere/{lr}-{seed}\n"
+    )
 
 
 def summary(before: float, after: float, seed: int) -> dict:
-    return {"recipe": "grpo", "model": "/cache/toy/abc", "data": "arithmetic", "seed": seed, "steps": 3,
-            "accuracy_before": before, "accuracy_after": after}
+    return {
+        "recipe": "grpo",
+        "model": "/cache/toy/abc",
+        "data": "arithmetic",
+        "seed": seed,
+        "steps": 3,
+        "accuracy_before": before,
+        "accuracy_after": after,
+    }
 
 
 @pytest.fixture
@@ -51,10 +61,14 @@ def sweep(tmp_path):
     for job, ((lr, seed), acc) in enumerate(after.items()):
         rows = [{"step": s, "reward_mean": 0.1 * s + lr * 1000, "accuracy": 0.2 * s} for s in (1, 2, 3)]
         done = acc is not None
-        fake_run(root / f"{job}-grpo-arithmetic", ["trainer.max_steps=3", f"seed={seed}",
-                                                   f"trainer.learning_rate={lr}", f"run_dir=/x/{job}"],
-                 config(lr, seed), rows if done else rows[:2], summary(0.3, acc, seed) if done else None,
-                 torn_tail="" if done else '{"step": 3, "rew')  # killed while writing a line
+        fake_run(
+            root / f"{job}-grpo-arithmetic",
+            ["trainer.max_steps=3", f"seed={seed}", f"trainer.learning_rate={lr}", f"run_dir=/x/{job}"],
+            config(lr, seed),
+            rows if done else rows[:2],
+            summary(0.3, acc, seed) if done else None,
+            torn_tail="" if done else '{"step": 3, "rew',
+        )  # killed while writing a line
     (root / "multirun.yaml").write_text("hydra: {}\n")
     # a training run's own final eval is part of that run, not a run of the sweep
     (root / "0-grpo-arithmetic" / "eval").mkdir()
@@ -106,8 +120,9 @@ def test_auto_grouping_sorting_and_filtering(sweep):
 
 def test_exports_parse_back_and_globs_find_the_runs(sweep, tmp_path):
     out = tmp_path / "exports"
-    result = CliRunner().invoke(app, ["report", str(sweep.parent / "*" / "*-grpo-*"),
-                                      "--group-by", "trainer.learning_rate", "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["report", str(sweep.parent / "*" / "*-grpo-*"), "--group-by", "trainer.learning_rate", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO((out / "report.csv").read_text())))
     assert len(rows) == 2 and float(rows[0]["heldout_after"]) == pytest.approx(0.6)  # fractions, not %
@@ -155,10 +170,26 @@ def real_sweep(tmp_path_factory, toy_model_dir):
     with open(log, "w") as out:
         # `python -m`, as under accelerate launch: the job function must still reach joblib's
         # workers by reference (defined in __main__ it would be pickled with a Console's lock)
-        done = subprocess.run([sys.executable, "-m", "rlrecipes.cli", "train", "-m", "hydra/launcher=joblib",
-                               "hydra.launcher.n_jobs=2", *tiny, "seed=0,1", "trainer.learning_rate=1e-4,3e-4",
-                               f"output_root={root}"], stdout=out, stderr=subprocess.STDOUT, cwd=root,
-                              env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}, timeout=900)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rlrecipes.cli",
+                "train",
+                "-m",
+                "hydra/launcher=joblib",
+                "hydra.launcher.n_jobs=2",
+                *tiny,
+                "seed=0,1",
+                "trainer.learning_rate=1e-4,3e-4",
+                f"output_root={root}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
+            timeout=900,
+        )
     assert done.returncode == 0, log.read_text()[-4000:]
     [folder] = (root / "multirun").iterdir()
     return folder, log.read_text()
@@ -167,21 +198,29 @@ def real_sweep(tmp_path_factory, toy_model_dir):
 @pytest.mark.slow
 def test_sweep_report_columns_and_values_come_from_each_run(real_sweep):
     folder, _ = real_sweep
-    runs = sorted((p for p in folder.iterdir() if (p / "summary.json").is_file()),
-                  key=lambda p: int(p.name.split("-")[0]))
+    runs = sorted(
+        (p for p in folder.iterdir() if (p / "summary.json").is_file()), key=lambda p: int(p.name.split("-")[0])
+    )
     summaries = [json.loads((p / "summary.json").read_text()) for p in runs]
     report = make_report([folder])
     assert [c for c in report.columns if report.kinds[c] == "param"] == ["trainer.learning_rate"]
-    assert [(r["seed"], r["trainer.learning_rate"]) for r in report.rows] == [(0, 1e-4), (0, 3e-4),
-                                                                               (1, 1e-4), (1, 3e-4)]
+    assert [(r["seed"], r["trainer.learning_rate"]) for r in report.rows] == [
+        (0, 1e-4),
+        (0, 3e-4),
+        (1, 1e-4),
+        (1, 3e-4),
+    ]
     for row, s in zip(report.rows, summaries):
         assert (row["seed"], row["heldout_after"]) == (s["seed"], s["accuracy_after"])
         assert row["heldout_before"] == s["accuracy_before"]
         assert row["reward_final"] == s["final_metrics"]["reward_mean"] and row["state"] == "finished"
     grouped = make_report([folder], group_by=["trainer.learning_rate"])
     for row in grouped.rows:
-        mine = [s["accuracy_after"] for s, r in zip(summaries, report.rows)
-                if r["trainer.learning_rate"] == row["trainer.learning_rate"]]
+        mine = [
+            s["accuracy_after"]
+            for s, r in zip(summaries, report.rows)
+            if r["trainer.learning_rate"] == row["trainer.learning_rate"]
+        ]
         assert row["heldout_after"]["mean"] == pytest.approx(statistics.fmean(mine)) and row["runs"] == 2
         assert row["heldout_after"]["std"] == pytest.approx(statistics.stdev(mine))
     # written by the sweep itself when it ended, parsed back
@@ -203,13 +242,17 @@ def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
     reward, entropy = fig.axes[:2]
     assert reward.get_title() == "reward_mean" and entropy.get_title() == "entropy"
     labels = sorted(line.get_label() for line in entropy.get_lines())
-    assert labels == ["seed=0, learning rate=0.0001", "seed=0, learning rate=0.0003",
-                      "seed=1, learning rate=0.0001", "seed=1, learning rate=0.0003"]
+    assert labels == [
+        "seed=0, learning rate=0.0001",
+        "seed=0, learning rate=0.0003",
+        "seed=1, learning rate=0.0001",
+        "seed=1, learning rate=0.0003",
+    ]
     for line in entropy.get_lines():  # each line is its run's logged values
         assert list(line.get_xdata()) == [1.0, 2.0]
     fig, _ = plot_comparison([folder], ["entropy"], group_by=("trainer.learning_rate",), out=tmp_path)
     lines = fig.axes[0].get_lines()
-    assert sorted(l.get_label() for l in lines) == ["learning rate=0.0001 (n=2)", "learning rate=0.0003 (n=2)"]
+    assert sorted(line.get_label() for line in lines) == ["learning rate=0.0001 (n=2)", "learning rate=0.0003 (n=2)"]
     assert len(fig.axes[0].collections) == 2  # a band per group
     result = CliRunner().invoke(app, ["plot", str(folder), "--metric", "nope"])
     assert result.exit_code != 0 and "no run logged nope" in str(result.exception)

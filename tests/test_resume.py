@@ -17,10 +17,17 @@ pytestmark = pytest.mark.slow
 # DAPO with dynamic sampling: its refill stream is engine state a resume must restore too. The
 # filter is the scripted reward (mixed groups by prompt), so rounds happen on the weak tiny model;
 # the sampled completions still decide the gradient, completion lengths and the accuracy logged.
-SETTINGS = ["recipe=dapo", "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
-            "recipe.dynamic_sampling_filter=scripted_groups", "recipe.max_generation_rounds=30",
-            "trainer.max_steps=6", "trainer.save_steps=2", "trainer.save_keep_last=2",
-            "trainer.eval_before=false", "trainer.eval_after=false"]
+SETTINGS = [
+    "recipe=dapo",
+    "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
+    "recipe.dynamic_sampling_filter=scripted_groups",
+    "recipe.max_generation_rounds=30",
+    "trainer.max_steps=6",
+    "trainer.save_steps=2",
+    "trainer.save_keep_last=2",
+    "trainer.eval_before=false",
+    "trainer.eval_after=false",
+]
 TIMING = ("step_time", "tokens_per_second")
 
 
@@ -29,8 +36,14 @@ def train(*overrides: str, cwd: Path, fault: str | None = None) -> subprocess.Co
     env.pop("RLRECIPES_TEST_FAULT", None)
     if fault:
         env["RLRECIPES_TEST_FAULT"] = fault
-    return subprocess.run([sys.executable, ENTRY, "train", *TINY, *SETTINGS, *overrides], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, ENTRY, "train", *TINY, *SETTINGS, *overrides],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 def rows(run_dir: Path) -> list[dict]:
@@ -107,7 +120,7 @@ def test_resume_refuses_other_settings_and_finished_runs(uninterrupted, tmp_path
     out = train(f"run_dir={run}", "resume=true", "trainer.learning_rate=1e-3", cwd=tmp_path)
     assert out.returncode == 2
     assert "resume=true with other settings than the run was started with: trainer.learning_rate" in out.stdout
-    assert "error:" in out.stdout and len([l for l in out.stdout.splitlines() if l.startswith("error:")]) == 1
+    assert "error:" in out.stdout and len([line for line in out.stdout.splitlines() if line.startswith("error:")]) == 1
 
 
 def test_disk_full_at_the_final_save_is_one_line_and_the_checkpoint_finishes_the_run(tmp_path):

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from typer.testing import CliRunner
 
 from rlrecipes.cli import app
@@ -29,13 +28,18 @@ def test_population_variance_by_hand():
 
 
 def test_ranking_on_a_hand_made_history_keeps_file_order_on_ties(tmp_path):
-    history = load_history(write(tmp_path, {
-        "a": [1.0, 1.0, 1.0],        # var 0
-        "b": [0.0, 1.0],             # var 0.25
-        "c": [0.5, 0.75, 0.25, 0.5], # mean 0.5, deviations^2 0, 1/16, 1/16, 0 -> 1/32
-        "d": [1.0, 0.0],             # var 0.25, ties with b, comes after it in the file
-        "e": [0.125],                # var 0, ties with a
-    }))
+    history = load_history(
+        write(
+            tmp_path,
+            {
+                "a": [1.0, 1.0, 1.0],  # var 0
+                "b": [0.0, 1.0],  # var 0.25
+                "c": [0.5, 0.75, 0.25, 0.5],  # mean 0.5, deviations^2 0, 1/16, 1/16, 0 -> 1/32
+                "d": [1.0, 0.0],  # var 0.25, ties with b, comes after it in the file
+                "e": [0.125],  # var 0, ties with a
+            },
+        )
+    )
     ranked = rank(history)
     assert [r.id for r in ranked] == ["b", "d", "c", "a", "e"]
     assert [r.score for r in ranked] == pytest.approx([0.25, 0.25, 1 / 32, 0.0, 0.0])
@@ -82,9 +86,21 @@ def test_paper_history_gives_pi1_pi2_pi13_and_pi1209(shared_data):
 
 def test_select_command_writes_dsr_sub_rows(shared_data, tmp_path):
     out = tmp_path / "pi1_pi13.jsonl"
-    result = CliRunner().invoke(app, [
-        "select", str(shared_data / PAPER / "acc_step_500.json"), "--method", "variance", "--top", "13",
-        "--data", str(shared_data / PAPER / "dsr_sub.parquet"), "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "select",
+            str(shared_data / PAPER / "acc_step_500.json"),
+            "--method",
+            "variance",
+            "--top",
+            "13",
+            "--data",
+            str(shared_data / PAPER / "dsr_sub.parquet"),
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 13
@@ -98,4 +114,5 @@ def test_select_command_without_data_writes_ids_and_scores(tmp_path):
     args = ["select", str(write(tmp_path, {"7": [0.0, 1.0], "9": [1.0, 1.0]})), "--top", "1", "--out", str(out)]
     assert CliRunner().invoke(app, args).exit_code == 0
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
-        {"id": "7", "rank": 1, "variance": 0.25, "samples": 2}]
+        {"id": "7", "rank": 1, "variance": 0.25, "samples": 2}
+    ]

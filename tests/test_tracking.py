@@ -60,8 +60,12 @@ def test_tensorboard_events_hold_the_logged_scalars_and_wandb_runs_offline(toy_m
         monkeypatch.setenv("WANDB_SILENT", "true")
     except ImportError:
         pass
-    cfg = compose(f"report_to=[{','.join(trackers)}]", f"model.name_or_path={toy_model_dir}",
-                  "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        f"report_to=[{','.join(trackers)}]",
+        f"model.name_or_path={toy_model_dir}",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     run = tmp_path / "0-grpo-arithmetic"
     run.mkdir()
     write_manifest(run, cfg)
@@ -93,8 +97,9 @@ def test_resolved_config_reaches_tensorboard(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    callback = TrackerConfig({"recipe": {"name": "dapo"}, "trainer": {"learning_rate": 3e-6}}, ["tensorboard"],
-                             tmp_path / "tensorboard")
+    callback = TrackerConfig(
+        {"recipe": {"name": "dapo"}, "trainer": {"learning_rate": 3e-6}}, ["tensorboard"], tmp_path / "tensorboard"
+    )
     callback.on_train_begin(None, SimpleNamespace(is_world_process_zero=True), None)
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
@@ -109,8 +114,17 @@ def fake_training(progress: RichProgress, writer: MetricsWriter, max_steps: int)
     progress.on_train_begin(None, state, None)
     for step in range(1, max_steps + 1):
         state.global_step = step
-        writer.rows.append({"step": step, "reward_mean": step / 100, "accuracy": 0.5, "kl": 0.01,
-                            "entropy": 0.3, "completion_length_mean": 42.0, "step_time": 1.5})
+        writer.rows.append(
+            {
+                "step": step,
+                "reward_mean": step / 100,
+                "accuracy": 0.5,
+                "kl": 0.01,
+                "entropy": 0.3,
+                "completion_length_mean": 42.0,
+                "step_time": 1.5,
+            }
+        )
         progress.on_log(None, state, None, logs={"loss": 0.1})
     progress.on_log(None, state, None, logs={"train_runtime": 9.0})  # HF's end-of-training log
     progress.on_train_end(None, state, None)
@@ -123,8 +137,9 @@ def test_plain_lines_every_n_steps_with_the_key_metrics_when_not_a_terminal(tmp_
     steps = [int(line.split()[2].split("/")[0]) for line in lines[1:]]
     assert lines[0] == "train: 45 steps, a line every 2"  # about 20 lines a run
     assert steps == list(range(2, 45, 2)) + [45]  # and the last step, once
-    assert lines[-1].startswith("train step 45/45 (100%): reward 0.450  acc 0.500  kl 0.010  entropy 0.300  "
-                                "length 42.000  1.50s/step")
+    assert lines[-1].startswith(
+        "train step 45/45 (100%): reward 0.450  acc 0.500  kl 0.010  entropy 0.300  length 42.000  1.50s/step"
+    )
     assert "ETA" in lines[5] and "elapsed" in lines[5]
 
 

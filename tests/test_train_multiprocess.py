@@ -29,8 +29,20 @@ def free_port() -> int:
 def launch(processes: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
     from rlrecipes.launch import config_path
 
-    launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp")),
-                "--num_processes", str(processes), "--main_process_port", str(free_port())] if processes > 1 else []
+    launcher = (
+        [
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(config_path("ddp")),
+            "--num_processes",
+            str(processes),
+            "--main_process_port",
+            str(free_port()),
+        ]
+        if processes > 1
+        else []
+    )
     command = [sys.executable, *launcher, ENTRY, "train", *TINY, *overrides]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
@@ -86,11 +98,22 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
     processes the rounds, generated and filtered counts match the single-process run on the
     same seed and data, i.e. the quota is counted globally (a per-process quota needs more
     rounds whenever the mixed groups fall unevenly)."""
-    settings = ["recipe=dapo", "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
-                "recipe.dynamic_sampling_filter=scripted_groups", "recipe.max_generation_rounds=20",
-                "trainer.max_steps=3", "trainer.eval_before=false", "trainer.eval_after=false"]
-    keys = ("dynamic_sampling/rounds", "dynamic_sampling/prompts_generated", "dynamic_sampling/filtered_fraction",
-            "dynamic_sampling/surplus_discarded", "dynamic_sampling/prompts_kept")
+    settings = [
+        "recipe=dapo",
+        "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
+        "recipe.dynamic_sampling_filter=scripted_groups",
+        "recipe.max_generation_rounds=20",
+        "trainer.max_steps=3",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    ]
+    keys = (
+        "dynamic_sampling/rounds",
+        "dynamic_sampling/prompts_generated",
+        "dynamic_sampling/filtered_fraction",
+        "dynamic_sampling/surplus_discarded",
+        "dynamic_sampling/prompts_kept",
+    )
     seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
     assert seen[1] == seen[2]
     assert all(row["dynamic_sampling/prompts_kept"] == 4 for row in seen[2])
@@ -100,16 +123,27 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
 def test_ttrl_votes_over_whole_groups_as_one_process_does(toy_model_dir, tmp_path):
     """TTRL's vote on 2 processes: with top_k=1 each prompt's completions do not depend on
     which process samples them, so the vote's diagnostics per step must equal one process's."""
-    settings = ["recipe=ttrl", "trainer.top_k=1", "trainer.max_steps=2", "trainer.eval_before=false",
-                "trainer.eval_after=false"]
+    settings = [
+        "recipe=ttrl",
+        "trainer.top_k=1",
+        "trainer.max_steps=2",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    ]
     keys = ("ttrl/label_accuracy", "ttrl/majority_ratio", "ttrl/reward_accuracy")
     seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
     assert seen[1] == seen[2] and len(seen[2]) == 2
 
 
-@pytest.mark.parametrize("recipe", [["recipe=intuitor"], ["recipe=one_shot", "recipe.examples=[68+42]", "recipe.rows=8"],
-                                    ["recipe=spurious", "reward=random"]],
-                         ids=["intuitor", "one_shot", "spurious"])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        ["recipe=intuitor"],
+        ["recipe=one_shot", "recipe.examples=[68+42]", "recipe.rows=8"],
+        ["recipe=spurious", "reward=random"],
+    ],
+    ids=["intuitor", "one_shot", "spurious"],
+)
 def test_the_other_recipes_train_on_two_processes(recipe, toy_model_dir, tmp_path):
     out = launch(2, *recipe, "trainer.eval_before=false", f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

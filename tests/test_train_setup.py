@@ -15,11 +15,17 @@ def no_model(monkeypatch):
     monkeypatch.setattr("rlrecipes.models.load_model", refuse)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["recipe.rewards=[{name: acuracy, weight: 1.0}]"], "unknown reward 'acuracy' (recipe.rewards); valid: accuracy"),
-    (["model.lora.r=8", "model.lora.dropout=1.5"], "model.lora.dropout=1.5 must be in [0, 1)"),
-    (["trainer.micro_batch_size=3"], "trainer.micro_batch_size=3 x 1 processes must divide"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["recipe.rewards=[{name: acuracy, weight: 1.0}]"],
+            "unknown reward 'acuracy' (recipe.rewards); valid: accuracy",
+        ),
+        (["model.lora.r=8", "model.lora.dropout=1.5"], "model.lora.dropout=1.5 must be in [0, 1)"),
+        (["trainer.micro_batch_size=3"], "trainer.micro_batch_size=3 x 1 processes must divide"),
+    ],
+)
 def test_mistakes_fail_before_a_model_loads(overrides, message, no_model, tmp_path):
     from rlrecipes.train import train
 
@@ -31,6 +37,7 @@ def test_mistakes_fail_before_a_model_loads(overrides, message, no_model, tmp_pa
 def test_fewer_problems_than_one_rollout_step_is_refused(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 
-    with pytest.raises(UserError, match="3 training problems are fewer than one rollout step's "
-                                        "trainer.prompts_per_rollout=4"):
+    with pytest.raises(
+        UserError, match="3 training problems are fewer than one rollout step's trainer.prompts_per_rollout=4"
+    ):
         train(compose("data.max_examples=3"), tmp_path, log=lambda _: None)

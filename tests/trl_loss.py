@@ -24,20 +24,34 @@ def trl_loss(loss_type: str, epsilon_low: float, epsilon_high: float) -> tuple[f
 
     logps = torch.tensor(RATIOS).log().requires_grad_()
     fake = SimpleNamespace(
-        loss_type=loss_type, epsilon_low=epsilon_low, epsilon_high=epsilon_high, beta=0.0,
-        top_entropy_quantile=1.0, off_policy_mask_threshold=None, importance_sampling_level="token",
-        use_vllm=False, vllm_importance_sampling_correction=False, _entropy_bonus_enabled=False,
-        aux_loss_enabled=False, current_gradient_accumulation_steps=1, max_completion_length=3,
-        model=SimpleNamespace(training=True), args=SimpleNamespace(delta=None, steps_per_generation=1),
+        loss_type=loss_type,
+        epsilon_low=epsilon_low,
+        epsilon_high=epsilon_high,
+        beta=0.0,
+        top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None,
+        importance_sampling_level="token",
+        use_vllm=False,
+        vllm_importance_sampling_correction=False,
+        _entropy_bonus_enabled=False,
+        aux_loss_enabled=False,
+        current_gradient_accumulation_steps=1,
+        max_completion_length=3,
+        model=SimpleNamespace(training=True),
+        args=SimpleNamespace(delta=None, steps_per_generation=1),
         accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
         _metrics=defaultdict(lambda: defaultdict(list)),
         _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(2, 3), None),
     )
-    inputs = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "prompt_mask": torch.ones(2, 1, dtype=torch.long),
-              "completion_ids": torch.ones(2, 3, dtype=torch.long),
-              "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
-              "advantages": torch.tensor([1.0, -1.0]), "num_items_in_batch": torch.tensor(5.0),
-              "old_per_token_logps": torch.zeros(2, 3)}
+    inputs = {
+        "prompt_ids": torch.ones(2, 1, dtype=torch.long),
+        "prompt_mask": torch.ones(2, 1, dtype=torch.long),
+        "completion_ids": torch.ones(2, 3, dtype=torch.long),
+        "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
+        "advantages": torch.tensor([1.0, -1.0]),
+        "num_items_in_batch": torch.tensor(5.0),
+        "old_per_token_logps": torch.zeros(2, 3),
+    }
     loss = GRPOTrainer._compute_loss(fake, None, inputs)
     loss.backward()
     return loss.item(), logps.grad, fake._metrics["train"]

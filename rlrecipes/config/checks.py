@@ -35,12 +35,19 @@ def check_train_values(cfg: Any) -> None:
         if value not in valid:
             raise ConfigError(f"{key}={value!r}; valid: {', '.join(valid)}")
     at_least = [
-        ("trainer.max_steps", t.max_steps, 1), ("trainer.prompts_per_rollout", t.prompts_per_rollout, 1),
-        ("trainer.num_generations", t.num_generations, 2), ("trainer.updates_per_rollout", t.updates_per_rollout, 1),
-        ("trainer.micro_batch_size", t.micro_batch_size, 1), ("trainer.num_iterations", t.num_iterations, 1),
-        ("trainer.max_completion_length", t.max_completion_length, 1), ("seed", cfg.seed, 0),
-        ("trainer.learning_rate", t.learning_rate, 0), ("recipe.beta", r.beta, 0), ("recipe.epsilon", r.epsilon, 0),
-        ("trainer.top_k", t.top_k, 0), ("trainer.eval_batch_size", t.eval_batch_size, 1),
+        ("trainer.max_steps", t.max_steps, 1),
+        ("trainer.prompts_per_rollout", t.prompts_per_rollout, 1),
+        ("trainer.num_generations", t.num_generations, 2),
+        ("trainer.updates_per_rollout", t.updates_per_rollout, 1),
+        ("trainer.micro_batch_size", t.micro_batch_size, 1),
+        ("trainer.num_iterations", t.num_iterations, 1),
+        ("trainer.max_completion_length", t.max_completion_length, 1),
+        ("seed", cfg.seed, 0),
+        ("trainer.learning_rate", t.learning_rate, 0),
+        ("recipe.beta", r.beta, 0),
+        ("recipe.epsilon", r.epsilon, 0),
+        ("trainer.top_k", t.top_k, 0),
+        ("trainer.eval_batch_size", t.eval_batch_size, 1),
         ("trainer.logging_steps", t.logging_steps, 1),
     ]
     for key, value, low in at_least:
@@ -48,23 +55,31 @@ def check_train_values(cfg: Any) -> None:
             why = " (a group needs two samples to compare)" if key == "trainer.num_generations" else ""
             raise ConfigError(f"{key}={value} must be at least {low}{why}")
     if not t.temperature > 0:
-        raise ConfigError(f"trainer.temperature={t.temperature} must be positive (sampling needs it; "
-                          "greedy rollouts would make every group's rewards equal)")
+        raise ConfigError(
+            f"trainer.temperature={t.temperature} must be positive (sampling needs it; "
+            "greedy rollouts would make every group's rewards equal)"
+        )
     if t.save_keep_last is not None and t.save_keep_last < 1:
-        raise ConfigError(f"trainer.save_keep_last={t.save_keep_last} must be at least 1 (or null to keep every "
-                          "checkpoint): a resume needs the last one")
+        raise ConfigError(
+            f"trainer.save_keep_last={t.save_keep_last} must be at least 1 (or null to keep every "
+            "checkpoint): a resume needs the last one"
+        )
     if t.save_steps is not None and t.save_steps < 1:
         raise ConfigError(f"trainer.save_steps={t.save_steps} must be at least 1 (or null for no checkpoints)")
     if not 0 < t.top_p <= 1:
         raise ConfigError(f"trainer.top_p={t.top_p} must be in (0, 1]")
     if r.epsilon_high is not None and r.epsilon_high < r.epsilon:
-        raise ConfigError(f"recipe.epsilon_high={r.epsilon_high} is below recipe.epsilon={r.epsilon}; "
-                          "clip-higher needs epsilon_high >= epsilon")
+        raise ConfigError(
+            f"recipe.epsilon_high={r.epsilon_high} is below recipe.epsilon={r.epsilon}; "
+            "clip-higher needs epsilon_high >= epsilon"
+        )
     kwargs = t.lr_scheduler_kwargs or {}
     if t.lr_scheduler_type in NEEDS_MIN_LR and not ({"min_lr", "min_lr_rate"} & set(kwargs)):
-        raise ConfigError(f"trainer.lr_scheduler_type={t.lr_scheduler_type} needs its floor: "
-                          "+trainer.lr_scheduler_kwargs.min_lr_rate=0.1 (a fraction of the peak lr) or "
-                          "+trainer.lr_scheduler_kwargs.min_lr=...")
+        raise ConfigError(
+            f"trainer.lr_scheduler_type={t.lr_scheduler_type} needs its floor: "
+            "+trainer.lr_scheduler_kwargs.min_lr_rate=0.1 (a fraction of the peak lr) or "
+            "+trainer.lr_scheduler_kwargs.min_lr=..."
+        )
     if cfg.final_eval:
         from rlrecipes.config.compose import compose_config
 

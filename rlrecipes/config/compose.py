@@ -3,13 +3,13 @@ turning Hydra's multi-line exceptions into one line that names the valid choices
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 import re
 from pathlib import Path
 from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
+
+from rlrecipes.errors import UserError
 
 
 class ConfigError(UserError):
@@ -71,8 +71,10 @@ def _refuse_free_additions(config_name: str, overrides: Sequence[str]) -> None:
         if any(part.endswith("_kwargs") for part in parts[:-1]):
             continue
         valid = _valid_keys(key, config_name, [o for o in overrides if o != ov])
-        raise ConfigError(f"unknown key {key!r} ('+' adds keys only inside *_kwargs dicts such as "
-                          f"trainer.lr_scheduler_kwargs); valid keys here: {', '.join(valid)}")
+        raise ConfigError(
+            f"unknown key {key!r} ('+' adds keys only inside *_kwargs dicts such as "
+            f"trainer.lr_scheduler_kwargs); valid keys here: {', '.join(valid)}"
+        )
 
 
 def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ()) -> str:
@@ -97,8 +99,10 @@ def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ())
         other = "eval" if config_name == "train" else "train"
         group = re.search(r"override '([^']+)'", text)
         if group and (conf_dir() / group.group(1)).is_dir():
-            return (f"{group.group(1)}= is not a group of the {config_name} config (valid groups: "
-                    f"{', '.join(_groups_of(config_name))}); for {other}: rlrecipes config show --name {other} ...")
+            return (
+                f"{group.group(1)}= is not a group of the {config_name} config (valid groups: "
+                f"{', '.join(_groups_of(config_name))}); for {other}: rlrecipes config show --name {other} ..."
+            )
     # the interesting OmegaConf error is usually the cause of Hydra's wrapper
     cause = exc.__cause__ or exc.__context__
     if cause is not None and "Key '" in str(cause):
@@ -137,6 +141,7 @@ def _override_key_for(leaf: str, overrides: Sequence[str]) -> str:
 def _valid_keys(full_key: str, config_name: str, overrides: Sequence[str]) -> list[str]:
     """Keys next to the first segment of `full_key` that does not exist, read from the
     config composed without the offending override."""
+
     def offending(ov: str) -> bool:
         key = ov.split("=", 1)[0].lstrip("+~")
         return key == full_key or key.startswith(full_key + ".")

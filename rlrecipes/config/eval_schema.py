@@ -41,8 +41,10 @@ def _per_benchmark_schema() -> type:
     fails with the valid ones (a free-form dict would accept anything, or nothing)."""
     from rlrecipes.eval.benchmarks import BENCHMARKS
 
-    return make_dataclass("PerBenchmark", [
-        (name, SamplingOverride, field(default_factory=SamplingOverride)) for name in sorted(BENCHMARKS)])
+    return make_dataclass(
+        "PerBenchmark",
+        [(name, SamplingOverride, field(default_factory=SamplingOverride)) for name in sorted(BENCHMARKS)],
+    )
 
 
 PerBenchmark = _per_benchmark_schema()

@@ -36,8 +36,7 @@ def validate(config_name: str, overrides: Sequence[str], multirun: bool) -> None
         compose_config(config_name, job)
 
 
-def run_hydra(config_name: str, task: Callable[[DictConfig], Any], overrides: Sequence[str],
-              multirun: bool) -> None:
+def run_hydra(config_name: str, task: Callable[[DictConfig], Any], overrides: Sequence[str], multirun: bool) -> None:
     import hydra
 
     validate(config_name, overrides, multirun)

@@ -18,8 +18,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             row = _loads(line, path, lineno)
             if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got "
-                                     f"{type(row).__name__}")
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
             yield lineno, row
 
 
@@ -27,8 +26,10 @@ def _decode(raw: bytes, path: Path, lineno: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                        "re-encode the file as UTF-8") from None
+        raise DataError(
+            f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "re-encode the file as UTF-8"
+        ) from None
 
 
 def _loads(text: str, path: Path, lineno: int | None) -> Any:
@@ -46,8 +47,10 @@ def _json(path: Path) -> list[dict[str, Any]]:
     if isinstance(data, dict):  # {"data": [...]} / {"rows": [...]} / {"test": [...]}
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) != 1:
-            raise DataError(f"{path}: expected a list of objects (or one list inside "
-                                 f"an object), got keys {', '.join(map(str, data))}")
+            raise DataError(
+                f"{path}: expected a list of objects (or one list inside "
+                f"an object), got keys {', '.join(map(str, data))}"
+            )
         data = lists[0]
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a list of objects, got {type(data).__name__}")

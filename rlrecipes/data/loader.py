@@ -8,12 +8,12 @@ or answer are counted and reported, never silently dropped or trained on.
 
 from __future__ import annotations
 
-from rlrecipes.data.files import read_rows
-from rlrecipes.errors import DataError
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from rlrecipes.data.files import read_rows
+from rlrecipes.errors import DataError
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -87,9 +87,15 @@ def normalise_answer(value: Any) -> str | None:
     return text or None
 
 
-def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_field: str | None,
-                id_field: str | None = None, dedup: bool = False,
-                limit: int | None = None) -> LoadedProblems:
+def to_problems(
+    rows: Iterable[dict],
+    source: str,
+    problem_field: str,
+    answer_field: str | None,
+    id_field: str | None = None,
+    dedup: bool = False,
+    limit: int | None = None,
+) -> LoadedProblems:
     """Problems with their gold answers; `answer_field=None` reads unlabelled questions
     (every answer None), for rewards that need no labels."""
     rows = list(rows)
@@ -115,8 +121,7 @@ def to_problems(rows: Iterable[dict], source: str, problem_field: str, answer_fi
                 continue
             seen.add(problem)
         ident = get_field(row, id_field) if id_field else None
-        out.items.append({"id": str(ident if ident is not None else index), "problem": problem,
-                          "answer": answer})
+        out.items.append({"id": str(ident if ident is not None else index), "problem": problem, "answer": answer})
         if limit is not None and len(out.items) >= limit:
             break
     return out

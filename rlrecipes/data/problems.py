@@ -35,19 +35,31 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
     if not data_cfg.path:
         raise UserError(f"data.source={data_cfg.source} needs data.path (a hub id or a local file)")
     if not data_cfg.answer_field and data_cfg.eval_path:
-        raise UserError(f"data.eval_path={data_cfg.eval_path} needs gold answers to measure held-out accuracy, "
-                        "but data.answer_field=null (unlabelled data); set data.answer_field or drop data.eval_path")
+        raise UserError(
+            f"data.eval_path={data_cfg.eval_path} needs gold answers to measure held-out accuracy, "
+            "but data.answer_field=null (unlabelled data); set data.answer_field or drop data.eval_path"
+        )
     train = _load(data_cfg, data_cfg.path, data_cfg.split, data_cfg.max_examples)
-    held_out = (_load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples)
-                if data_cfg.eval_path else LoadedProblems([], "none"))
+    held_out = (
+        _load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples)
+        if data_cfg.eval_path
+        else LoadedProblems([], "none")
+    )
     report = f"train: {train.report()}; held-out: {held_out.report()}"
     return ProblemSet(train.items, held_out.items, answer_verifier(data_cfg.answer_style), None, report)
 
 
 def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProblems:
     rows, source = read_records(path, data_cfg.subset, split)
-    return to_problems(rows, source, data_cfg.problem_field, data_cfg.answer_field, data_cfg.id_field,
-                       dedup=data_cfg.dedup, limit=limit)
+    return to_problems(
+        rows,
+        source,
+        data_cfg.problem_field,
+        data_cfg.answer_field,
+        data_cfg.id_field,
+        dedup=data_cfg.dedup,
+        limit=limit,
+    )
 
 
 def data_label(data_cfg: Any) -> str:

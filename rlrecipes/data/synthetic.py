@@ -14,14 +14,15 @@ recipe's reward, including DAPO's, reads them the same way.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-from rlrecipes.grading.extract import answer_line
-
 import itertools
 import random
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from rlrecipes.errors import UserError
+from rlrecipes.grading.extract import answer_line
+
 
 @dataclass
 class SyntheticTask:
@@ -81,14 +82,17 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
     if len(cfg.operand_max) != 2:
         raise UserError("data.synthetic.operand_max must list two maxima for arithmetic, e.g. [99, 99]")
     hi_a, hi_b = (int(x) for x in cfg.operand_max)
-    keys = [(a, op, b) for a in range(hi_a + 1) for b in range(hi_b + 1) for op in ops
-            if not (op == "-" and b > a)]
+    keys = [(a, op, b) for a in range(hi_a + 1) for b in range(hi_b + 1) for op in ops if not (op == "-" and b > a)]
     train_keys, eval_keys = _split(keys, cfg)
 
     def item(key: tuple[int, str, int]) -> dict[str, Any]:
         a, op, b = key
-        return {"id": f"{a}{op}{b}", "problem": f"{a}{op}{b}", "answer": str(_OPS[op](a, b)),
-                "flawed": str(_no_carry(a, b, op))}
+        return {
+            "id": f"{a}{op}{b}",
+            "problem": f"{a}{op}{b}",
+            "answer": str(_OPS[op](a, b)),
+            "flawed": str(_no_carry(a, b, op)),
+        }
 
     def verify(completion: str, gold: Any) -> bool:
         pred = answer_line(completion)
@@ -98,8 +102,14 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
         wrong = rng.random() < cfg.teacher_error_rate
         return f"Answer: {it['flawed'] if wrong else it['answer']}"
 
-    return SyntheticTask("arithmetic", [item(k) for k in train_keys], [item(k) for k in eval_keys],
-                         verify, demonstration, lambda it: f"Answer: {it['answer']}")
+    return SyntheticTask(
+        "arithmetic",
+        [item(k) for k in train_keys],
+        [item(k) for k in eval_keys],
+        verify,
+        demonstration,
+        lambda it: f"Answer: {it['answer']}",
+    )
 
 
 # ---------------------------------------------------------------------------- countdown
@@ -128,8 +138,12 @@ def _countdown(cfg: Any) -> SyntheticTask:
     def item(key: tuple[tuple[int, ...], int]) -> dict[str, Any]:
         numbers, target = key
         nums = ",".join(map(str, numbers))
-        return {"id": f"{nums}->{target}", "problem": f"{' '.join(map(str, numbers))} -> {target}",
-                "answer": f"{nums}={target}", "solution_expr": keys[key]}
+        return {
+            "id": f"{nums}->{target}",
+            "problem": f"{' '.join(map(str, numbers))} -> {target}",
+            "answer": f"{nums}={target}",
+            "solution_expr": keys[key],
+        }
 
     def verify(completion: str, gold: Any) -> bool:
         pred = answer_line(completion)
@@ -141,11 +155,17 @@ def _countdown(cfg: Any) -> SyntheticTask:
         if rng_.random() < cfg.teacher_error_rate:
             positions = [i for i, ch in enumerate(expr) if ch in "+-*"]
             i = rng_.choice(positions)
-            expr = expr[:i] + rng_.choice([op for op in "+-*" if op != expr[i]]) + expr[i + 1:]
+            expr = expr[:i] + rng_.choice([op for op in "+-*" if op != expr[i]]) + expr[i + 1 :]
         return f"Answer: {expr}"
 
-    return SyntheticTask("countdown", [item(k) for k in train_keys], [item(k) for k in eval_keys],
-                         verify, demonstration, lambda it: f"Answer: {it['solution_expr']}")
+    return SyntheticTask(
+        "countdown",
+        [item(k) for k in train_keys],
+        [item(k) for k in eval_keys],
+        verify,
+        demonstration,
+        lambda it: f"Answer: {it['solution_expr']}",
+    )
 
 
 def _random_expression(numbers: list[int], rng: random.Random) -> str:

@@ -6,21 +6,20 @@ training and evaluation see byte-identical prompts for the same template.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 from typing import Any
+
+from rlrecipes.errors import UserError
 
 QWEN_MATH_COT_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 DAPO_INSTRUCTION = (
     "Solve the following math problem step by step. The last line of your response should be "
     "of the form Answer: $Answer (without quotes) where $Answer is the answer to the problem."
-    "\n\n{problem}\n\nRemember to put your answer on its own line after \"Answer:\"."
+    '\n\n{problem}\n\nRemember to put your answer on its own line after "Answer:".'
 )
 TEMPLATES = ("plain", "chat", "qwen_math_cot", "dapo")
 
 
-def render_prompt(problem: str, template: str, tokenizer: Any = None,
-                  system_prompt: str | None = None) -> str:
+def render_prompt(problem: str, template: str, tokenizer: Any = None, system_prompt: str | None = None) -> str:
     """Render `problem` with `template` (plain | chat | qwen_math_cot | dapo)."""
     if template == "plain":
         return problem if system_prompt is None else f"{system_prompt}\n\n{problem}"

@@ -19,8 +19,9 @@ from trl.trainer.utils import nanstd
 TRL_EPS = 1e-4  # trl 1.16 GRPOTrainer._generate_and_score_completions
 
 
-def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards: str = "group",
-                     keep: torch.Tensor | None = None) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor, num_generations: int, scale_rewards: str = "group", keep: torch.Tensor | None = None
+) -> torch.Tensor:
     """Advantages for `rewards` [N] laid out as consecutive groups of `num_generations`.
 
     `keep` [N] bool: rows outside it are ignored by the statistics and get advantage 0

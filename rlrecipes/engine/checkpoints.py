@@ -45,8 +45,11 @@ def checkpoints(folder: Path) -> list[tuple[int, Path, bool]]:
     """(step, path, complete) of every `checkpoint-N` folder, by step."""
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p, (p / MARKER).is_file()) for p in folder.iterdir()
-             if p.is_dir() and (m := _STEP.match(p.name))]
+    found = [
+        (int(m.group(1)), p, (p / MARKER).is_file())
+        for p in folder.iterdir()
+        if p.is_dir() and (m := _STEP.match(p.name))
+    ]
     return sorted(found)
 
 
@@ -67,17 +70,21 @@ def remove_incomplete(folder: Path) -> list[str]:
 
 def engine_state(trainer: Any, extra: dict[str, Any]) -> dict[str, Any]:
     sampler = getattr(trainer, "dynamic_sampling", None)
-    return {"hooks": [hook.state_dict() for hook in trainer.hooks],
-            "dynamic_sampling": sampler.state_dict() if sampler is not None else None,
-            "job": dict(extra)}
+    return {
+        "hooks": [hook.state_dict() for hook in trainer.hooks],
+        "dynamic_sampling": sampler.state_dict() if sampler is not None else None,
+        "job": dict(extra),
+    }
 
 
 def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
     """Restore the hooks and the dynamic sampler from `checkpoint`; returns the job's values."""
     state = torch.load(checkpoint / ENGINE_STATE, weights_only=False)
     if len(state["hooks"]) != len(trainer.hooks):
-        raise RuntimeError(f"{checkpoint} holds the state of {len(state['hooks'])} engine hooks, this run has "
-                           f"{len(trainer.hooks)}: it was written by another recipe or version")
+        raise RuntimeError(
+            f"{checkpoint} holds the state of {len(state['hooks'])} engine hooks, this run has "
+            f"{len(trainer.hooks)}: it was written by another recipe or version"
+        )
     for hook, hook_state in zip(trainer.hooks, state["hooks"]):
         hook.load_state_dict(hook_state)
     if state["dynamic_sampling"] is not None and getattr(trainer, "dynamic_sampling", None) is not None:
@@ -88,8 +95,14 @@ def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
 class CheckpointKeeper(TrainerCallback):
     """Completes every checkpoint HF saves (engine state, then the marker) and prunes old ones."""
 
-    def __init__(self, folder: Path, job_state: Callable[[], dict[str, Any]], keep_last: int | None,
-                 best_metric: str | None = None, latest_metrics: Callable[[], dict[str, Any]] = dict):
+    def __init__(
+        self,
+        folder: Path,
+        job_state: Callable[[], dict[str, Any]],
+        keep_last: int | None,
+        best_metric: str | None = None,
+        latest_metrics: Callable[[], dict[str, Any]] = dict,
+    ):
         if keep_last is not None and keep_last < 1:  # 0 would delete the checkpoint a resume needs
             raise UserError(f"trainer.save_keep_last={keep_last} must be at least 1 (or null to keep all)")
         self.folder, self.job_state = folder, job_state
@@ -109,7 +122,7 @@ class CheckpointKeeper(TrainerCallback):
         complete = [(step, path) for step, path, ok in checkpoints(self.folder) if ok]
         if self.keep_last is None:
             return
-        keep = {path for _, path in complete[-self.keep_last:]}
+        keep = {path for _, path in complete[-self.keep_last :]}
         if self.best_metric:
             scored = [(json.loads((path / MARKER).read_text()).get("value"), step, path) for step, path in complete]
             scored = [s for s in scored if isinstance(s[0], (int, float))]
@@ -147,8 +160,10 @@ class GracefulStop(TrainerCallback):
         if self.received is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt  # asked twice: stop now
         self.received = signum
-        self.notify(f"received {signal.Signals(signum).name}: stopping at the end of this rollout step with a "
-                    "checkpoint (Ctrl-C again to stop at once, without one)")
+        self.notify(
+            f"received {signal.Signals(signum).name}: stopping at the end of this rollout step with a "
+            "checkpoint (Ctrl-C again to stop at once, without one)"
+        )
 
     def on_step_end(self, args, state, control, **kwargs):
         flag = torch.tensor([self.received or 0], dtype=torch.long, device=self.trainer.accelerator.device)

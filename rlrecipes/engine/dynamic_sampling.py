@@ -66,7 +66,7 @@ class DynamicSamplingSettings:
     prompts_per_round: int | None = None  # None: as many as the batch needs (verl gen_batch_size)
 
     @classmethod
-    def from_recipe(cls, recipe: Any) -> "DynamicSamplingSettings | None":
+    def from_recipe(cls, recipe: Any) -> DynamicSamplingSettings | None:
         """The settings in a recipe config node, or None when dynamic sampling is off."""
         if not recipe.get("dynamic_sampling", False):
             return None
@@ -103,15 +103,19 @@ def merge_batches(batches: list[Batch], pad_token_id: int) -> Batch:
         if key == "num_items_in_batch":
             continue  # the caller recomputes it from the merged masks
         if key not in _PADDING:
-            raise UserError(f"dynamic sampling cannot merge the scored-batch field {key!r} "
-                            "(multimodal and tool-image rollouts are not supported); set recipe.dynamic_sampling=false")
+            raise UserError(
+                f"dynamic sampling cannot merge the scored-batch field {key!r} "
+                "(multimodal and tool-image rollouts are not supported); set recipe.dynamic_sampling=false"
+            )
         side, value = _PADDING[key]
         value = pad_token_id if value is None else value
         parts = [b[key] for b in batches]
         if parts[0].dim() > 1:
             width = max(p.size(1) for p in parts)
-            parts = [F.pad(p, (width - p.size(1), 0) if side == "left" else (0, width - p.size(1)), value=value)
-                     for p in parts]
+            parts = [
+                F.pad(p, (width - p.size(1), 0) if side == "left" else (0, width - p.size(1)), value=value)
+                for p in parts
+            ]
         merged[key] = torch.cat(parts, dim=0)
     return merged
 
@@ -168,7 +172,7 @@ class RefillPrompts:
         indices, self.pending = self.pending[:n], self.pending[n:]
         share = n // num_processes
         rows = []
-        for i in indices[process_index * share:(process_index + 1) * share]:
+        for i in indices[process_index * share : (process_index + 1) * share]:
             row = self.dataset[i]
             rows += [dict(row) for _ in range(self.num_generations)]  # TRL may edit rows in place
         return rows
@@ -190,24 +194,32 @@ class DynamicSampler:
         self.settings = settings
         names = list(trainer.reward_func_names)
         if settings.filter_reward not in names:
-            raise UserError(f"recipe.dynamic_sampling_filter={settings.filter_reward!r} is not a reward of this run; "
-                            f"valid: {', '.join(names)}")
+            raise UserError(
+                f"recipe.dynamic_sampling_filter={settings.filter_reward!r} is not a reward of this run; "
+                f"valid: {', '.join(names)}"
+            )
         self.column = names.index(settings.filter_reward)
         training = [n for n, w in zip(names, trainer.reward_weights.tolist()) if w != 0]
         if settings.filter_reward not in training:
             # a weight-0 reward is a monitor (e.g. gold-answer accuracy in a label-free recipe):
             # filtering on it would let what the run must not train on pick its groups
-            raise UserError(f"recipe.dynamic_sampling_filter={settings.filter_reward!r} has weight 0 in this run "
-                            f"(it is only logged); filter on a reward that trains: "
-                            f"{', '.join(training) or 'none (this recipe scores completions in a hook)'}")
+            raise UserError(
+                f"recipe.dynamic_sampling_filter={settings.filter_reward!r} has weight 0 in this run "
+                f"(it is only logged); filter on a reward that trains: "
+                f"{', '.join(training) or 'none (this recipe scores completions in a hook)'}"
+            )
         g, args, procs = trainer.num_generations, trainer.args, trainer.accelerator.num_processes
         local = args.per_device_train_batch_size * args.steps_per_generation
         if local % g:
-            raise UserError(f"dynamic sampling keeps whole groups on one process: the {local} completions each "
-                            f"process generates per step must be a multiple of trainer.num_generations={g}")
+            raise UserError(
+                f"dynamic sampling keeps whole groups on one process: the {local} completions each "
+                f"process generates per step must be a multiple of trainer.num_generations={g}"
+            )
         if settings.prompts_per_round is not None and settings.prompts_per_round % procs:
-            raise UserError(f"recipe.prompts_per_generation_round={settings.prompts_per_round} must be a "
-                            f"multiple of the {procs} processes")
+            raise UserError(
+                f"recipe.prompts_per_generation_round={settings.prompts_per_round} must be a "
+                f"multiple of the {procs} processes"
+            )
         # A stream distinct from TRL's own sampler (seeded with args.seed), so a refill
         # round does not replay the prompts of the batch it is refilling.
         self.refill = RefillPrompts(trainer.train_dataset, g, args.seed + 1)
@@ -243,7 +255,8 @@ class DynamicSampler:
                 f"mixed '{s.filter_reward}' rewards it needs after {s.max_rounds} generation rounds "
                 f"({generated} groups generated; groups with one reward for all completions: "
                 f"{_describe(uniform)}); raise recipe.max_generation_rounds (now {s.max_rounds}), lower "
-                "trainer.prompts_per_rollout, or use data the model solves sometimes but not always")
+                "trainer.prompts_per_rollout, or use data the model solves sometimes but not always"
+            )
         plan = plan_kept_groups(counts, target)
         kept = _exchange(plan, mixed_batches, rank, procs, g)
 
@@ -259,10 +272,12 @@ class DynamicSampler:
         return out
 
 
-def _exchange(plan: list[KeptGroup], mixed_batches: list[Batch], rank: int, procs: int,
-              num_generations: int) -> list[Batch]:
+def _exchange(
+    plan: list[KeptGroup], mixed_batches: list[Batch], rank: int, procs: int, num_generations: int
+) -> list[Batch]:
     """This process's kept groups, one batch per group in pool order: its own, plus those
     other processes send it (every process takes part in the gather, even with nothing to send)."""
+
     def group(k: KeptGroup) -> Batch:
         return select_groups(mixed_batches[k.round], torch.tensor([k.index]), num_generations)
 
@@ -270,8 +285,11 @@ def _exchange(plan: list[KeptGroup], mixed_batches: list[Batch], rank: int, proc
     if procs > 1:
         from accelerate.utils import gather_object
 
-        outgoing = [(n, k.destination, {key: v.cpu() for key, v in group(k).items() if key != "num_items_in_batch"})
-                    for n, k in enumerate(plan) if k.source == rank != k.destination]
+        outgoing = [
+            (n, k.destination, {key: v.cpu() for key, v in group(k).items() if key != "num_items_in_batch"})
+            for n, k in enumerate(plan)
+            if k.source == rank != k.destination
+        ]
         device = mixed_batches[0]["completion_ids"].device
         for n, destination, batch in gather_object(outgoing):
             if destination == rank:

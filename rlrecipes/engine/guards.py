@@ -60,8 +60,9 @@ class RewardGuard(EngineHook):
                 with cpu_time_limit(self.timeout_s):
                     values = fn(*args, **kwargs)
             except RewardTimeout:
-                self._failed(name, len(completions), f"used more than trainer.reward_timeout_s={self.timeout_s} "
-                                                      "s of CPU time")
+                self._failed(
+                    name, len(completions), f"used more than trainer.reward_timeout_s={self.timeout_s} s of CPU time"
+                )
                 return [self.fallback] * len(completions)
             except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
                 self._failed(name, len(completions), f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -84,8 +85,9 @@ class RewardGuard(EngineHook):
         self._log_grading_failures(trainer)
         names = sorted(set(self.calls) | set(self.totals))
         if names:
-            local = torch.tensor([[self.failures[n], self.calls[n]] for n in names], dtype=torch.long,
-                                 device=trainer.accelerator.device)
+            local = torch.tensor(
+                [[self.failures[n], self.calls[n]] for n in names], dtype=torch.long, device=trainer.accelerator.device
+            )
             summed = trainer.accelerator.reduce(local, reduction="sum").tolist()
             self.calls.clear()
             self.failures.clear()
@@ -114,9 +116,11 @@ class RewardGuard(EngineHook):
         for name, (failed, called) in self.totals.items():
             if called and failed / called > self.max_failure_rate:
                 first = self.first_error.get(name, "on another process")
-                raise UserError(f"reward {name!r} failed on {failed} of {called} completions "
-                                f"({failed / called:.1%} > trainer.reward_max_failure_rate={self.max_failure_rate}); "
-                                f"first failure: {first}")
+                raise UserError(
+                    f"reward {name!r} failed on {failed} of {called} completions "
+                    f"({failed / called:.1%} > trainer.reward_max_failure_rate={self.max_failure_rate}); "
+                    f"first failure: {first}"
+                )
 
     def state_dict(self) -> dict[str, Any]:
         return {"totals": self.totals}
@@ -156,6 +160,8 @@ def check_advantages(batch: dict[str, Any], step: int) -> None:
     if advantages is None or bool(torch.isfinite(advantages).all()):
         return
     bad = int((~torch.isfinite(advantages)).sum())
-    raise UserError(f"step {step}: {bad} of {advantages.numel()} advantages are NaN or infinite before the "
-                    "update (a reward or score returned a non-finite value that no guard caught); "
-                    "the weights were not changed")
+    raise UserError(
+        f"step {step}: {bad} of {advantages.numel()} advantages are NaN or infinite before the "
+        "update (a reward or score returned a non-finite value that no guard caught); "
+        "the weights were not changed"
+    )

@@ -40,9 +40,19 @@ class HeldOutAccuracy(TrainerCallback):
     """Greedy accuracy on held-out problems: `before` (at train start), `after` (at train end)
     and `heldout_accuracy` logged every `every` steps; results on every process."""
 
-    def __init__(self, prompts: Sequence[str], answers: Sequence[Any], verify: Callable[[str, Any], bool],
-                 tokenizer: Any, *, max_new_tokens: int, batch_size: int, before: bool, after: bool,
-                 every: int | None = None):
+    def __init__(
+        self,
+        prompts: Sequence[str],
+        answers: Sequence[Any],
+        verify: Callable[[str, Any], bool],
+        tokenizer: Any,
+        *,
+        max_new_tokens: int,
+        batch_size: int,
+        before: bool,
+        after: bool,
+        every: int | None = None,
+    ):
         self.prompts, self.answers, self.verify = list(prompts), list(answers), verify
         self.tokenizer, self.max_new_tokens, self.batch_size = tokenizer, max_new_tokens, batch_size
         self.measure_before, self.measure_after, self.every = before and bool(prompts), after and bool(prompts), every
@@ -74,10 +84,17 @@ class HeldOutAccuracy(TrainerCallback):
         indices, real = shard_indices(len(self.prompts), accelerator.process_index, accelerator.num_processes)
         dist = getattr(t, "_dist", None)  # TRL's FSDP1 full-parameter context (a no-op otherwise)
         full_params = dist.summon_full_params(t.model_wrapped, recurse=False) if dist else contextlib.nullcontext()
-        with unwrap_model_for_generation(t.model_wrapped, accelerator, gather_deepspeed3_params=True) as model, \
-                full_params:
-            completions = generate_completions(model, self.tokenizer, [self.prompts[i] for i in indices],
-                                               max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)
+        with (
+            unwrap_model_for_generation(t.model_wrapped, accelerator, gather_deepspeed3_params=True) as model,
+            full_params,
+        ):
+            completions = generate_completions(
+                model,
+                self.tokenizer,
+                [self.prompts[i] for i in indices],
+                max_new_tokens=self.max_new_tokens,
+                batch_size=self.batch_size,
+            )
         verdicts = [bool(self.verify(c[0], self.answers[i])) for c, i in zip(completions[:real], indices[:real])]
         if accelerator.num_processes > 1:
             verdicts = gather_object(verdicts)

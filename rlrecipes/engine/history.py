@@ -41,8 +41,7 @@ class AccuracyHistory(EngineHook):
         names = list(trainer.reward_func_names)
         if self.reward_name not in names:
             raise RuntimeError(f"accuracy history needs the {self.reward_name!r} reward; the run has {names}")
-        record(self.history, ids, rewards[:, names.index(self.reward_name)].detach().cpu(),
-               trainer.num_generations)
+        record(self.history, ids, rewards[:, names.index(self.reward_name)].detach().cpu(), trainer.num_generations)
         if trainer.accelerator.is_main_process:
             write_atomic(self.path, self.history)
         return batch
@@ -56,8 +55,9 @@ class AccuracyHistory(EngineHook):
         write_atomic(self.path, self.history)
 
 
-def record(history: dict[str, list[Optional[float]]], ids: list[str], correct: torch.Tensor,
-           num_generations: int) -> None:
+def record(
+    history: dict[str, list[Optional[float]]], ids: list[str], correct: torch.Tensor, num_generations: int
+) -> None:
     """Append one accuracy per group (consecutive `num_generations` rows share an id)."""
     if len(ids) != correct.numel() or correct.numel() % num_generations:
         raise ValueError(f"{len(ids)} ids for {correct.numel()} rewards in groups of {num_generations}")

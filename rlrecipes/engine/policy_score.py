@@ -79,8 +79,12 @@ class PolicyScoreAdvantage(EngineHook):
         else:  # a sharded policy runs as the wrapped module, which gathers its parameters
             model = trainer.model if sharded(trainer) else policy
         # under the trainer's autocast, as TRL computes log-probs (bf16 runs score in bf16)
-        with torch.no_grad(), disable_gradient_checkpointing(policy, trainer.args.gradient_checkpointing_kwargs), \
-                trainer.accelerator.autocast(), self._initial_weights(policy):
+        with (
+            torch.no_grad(),
+            disable_gradient_checkpointing(policy, trainer.args.gradient_checkpointing_kwargs),
+            trainer.accelerator.autocast(),
+            self._initial_weights(policy),
+        ):
             local = self.score(model, batch, trainer).float()
         scores = trainer.accelerator.gather(local)
         advantages = group_advantages(scores, trainer.num_generations, trainer.scale_rewards)
@@ -117,8 +121,11 @@ def _sharded_frozen_copy(trainer: Any) -> Any:
     from trl.trainer.utils import create_model_from_path, get_config_model_id
 
     policy = trainer.accelerator.unwrap_model(trainer.model)
-    kwargs = {"dtype": policy.dtype, "trust_remote_code": trainer.args.trust_remote_code,
-              "attn_implementation": policy.config._attn_implementation}
+    kwargs = {
+        "dtype": policy.dtype,
+        "trust_remote_code": trainer.args.trust_remote_code,
+        "attn_implementation": policy.config._attn_implementation,
+    }
     if trainer.is_deepspeed_enabled:  # as TRL loads its reference model: DeepSpeed places it ("auto" fails)
         kwargs["device_map"] = None
     frozen = create_model_from_path(get_config_model_id(policy.config), **kwargs)

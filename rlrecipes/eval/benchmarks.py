@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from rlrecipes.data.files import read_rows
+from rlrecipes.errors import DataError as BenchmarkError
 from rlrecipes.eval.items import (
     BenchmarkItem,
     BenchmarkItems,
@@ -25,12 +27,23 @@ from rlrecipes.eval.items import (
     gold_to_str,
     items_from_rows,
 )
-from rlrecipes.data.files import read_rows
-from rlrecipes.errors import DataError as BenchmarkError
 
-__all__ = ["BENCHMARKS", "SUITES", "BenchmarkError", "BenchmarkItem", "BenchmarkItems",
-           "BenchmarkSpec", "SkippedRow", "benchmark_names", "find_local_file", "gold_to_str",
-           "items_from_rows", "load_benchmark", "register_benchmark", "resolve_benchmarks"]
+__all__ = [
+    "BENCHMARKS",
+    "SUITES",
+    "BenchmarkError",
+    "BenchmarkItem",
+    "BenchmarkItems",
+    "BenchmarkSpec",
+    "SkippedRow",
+    "benchmark_names",
+    "find_local_file",
+    "gold_to_str",
+    "items_from_rows",
+    "load_benchmark",
+    "register_benchmark",
+    "resolve_benchmarks",
+]
 
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {}
@@ -48,44 +61,112 @@ def register_benchmark(spec: BenchmarkSpec) -> BenchmarkSpec:
 
 
 for _spec in (
-    BenchmarkSpec("math500", "HuggingFaceH4/MATH-500", "test", 500,
-                  local_files=("math500/One-Shot-RLVR/test.jsonl", "math500/TTRL/test.json",
-                               "math500/One-Shot-RLVR/math500.parquet"),
-                  subject_fields=("subject",), level_fields=("level", "extra_info.level"),
-                  description="MATH-500 (PRM800K test subset)"),
-    BenchmarkSpec("aime24", "HuggingFaceH4/aime_2024", "train", 30,
-                  local_files=("aime24/One-Shot-RLVR/test.jsonl", "aime24/TTRL/test.json",
-                               "aime24/DAPO/aime-2024.parquet"),
-                  description="AIME 2024 (I and II)"),
-    BenchmarkSpec("aime25", "math-ai/aime25", "test", 30,
-                  local_files=("aime25/One-Shot-RLVR/test.jsonl", "aime25/Spurious_Rewards/test.json"),
-                  description="AIME 2025 (I and II)"),
-    BenchmarkSpec("amc23", "math-ai/amc23", "test", 40,
-                  local_files=("amc23/One-Shot-RLVR/test.jsonl",),
-                  description="AMC 2023 (12A/12B), 40 problems"),
-    BenchmarkSpec("amc", "AI-MO/aimo-validation-amc", "train", 83,
-                  local_files=("amc_ttrl/TTRL/test.json",),
-                  description="AMC 2022-23, the 83 problems of TTRL / Spurious Rewards"),
-    BenchmarkSpec("minerva_math", "math-ai/minervamath", "test", 272,
-                  local_files=("minerva_math/One-Shot-RLVR/test.jsonl",),
-                  gold_fields=("answer",), gold_from="solution_boxed",
-                  subject_fields=("type",), description="Minerva OCW courses"),
-    BenchmarkSpec("olympiadbench", "Hothan/OlympiadBench", "train", 675,
-                  hub_config="OE_TO_maths_en_COMP",
-                  local_files=("olympiadbench/One-Shot-RLVR/test.jsonl",),
-                  subject_fields=("subfield",),
-                  description="OlympiadBench, English text-only open-ended maths"),
-    BenchmarkSpec("gsm8k", "openai/gsm8k", "test", 1319, hub_config="main",
-                  answer_style="gsm8k", gold_from="gsm8k", local_files=("gsm8k/test.jsonl",),
-                  description="GSM8K grade-school maths"),
+    BenchmarkSpec(
+        "math500",
+        "HuggingFaceH4/MATH-500",
+        "test",
+        500,
+        local_files=(
+            "math500/One-Shot-RLVR/test.jsonl",
+            "math500/TTRL/test.json",
+            "math500/One-Shot-RLVR/math500.parquet",
+        ),
+        subject_fields=("subject",),
+        level_fields=("level", "extra_info.level"),
+        description="MATH-500 (PRM800K test subset)",
+    ),
+    BenchmarkSpec(
+        "aime24",
+        "HuggingFaceH4/aime_2024",
+        "train",
+        30,
+        local_files=("aime24/One-Shot-RLVR/test.jsonl", "aime24/TTRL/test.json", "aime24/DAPO/aime-2024.parquet"),
+        description="AIME 2024 (I and II)",
+    ),
+    BenchmarkSpec(
+        "aime25",
+        "math-ai/aime25",
+        "test",
+        30,
+        local_files=("aime25/One-Shot-RLVR/test.jsonl", "aime25/Spurious_Rewards/test.json"),
+        description="AIME 2025 (I and II)",
+    ),
+    BenchmarkSpec(
+        "amc23",
+        "math-ai/amc23",
+        "test",
+        40,
+        local_files=("amc23/One-Shot-RLVR/test.jsonl",),
+        description="AMC 2023 (12A/12B), 40 problems",
+    ),
+    BenchmarkSpec(
+        "amc",
+        "AI-MO/aimo-validation-amc",
+        "train",
+        83,
+        local_files=("amc_ttrl/TTRL/test.json",),
+        description="AMC 2022-23, the 83 problems of TTRL / Spurious Rewards",
+    ),
+    BenchmarkSpec(
+        "minerva_math",
+        "math-ai/minervamath",
+        "test",
+        272,
+        local_files=("minerva_math/One-Shot-RLVR/test.jsonl",),
+        gold_fields=("answer",),
+        gold_from="solution_boxed",
+        subject_fields=("type",),
+        description="Minerva OCW courses",
+    ),
+    BenchmarkSpec(
+        "olympiadbench",
+        "Hothan/OlympiadBench",
+        "train",
+        675,
+        hub_config="OE_TO_maths_en_COMP",
+        local_files=("olympiadbench/One-Shot-RLVR/test.jsonl",),
+        subject_fields=("subfield",),
+        description="OlympiadBench, English text-only open-ended maths",
+    ),
+    BenchmarkSpec(
+        "gsm8k",
+        "openai/gsm8k",
+        "test",
+        1319,
+        hub_config="main",
+        answer_style="gsm8k",
+        gold_from="gsm8k",
+        local_files=("gsm8k/test.jsonl",),
+        description="GSM8K grade-school maths",
+    ),
     # Synthetic tasks: their template and answer style come from the `data` config.
-    BenchmarkSpec("arithmetic", "", "", None, synthetic=True, max_new_tokens=32,
-                  description="held-out split of the synthetic arithmetic task"),
-    BenchmarkSpec("countdown", "", "", None, synthetic=True, max_new_tokens=48,
-                  description="held-out split of the synthetic Countdown task"),
-    BenchmarkSpec("data", "", "", None, from_data=True,
-                  description="your own test set: data.path (a file, folder or hub id), data.split, "
-                              "data.problem_field / answer_field / id_field, data.template, data.answer_style"),
+    BenchmarkSpec(
+        "arithmetic",
+        "",
+        "",
+        None,
+        synthetic=True,
+        max_new_tokens=32,
+        description="held-out split of the synthetic arithmetic task",
+    ),
+    BenchmarkSpec(
+        "countdown",
+        "",
+        "",
+        None,
+        synthetic=True,
+        max_new_tokens=48,
+        description="held-out split of the synthetic Countdown task",
+    ),
+    BenchmarkSpec(
+        "data",
+        "",
+        "",
+        None,
+        from_data=True,
+        description="your own test set: data.path (a file, folder or hub id), data.split, "
+        "data.problem_field / answer_field / id_field, data.template, data.answer_style",
+    ),
 ):
     register_benchmark(_spec)
 
@@ -134,8 +215,10 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
                 return candidate
     other = _benchmark_folder_of(root)
     if other is not None and other not in _layout_folders(spec):
-        raise BenchmarkError(f"data_dir {str(root)!r} is the folder of benchmark {other!r}, not of {spec.name!r}; "
-                             "pass the shared data root or the file itself")
+        raise BenchmarkError(
+            f"data_dir {str(root)!r} is the folder of benchmark {other!r}, not of {spec.name!r}; "
+            "pass the shared data root or the file itself"
+        )
     found = sorted(p for ext in ("jsonl", "json", "parquet") for p in root.glob(f"*.{ext}"))
     if len(found) == 1:
         return found[0]
@@ -143,7 +226,8 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
     raise BenchmarkError(
         f"no file for benchmark {spec.name!r} under {str(root)!r} (looked for "
         f"{', '.join(spec.local_files) or 'a single .jsonl/.json/.parquet'}){hint}; "
-        f"pass the file itself as data_dir=PATH")
+        f"pass the file itself as data_dir=PATH"
+    )
 
 
 def _layout_folders(spec: BenchmarkSpec) -> set[str]:
@@ -177,10 +261,11 @@ def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:
 
     base = OmegaConf.structured(SyntheticTaskConfig) if synthetic_cfg is None else synthetic_cfg
     task = make_task(OmegaConf.merge(base, {"task": name}))
-    items = [BenchmarkItem(id=str(it["id"]), problem=it["problem"], gold=str(it["answer"]),
-                           meta={"row": i}) for i, it in enumerate(task.eval)]
-    return BenchmarkItems(items, name=name, source=f"synthetic {name} task (held-out split)",
-                          verify=task.verify)
+    items = [
+        BenchmarkItem(id=str(it["id"]), problem=it["problem"], gold=str(it["answer"]), meta={"row": i})
+        for i, it in enumerate(task.eval)
+    ]
+    return BenchmarkItems(items, name=name, source=f"synthetic {name} task (held-out split)", verify=task.verify)
 
 
 def _from_data(data: Any) -> BenchmarkItems:
@@ -189,8 +274,10 @@ def _from_data(data: Any) -> BenchmarkItems:
     from rlrecipes.grading.extract import last_boxed
 
     if data is None or not data.path:  # a local file or a hub id, whatever data.source says
-        raise BenchmarkError("benchmark=data evaluates your own test set: set data.path=FILE_OR_HUB_ID "
-                             "(and data.problem_field, data.answer_field, data.split as needed)")
+        raise BenchmarkError(
+            "benchmark=data evaluates your own test set: set data.path=FILE_OR_HUB_ID "
+            "(and data.problem_field, data.answer_field, data.split as needed)"
+        )
     if not data.answer_field:
         raise BenchmarkError("benchmark=data needs gold answers: data.answer_field is null")
     rows, source = read_records(data.path, data.subset, data.split)
@@ -200,16 +287,15 @@ def _from_data(data: Any) -> BenchmarkItems:
         gold = row["answer"]
         if "\\boxed" in gold or "\\fbox" in gold:  # a worked solution: its final box is the answer
             gold = last_boxed(gold) or gold
-        items.append(BenchmarkItem(id=row["id"], problem=row["problem"], gold=gold,
-                                   meta={"row": len(items)}))
+        items.append(BenchmarkItem(id=row["id"], problem=row["problem"], gold=gold, meta={"row": len(items)}))
     if len({it.id for it in items}) != len(items):  # ids key resumable samples
         items = [BenchmarkItem(f"data-{i}", it.problem, it.gold, meta=it.meta) for i, it in enumerate(items)]
-    return BenchmarkItems(items, name="data", source=source,
-                          skipped=[SkippedRow(i, why) for i, why in loaded.skipped])
+    return BenchmarkItems(items, name="data", source=source, skipped=[SkippedRow(i, why) for i, why in loaded.skipped])
 
 
-def load_benchmark(name: str, data_dir: str | Path | None = None, limit: int | None = None,
-                   synthetic: Any = None, data: Any = None) -> BenchmarkItems:
+def load_benchmark(
+    name: str, data_dir: str | Path | None = None, limit: int | None = None, synthetic: Any = None, data: Any = None
+) -> BenchmarkItems:
     """Load benchmark ``name`` from ``data_dir`` (a directory or a file) or the hub.
 
     ``limit`` keeps the first ``limit`` problems (after skipping and merging).

@@ -48,8 +48,7 @@ SUITES: dict[str, tuple[Part, ...]] = {
     # The same two settings on the synthetic held-out split (CPU runs, the bench).
     "synthetic": (
         Part(("arithmetic",), ("protocol=default",), tag="greedy"),
-        Part(("arithmetic",), ("protocol=default", "protocol.num_samples=8",
-                               "protocol.temperature=0.6"), tag="avg@8"),
+        Part(("arithmetic",), ("protocol=default", "protocol.num_samples=8", "protocol.temperature=0.6"), tag="avg@8"),
     ),
 }
 
@@ -72,12 +71,16 @@ class Selection:
         def row(step: int) -> dict[str, Any]:
             return {"step": step, "average": self.averages[step], **self.scores[step]}
 
-        return {"best_average": row(self.best_step), "last": row(self.last_step),
-                "checkpoints": [row(s) for s in self.steps]}
+        return {
+            "best_average": row(self.best_step),
+            "last": row(self.last_step),
+            "checkpoints": [row(s) for s in self.steps],
+        }
 
 
-def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int = 1,
-                     log: Callable[[str], None] = print) -> list[Checkpoint]:
+def find_checkpoints(
+    run_dir: str | Path, include_base: bool = True, every: int = 1, log: Callable[[str], None] = print
+) -> list[Checkpoint]:
     """The run's starting model (step 0), `checkpoints/checkpoint-N`, and the final model.
 
     `every` keeps checkpoints whose step is a multiple of it (the final model always).
@@ -106,8 +109,10 @@ def find_checkpoints(run_dir: str | Path, include_base: bool = True, every: int 
     if (run / "model" / "config.json").is_file() and summary.get("steps") is not None:
         found.setdefault(int(summary["steps"]), str(run / "model"))
     if not found:
-        raise UserError(f"{run} has no saved model yet (checkpoints/checkpoint-N or model/); "
-                        "train with trainer.save_steps=N to keep intermediate checkpoints")
+        raise UserError(
+            f"{run} has no saved model yet (checkpoints/checkpoint-N or model/); "
+            "train with trainer.save_steps=N to keep intermediate checkpoints"
+        )
     ckpts = [Checkpoint(step, path) for step, path in sorted(found.items())]
     return ([Checkpoint(0, None)] if include_base and 0 not in found else []) + ckpts
 
@@ -163,8 +168,10 @@ def pick_best(scores: dict[int, dict[str, float]]) -> Selection:
     names = set(scores[steps[0]])
     for step in steps:
         if set(scores[step]) != names or not names:
-            raise UserError(f"checkpoint {step} has benchmarks {sorted(scores[step])}, "
-                            f"expected {sorted(names)}; averages would not be comparable")
+            raise UserError(
+                f"checkpoint {step} has benchmarks {sorted(scores[step])}, "
+                f"expected {sorted(names)}; averages would not be comparable"
+            )
     averages = {s: sum(scores[s].values()) / len(scores[s]) for s in steps}
     best = max(steps, key=lambda s: (averages[s], -s))
     return Selection(steps, averages, {s: dict(scores[s]) for s in steps}, best, steps[-1])
@@ -174,8 +181,13 @@ Evaluate = Callable[[Checkpoint, Part, Path], dict[str, float]]
 SETTINGS = "checkpoint_eval_settings.json"  # what a part folder was evaluated with
 
 
-def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Path,
-          evaluate: Evaluate, log: Callable[[str], None] = print) -> Selection:
+def sweep(
+    checkpoints: Sequence[Checkpoint],
+    parts: Sequence[Part],
+    out_dir: Path,
+    evaluate: Evaluate,
+    log: Callable[[str], None] = print,
+) -> Selection:
     """Evaluate every (checkpoint, part); `evaluate` returns {benchmark: headline score}.
 
     A line before each evaluation says where the sweep is (a log file shows it at once);
@@ -195,9 +207,11 @@ def sweep(checkpoints: Sequence[Checkpoint], parts: Sequence[Part], out_dir: Pat
         for k, part in enumerate(parts):
             elapsed = time.monotonic() - started
             eta = _duration(elapsed / done * (total - done)) if done else "-"
-            log(f"checkpoint {i}/{len(checkpoints)} (step {ckpt.step}), part {k + 1}/{len(parts)} "
+            log(
+                f"checkpoint {i}/{len(checkpoints)} (step {ckpt.step}), part {k + 1}/{len(parts)} "
                 f"[{', '.join(part.benchmarks)}]: {done}/{total} evaluations done, "
-                f"{_duration(elapsed)} elapsed, ETA {eta}")
+                f"{_duration(elapsed)} elapsed, ETA {eta}"
+            )
             result = evaluate(ckpt, part, out_dir / f"step-{ckpt.step}" / f"part-{k}")
             done += 1
             for bench in part.benchmarks:
@@ -241,8 +255,10 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
         settings = {"model": ckpt.model, "overrides": eval_overrides}
         done = _read_json(part_dir / "summary.json")
         if done and _read_json(part_dir / SETTINGS) != settings:
-            raise UserError(f"{part_dir} holds results for other settings ({_read_json(part_dir / SETTINGS)}); "
-                            "pass --out DIR for a new sweep")
+            raise UserError(
+                f"{part_dir} holds results for other settings ({_read_json(part_dir / SETTINGS)}); "
+                "pass --out DIR for a new sweep"
+            )
         if not done:
             cfg = eval_config_for(train_cfg, ckpt.model, eval_overrides)
             part_dir.mkdir(parents=True, exist_ok=True)
@@ -259,9 +275,15 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
     return evaluate
 
 
-def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Sequence[str] = (),
-                     out: Optional[str | Path] = None, include_base: bool = True, every: int = 1,
-                     log: Callable[[str], None] = print) -> Selection:
+def eval_checkpoints(
+    run_dir: str | Path,
+    suite: str = "paper",
+    overrides: Sequence[str] = (),
+    out: Optional[str | Path] = None,
+    include_base: bool = True,
+    every: int = 1,
+    log: Callable[[str], None] = print,
+) -> Selection:
     from rlrecipes.config.compose import compose_config
 
     if suite not in SUITES:
@@ -273,7 +295,8 @@ def eval_checkpoints(run_dir: str | Path, suite: str = "paper", overrides: Seque
         compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides])
     selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log), log=log)
     (out_dir / "checkpoint_eval.json").write_text(
-        json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n")
+        json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n"
+    )
     return selection
 
 
@@ -287,8 +310,12 @@ def selection_table(selection: Selection, title: str) -> Any:
         table.add_column(escape(col), justify="right")
     for step in selection.steps:
         marks = [m for m, s in (("best average", selection.best_step), ("last", selection.last_step)) if s == step]
-        table.add_row(str(step), *(f"{100 * selection.scores[step][n]:.1f}" for n in names),
-                      f"{100 * selection.averages[step]:.1f}", ", ".join(marks))
+        table.add_row(
+            str(step),
+            *(f"{100 * selection.scores[step][n]:.1f}" for n in names),
+            f"{100 * selection.averages[step]:.1f}",
+            ", ".join(marks),
+        )
     return table
 
 
@@ -311,5 +338,7 @@ def eval_checkpoints_command(
     selection = eval_checkpoints(run_dir, suite, list(ctx.args), out, base, every, log=console.log)
     console.print(selection_table(selection, f"{run_dir}: {suite} suite (%)"))
     best, last = selection.best_step, selection.last_step
-    console.print(f"best average: step {best} ({100 * selection.averages[best]:.1f}); "
-                  f"last: step {last} ({100 * selection.averages[last]:.1f})")
+    console.print(
+        f"best average: step {best} ({100 * selection.averages[best]:.1f}); "
+        f"last: step {last} ({100 * selection.averages[last]:.1f})"
+    )

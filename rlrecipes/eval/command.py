@@ -16,11 +16,25 @@ from rlrecipes.errors import UserError
 from rlrecipes.rundir import CLAIM, MARKER, RunDirError, create_run_dir, drop_hydra_job_dir, write_manifest
 
 # Settings that must match for a resumed eval to continue the same experiment.
-_RESUME_KEYS = ("model", "protocol", "seed", "data_dir", "generations", "benchmark.answer_style",
-                # HF reseeds per chunk of generation.batch_size problems: another size samples otherwise
-                "generation.batch_size", "generation.backend",
-                "data.synthetic", "data.template", "data.answer_style", "data.path", "data.split",
-                "data.problem_field", "data.answer_field", "grading.rel_tol")
+_RESUME_KEYS = (
+    "model",
+    "protocol",
+    "seed",
+    "data_dir",
+    "generations",
+    "benchmark.answer_style",
+    # HF reseeds per chunk of generation.batch_size problems: another size samples otherwise
+    "generation.batch_size",
+    "generation.backend",
+    "data.synthetic",
+    "data.template",
+    "data.answer_style",
+    "data.path",
+    "data.split",
+    "data.problem_field",
+    "data.answer_field",
+    "grading.rel_tol",
+)
 
 
 def rewrite_benchmark_list(overrides: Sequence[str], multirun: bool) -> list[str]:
@@ -38,11 +52,14 @@ def rewrite_benchmark_list(overrides: Sequence[str], multirun: bool) -> list[str
 def _resume_dir(cfg: Any, path: Path) -> Path:
     """Reopen ``path`` for a resumed eval after checking it is the same experiment."""
     old_cfg = OmegaConf.load(path / MARKER)
-    diffs = [k for k in _RESUME_KEYS
-             if OmegaConf.select(old_cfg, k, default=None) != OmegaConf.select(cfg, k, default=None)]
+    diffs = [
+        k for k in _RESUME_KEYS if OmegaConf.select(old_cfg, k, default=None) != OmegaConf.select(cfg, k, default=None)
+    ]
     if diffs:
-        raise RunDirError(f"run_dir={path} holds an eval with different {', '.join(diffs)}; "
-                          "resume only continues the same model, protocol and seed")
+        raise RunDirError(
+            f"run_dir={path} holds an eval with different {', '.join(diffs)}; "
+            "resume only continues the same model, protocol and seed"
+        )
     return path
 
 
@@ -99,8 +116,9 @@ def _log_resume(run_dir: Path) -> None:
 
     from rlrecipes import rundir
 
-    rundir.append_line(run_dir / "resumes.log",
-                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(rundir.invocation or sys.argv)}")
+    rundir.append_line(
+        run_dir / "resumes.log", f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(rundir.invocation or sys.argv)}"
+    )
 
 
 def _discard_if_empty(run_dir: Path) -> None:

@@ -22,8 +22,10 @@ def main(out_dir: str) -> None:
     folder = Path(out_dir)
     cfg = OmegaConf.load(folder / MARKER)
     done = run_eval(cfg, folder)
-    write_json(folder / "headline.json",
-               {name: dict(zip(("metric", "value"), headline(m))) for name, m in done["benchmarks"].items()})
+    write_json(
+        folder / "headline.json",
+        {name: dict(zip(("metric", "value"), headline(m))) for name, m in done["benchmarks"].items()},
+    )
 
 
 if __name__ == "__main__":

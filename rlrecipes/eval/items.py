@@ -41,20 +41,33 @@ class BenchmarkItems(list):
     instead of extracting an answer and grading it against ``gold``.
     """
 
-    def __init__(self, items: Iterable[BenchmarkItem], *, name: str, source: str,
-                 skipped: list[SkippedRow] | None = None, duplicates: int = 0,
-                 verify: Callable[[str, str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        items: Iterable[BenchmarkItem],
+        *,
+        name: str,
+        source: str,
+        skipped: list[SkippedRow] | None = None,
+        duplicates: int = 0,
+        verify: Callable[[str, str], bool] | None = None,
+    ) -> None:
         super().__init__(items)
         self.name, self.source = name, source
         self.skipped = skipped or []
         self.duplicates = duplicates
         self.verify = verify
 
-    def head(self, limit: int | None) -> "BenchmarkItems":
+    def head(self, limit: int | None) -> BenchmarkItems:
         """The first ``limit`` items, keeping the provenance."""
         items = self if limit is None or limit < 0 else self[:limit]
-        return BenchmarkItems(items, name=self.name, source=self.source, skipped=self.skipped,
-                              duplicates=self.duplicates, verify=self.verify)
+        return BenchmarkItems(
+            items,
+            name=self.name,
+            source=self.source,
+            skipped=self.skipped,
+            duplicates=self.duplicates,
+            verify=self.verify,
+        )
 
     def report(self) -> str:
         """One line: how many problems, from where, and what was skipped or merged."""
@@ -65,8 +78,7 @@ class BenchmarkItems(list):
             reasons = sorted({s.reason for s in self.skipped})
             rows = ", ".join(str(s.row) for s in self.skipped[:5])
             more = "" if len(self.skipped) <= 5 else ", ..."
-            line += (f"; {len(self.skipped)} rows skipped (rows {rows}{more}: "
-                     f"{'; '.join(reasons)})")
+            line += f"; {len(self.skipped)} rows skipped (rows {rows}{more}: {'; '.join(reasons)})"
         return line
 
 
@@ -99,8 +111,7 @@ class BenchmarkSpec:
 
     @property
     def breakdowns(self) -> tuple[str, ...]:
-        return tuple(k for k, f in (("subject", self.subject_fields),
-                                    ("level", self.level_fields)) if f)
+        return tuple(k for k, f in (("subject", self.subject_fields), ("level", self.level_fields)) if f)
 
 
 def _get(row: dict[str, Any], dotted: str) -> Any:
@@ -199,21 +210,22 @@ def items_from_rows(spec: BenchmarkSpec, rows: Iterable[dict[str, Any]], source:
         seen.add((problem, gold))
         rid = _first(row, spec.id_fields)
         subject, level = _first(row, spec.subject_fields), _first(row, spec.level_fields)
-        items.append(BenchmarkItem(
-            id=str(rid) if rid is not None else f"{spec.name}-{i}",
-            problem=problem, gold=gold,
-            subject=None if subject is None else str(subject),
-            level=None if level is None else str(level),
-            meta={"row": i},
-        ))
+        items.append(
+            BenchmarkItem(
+                id=str(rid) if rid is not None else f"{spec.name}-{i}",
+                problem=problem,
+                gold=gold,
+                subject=None if subject is None else str(subject),
+                level=None if level is None else str(level),
+                meta={"row": i},
+            )
+        )
     _dedupe_ids(items, spec.name)
-    return BenchmarkItems(items, name=spec.name, source=source, skipped=skipped,
-                          duplicates=duplicates)
+    return BenchmarkItems(items, name=spec.name, source=source, skipped=skipped, duplicates=duplicates)
 
 
 def _dedupe_ids(items: list[BenchmarkItem], name: str) -> None:
     """Ids must be unique (they key resumable samples); fall back to row numbers."""
     if len({it.id for it in items}) != len(items):
         for k, it in enumerate(items):
-            items[k] = BenchmarkItem(f"{name}-{it.meta['row']}", it.problem, it.gold,
-                                     it.subject, it.level, it.meta)
+            items[k] = BenchmarkItem(f"{name}-{it.meta['row']}", it.problem, it.gold, it.subject, it.level, it.meta)

@@ -38,8 +38,14 @@ def _duration(seconds: float) -> str:
 class EvalProgress:
     """One bar over all problems still to generate, labelled with the current benchmark."""
 
-    def __init__(self, total: int, enabled: bool = True, every: int = 25,
-                 log: Callable[[str], None] = print, terminal: bool | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        enabled: bool = True,
+        every: int = 25,
+        log: Callable[[str], None] = print,
+        terminal: bool | None = None,
+    ) -> None:
         self.total, self.enabled, self.every, self.log = total, enabled, max(1, every), log
         self.terminal = sys.stdout.isatty() if terminal is None else terminal
         self._progress: Progress | None = None
@@ -47,12 +53,17 @@ class EvalProgress:
         self.done, self._last_line, self._name = 0, 0, ""
         self._started = time.monotonic()
 
-    def __enter__(self) -> "EvalProgress":
+    def __enter__(self) -> EvalProgress:
         self._started = time.monotonic()
         if self.enabled and self.terminal:
             self._progress = Progress(
-                TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                TextColumn("[bold]eval[/] {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                RateColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
             )
             self._task = self._progress.add_task("", total=self.total)
             self._progress.start()
@@ -77,8 +88,10 @@ class EvalProgress:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = _duration((self.total - self.done) / rate) if rate > 0 else "-"
         pct = 100 * self.done / self.total if self.total else 100.0
-        return (f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
-                f"{rate:.2f} problems/s, {_duration(elapsed)} elapsed, ETA {eta}")
+        return (
+            f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
+            f"{rate:.2f} problems/s, {_duration(elapsed)} elapsed, ETA {eta}"
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -55,8 +55,11 @@ def benchmark_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
         row = [name, str(m.get("problems", 0)), str(m.get("samples_per_problem", "-")), _pct(m.get("pass@1"))]
         if sampled:
             row += [_pct(m.get(k)) if k else "-" for k in (_largest_k(m, "pass"), _largest_k(m, "maj"))]
-        row += [_pct(m.get("no_answer_fraction")), _pct(m.get("truncated_fraction")),
-                "-" if length is None else f"{length:.0f}"]
+        row += [
+            _pct(m.get("no_answer_fraction")),
+            _pct(m.get("truncated_fraction")),
+            "-" if length is None else f"{length:.0f}",
+        ]
         rows.append(row)
     return columns, rows
 
@@ -83,8 +86,12 @@ def print_eval_summary(summary: dict[str, Any], run_dir: Path, console: Console)
 def write_report(run_dir: Path, summary: dict[str, Any]) -> None:
     """``report.md``: the same table in Markdown."""
     columns, rows = benchmark_rows(summary)
-    lines = [f"# eval: {summary.get('model')} [{summary['protocol'].get('name')}]", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = [
+        f"# eval: {summary.get('model')} [{summary['protocol'].get('name')}]",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     (run_dir / "report.md").write_text("\n".join(lines) + "\n")
 
@@ -92,8 +99,10 @@ def write_report(run_dir: Path, summary: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------- many runs
 IDENTITY = ("recipe", "model", "data", "seed")
 # Override keys that never change what a run computes (where it writes, how it shows progress)
-_NOISE = re.compile(r"^(run_dir|output_root|cache_dir|resume|report_to|final_eval|progress|progress_every|"
-                    r"trainer\.progress|hydra[./].*|data_dir|generations)$")
+_NOISE = re.compile(
+    r"^(run_dir|output_root|cache_dir|resume|report_to|final_eval|progress|progress_every|"
+    r"trainer\.progress|hydra[./].*|data_dir|generations)$"
+)
 _OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 
 
@@ -131,8 +140,11 @@ class Report:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / "summary.json").is_file() or (path / "metrics.jsonl").is_file() or (
-        (path / "config.yaml").is_file() and (path / "versions.json").is_file())
+    return (
+        (path / "summary.json").is_file()
+        or (path / "metrics.jsonl").is_file()
+        or ((path / "config.yaml").is_file() and (path / "versions.json").is_file())
+    )
 
 
 def _natural(path: Path) -> list[Any]:
@@ -145,8 +157,11 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     a training run's own `eval/` belongs to it)."""
     runs: list[Path] = []
     for raw in paths:
-        matches = [Path(m) for m in sorted(glob.glob(os.path.expanduser(str(raw))))] if glob.has_magic(str(raw)) \
+        matches = (
+            [Path(m) for m in sorted(glob.glob(os.path.expanduser(str(raw))))]
+            if glob.has_magic(str(raw))
             else [Path(raw).expanduser()]
+        )
         if not matches:
             raise UserError(f"{raw}: no such run directory (the pattern matches nothing)")
         for p in matches:
@@ -161,8 +176,9 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
                         subdirs[:] = []
                     subdirs.sort()
                 if not found:
-                    raise UserError(f"{p}: no run here or below (a run directory holds summary.json, "
-                                    "metrics.jsonl or config.yaml)")
+                    raise UserError(
+                        f"{p}: no run here or below (a run directory holds summary.json, metrics.jsonl or config.yaml)"
+                    )
                 runs += sorted(found, key=_natural)
             else:
                 raise UserError(f"{p}: no such run directory")
@@ -179,8 +195,6 @@ def _load(run: Path) -> dict[str, Any]:
     if not isinstance(summary, dict):
         raise UserError(f"{run / 'summary.json'}: not a run summary (a JSON object is expected)")
     return summary
-
-
 
 
 def _read_config(run: Path) -> dict[str, Any]:
@@ -242,10 +256,12 @@ def _identity(run: Run) -> dict[str, Any]:
     s, c = run.summary, run.config
     # the configured name first: a built toy model's path is a cache folder
     model = c.get("model.name_or_path") or c.get("model.name") or s.get("model")
-    return {"recipe": s.get("recipe", c.get("recipe.name")),
-            "model": _short_model(model) if model is not None else None,
-            "data": s.get("data", c.get("data.name")),
-            "seed": s.get("seed", c.get("seed"))}
+    return {
+        "recipe": s.get("recipe", c.get("recipe.name")),
+        "model": _short_model(model) if model is not None else None,
+        "data": s.get("data", c.get("data.name")),
+        "seed": s.get("seed", c.get("seed")),
+    }
 
 
 def _param_value(run: Run, key: str) -> Any:
@@ -265,10 +281,16 @@ def _train_metrics(run: Run) -> dict[str, Any]:
     before, after = _number(s.get("accuracy_before")), _number(s.get("accuracy_after"))
     best = max(heldout + ([after] if after is not None else []), default=None)
     steps = s.get("steps", max((r["step"] for r in rows if _number(r.get("step")) is not None), default=None))
-    return {"steps": steps, "heldout_before": before, "heldout_after": after,
-            "gain": after - before if after is not None and before is not None else None,
-            "heldout_best": best, "train_accuracy_final": train_acc[-1] if train_acc else None,
-            "reward_final": rewards[-1] if rewards else None, "reward_best": max(rewards, default=None)}
+    return {
+        "steps": steps,
+        "heldout_before": before,
+        "heldout_after": after,
+        "gain": after - before if after is not None and before is not None else None,
+        "heldout_best": best,
+        "train_accuracy_final": train_acc[-1] if train_acc else None,
+        "reward_final": rewards[-1] if rewards else None,
+        "reward_best": max(rewards, default=None),
+    }
 
 
 def _eval_metrics(run: Run) -> dict[str, Any]:
@@ -284,8 +306,14 @@ TRAIN_PERCENT = {"heldout_before", "heldout_after", "gain", "heldout_best", "tra
 
 def build_report(runs: Sequence[Run]) -> Report:
     """One row per run; parameter columns are the override keys whose values differ."""
-    keys = list(dict.fromkeys(k for run in runs for k in run.overrides
-                              if not _NOISE.match(k) and k not in IDENTITY and k not in ("experiment",)))
+    keys = list(
+        dict.fromkeys(
+            k
+            for run in runs
+            for k in run.overrides
+            if not _NOISE.match(k) and k not in IDENTITY and k not in ("experiment",)
+        )
+    )
     keys = ["experiment"] * any("experiment" in r.overrides for r in runs) + keys
     values = {k: [_param_value(r, k) for r in runs] for k in keys}
     params = [k for k in keys if len({json.dumps(v, default=str) for v in values[k]}) > 1]
@@ -309,8 +337,11 @@ def build_report(runs: Sequence[Run]) -> Report:
     metric_cols = [k for k in metric_cols if any(r.get(k) is not None for r in rows)]
     id_cols = ["run", "state", *IDENTITY] + (["protocol"] if has_eval else [])
     id_cols = [c for c in id_cols if c in ("run", "state") or any(r.get(c) is not None for r in rows)]
-    kinds = {**{c: "id" for c in id_cols}, **{c: "param" for c in params},
-             **{c: "id" if c == "steps" else "metric" for c in metric_cols}}  # steps: how far, not a result
+    kinds = {
+        **{c: "id" for c in id_cols},
+        **{c: "param" for c in params},
+        **{c: "id" if c == "steps" else "metric" for c in metric_cols},
+    }  # steps: how far, not a result
     return Report(list(kinds), kinds, rows, percent=percent & set(metric_cols))
 
 
@@ -372,9 +403,11 @@ def group_rows(report: Report, by: Sequence[str]) -> Report:
         for col in report.columns:
             if report.kinds[col] == "metric":
                 vals = [v for m in members if (v := _number(m.get(col))) is not None]
-                row[col] = {"mean": statistics.fmean(vals) if vals else None,
-                            "std": statistics.stdev(vals) if len(vals) > 1 else (0.0 if vals else None),
-                            "n": len(vals)}
+                row[col] = {
+                    "mean": statistics.fmean(vals) if vals else None,
+                    "std": statistics.stdev(vals) if len(vals) > 1 else (0.0 if vals else None),
+                    "n": len(vals),
+                }
             elif col == "state":
                 counts: dict[str, int] = {}
                 for m in members:
@@ -402,8 +435,10 @@ def sort_rows(report: Report, key: str | None, descending: bool = False) -> Repo
 
     present = [r for r in report.rows if value(r) is not None]
     missing = [r for r in report.rows if value(r) is None]  # last, in either direction
-    present.sort(key=lambda r: (0, _number(value(r))) if _number(value(r)) is not None else (1, str(value(r))),
-                 reverse=descending)
+    present.sort(
+        key=lambda r: (0, _number(value(r))) if _number(value(r)) is not None else (1, str(value(r))),
+        reverse=descending,
+    )
     rows = present + missing
     return Report(report.columns, report.kinds, rows, report.grouped, report.percent)
 
@@ -430,8 +465,14 @@ def cell(report: Report, row: dict[str, Any], col: str, compact: bool = False) -
     return fmt(value)
 
 
-SHORT = {"heldout_before": "before", "heldout_after": "after", "heldout_best": "best",
-         "train_accuracy_final": "train acc", "reward_final": "reward", "reward_best": "best reward"}
+SHORT = {
+    "heldout_before": "before",
+    "heldout_after": "after",
+    "heldout_best": "best",
+    "train_accuracy_final": "train acc",
+    "reward_final": "reward",
+    "reward_best": "best reward",
+}
 
 
 def _labels(columns: Sequence[str]) -> dict[str, str]:
@@ -448,23 +489,33 @@ def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
     for col in report.columns:
         distinct = {json.dumps(r.get(col), default=str) for r in report.rows}
         # an eval run's protocol stays on its row: it says how each number was measured
-        if report.kinds[col] != "metric" and col not in ("run", "protocol") and len(report.rows) > 1 \
-                and len(distinct) == 1:
+        if (
+            report.kinds[col] != "metric"
+            and col not in ("run", "protocol")
+            and len(report.rows) > 1
+            and len(distinct) == 1
+        ):
             shared.append(f"{col} {cell(report, report.rows[0], col)}")
         else:
             shown.append(col)
     pct = " (accuracy in %)" if report.percent else ""
     # no vertical rules: on 80 columns the borders would take the room of three value columns
-    table = Table(title=escape(title + pct), caption=escape("all runs: " + ", ".join(shared)) if shared else None,
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=escape(title + pct),
+        caption=escape("all runs: " + ", ".join(shared)) if shared else None,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     labels = _labels(shown)
     if "state" in shown and "steps" in shown and not report.grouped:
         shown_cols = [c for c in shown if c != "state"]
     else:
         shown_cols = shown
     for col in shown_cols:
-        table.add_column(escape(labels[col]), justify="right" if report.kinds[col] == "metric" else "left",
-                         overflow="fold")
+        table.add_column(
+            escape(labels[col]), justify="right" if report.kinds[col] == "metric" else "left", overflow="fold"
+        )
     names = _strip_shared_suffix([str(r.get("run", "")) for r in report.rows])
     # one column for how far each run got: "120", or "45*" for a run that stopped early
     merged = shown_cols is not shown
@@ -486,9 +537,8 @@ def _strip_shared_suffix(names: list[str]) -> list[str]:
     if len(names) < 2:
         return names
     suffix = os.path.commonprefix([n[::-1] for n in names])[::-1]
-    suffix = suffix[suffix.find("-"):] if "-" in suffix else ""
-    return [n[: len(n) - len(suffix)] for n in names] if suffix and all(len(n) > len(suffix) for n in names) \
-        else names
+    suffix = suffix[suffix.find("-") :] if "-" in suffix else ""
+    return [n[: len(n) - len(suffix)] for n in names] if suffix and all(len(n) > len(suffix) for n in names) else names
 
 
 def _flat_record(report: Report, row: dict[str, Any]) -> dict[str, Any]:
@@ -515,36 +565,60 @@ def to_csv(report: Report) -> str:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps({"columns": report.columns, "kinds": report.kinds, "grouped": report.grouped,
-                       "percent": sorted(report.percent), "rows": report.rows}, indent=2, default=str) + "\n"
+    return (
+        json.dumps(
+            {
+                "columns": report.columns,
+                "kinds": report.kinds,
+                "grouped": report.grouped,
+                "percent": sorted(report.percent),
+                "rows": report.rows,
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )
 
 
 def to_markdown(report: Report) -> str:
     """A table ready for a paper: accuracies in %, groups as mean ± std."""
+
     def esc(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(esc(c) for c in report.columns) + " |",
-             "|" + "|".join("---:" if report.kinds[c] == "metric" else "---" for c in report.columns) + "|"]
+    lines = [
+        "| " + " | ".join(esc(c) for c in report.columns) + " |",
+        "|" + "|".join("---:" if report.kinds[c] == "metric" else "---" for c in report.columns) + "|",
+    ]
     lines += ["| " + " | ".join(esc(cell(report, r, c)) for c in report.columns) + " |" for r in report.rows]
     note = "\nAccuracies in %" + ("; mean ± sample std over the runs of a group." if report.grouped else ".")
     return "\n".join(lines) + ("\n" + note if report.percent else "") + "\n"
 
 
 WRITERS: dict[str, tuple[str, Callable[[Report], str]]] = {
-    "csv": ("report.csv", to_csv), "json": ("report.json", to_json), "md": ("report.md", to_markdown)}
+    "csv": ("report.csv", to_csv),
+    "json": ("report.json", to_json),
+    "md": ("report.md", to_markdown),
+}
 
 
-def make_report(paths: Sequence[str | Path], group_by: Sequence[str] = (), sort: str | None = None,
-                descending: bool = False, where: Sequence[str] = ()) -> Report:
+def make_report(
+    paths: Sequence[str | Path],
+    group_by: Sequence[str] = (),
+    sort: str | None = None,
+    descending: bool = False,
+    where: Sequence[str] = (),
+) -> Report:
     report = filter_rows(build_report(load_runs(paths)), where)
     if group_by:
         report = group_rows(report, group_by)
     return sort_rows(report, sort, descending)
 
 
-def write_exports(report: Report, out_dir: Path | None = None,
-                  files: dict[str, Path | None] | None = None) -> list[Path]:
+def write_exports(
+    report: Report, out_dir: Path | None = None, files: dict[str, Path | None] | None = None
+) -> list[Path]:
     """`out_dir`: report.csv, report.json and report.md there; `files`: {csv|json|md: path}."""
     targets = {kind: out_dir / name for kind, (name, _) in WRITERS.items()} if out_dir else {}
     targets.update({k: Path(v).expanduser() for k, v in (files or {}).items() if v})
@@ -580,8 +654,10 @@ class SweepReport(_HydraCallback):
         from rlrecipes.plots import plot_comparison
 
         written: list[Path] = []
-        for what, make in (("table", lambda: write_exports(make_report([sweep]), sweep)),
-                           ("plot", lambda: plot_comparison([sweep])[1])):
+        for what, make in (
+            ("table", lambda: write_exports(make_report([sweep]), sweep)),
+            ("plot", lambda: plot_comparison([sweep])[1]),
+        ):
             try:
                 written += make()
             except (UserError, OSError, ValueError) as exc:

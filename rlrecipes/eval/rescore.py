@@ -37,8 +37,7 @@ RESCORE_FROM = ("auto", "answers", "completions")
 def _benchmark(cfg: Any) -> str:
     names = resolve_benchmarks(list(cfg.benchmark.names))
     if len(names) != 1:
-        raise UserError(f"generations= re-scores one benchmark at a time; got benchmark names "
-                        f"{', '.join(names)}")
+        raise UserError(f"generations= re-scores one benchmark at a time; got benchmark names {', '.join(names)}")
     return names[0]
 
 
@@ -79,19 +78,26 @@ def prepare_rescore(cfg: Any) -> RescoreJob:
         gold = gold_answer(row["gold"]) if row["gold"] is not None else (item.gold if item else None)
         if gold is None:
             why = "has no 'id'" if row.get("id") is None else f"id {row['id']!r} is not in {name}"
-            raise UserError(f"{cfg.generations}:{lineno}: no 'gold', and the line {why}; "
-                            "add a gold answer or an id of the benchmark")
+            raise UserError(
+                f"{cfg.generations}:{lineno}: no 'gold', and the line {why}; "
+                "add a gold answer or an id of the benchmark"
+            )
         pre = answers_from == "answers"
-        records.append(ProblemRecord(
-            benchmark=name, id=row.get("id") or f"line-{lineno}",
-            problem=row.get("problem") or (item.problem if item else ""), prompt="", gold=gold,
-            subject=item.subject if item else None, level=item.level if item else None,
-            completions=list(row["completions"] or ["" if a is None else a for a in row["answers"]]),
-            answers=list(row["answers"]) if pre else [],
-        ))
+        records.append(
+            ProblemRecord(
+                benchmark=name,
+                id=row.get("id") or f"line-{lineno}",
+                problem=row.get("problem") or (item.problem if item else ""),
+                prompt="",
+                gold=gold,
+                subject=item.subject if item else None,
+                level=item.level if item else None,
+                completions=list(row["completions"] or ["" if a is None else a for a in row["answers"]]),
+                answers=list(row["answers"]) if pre else [],
+            )
+        )
     ignored = tuple(sorted({k for _, row in rows for k in row["ignored"]}))
-    return RescoreJob(name, style, records, items.verify if items is not None else None,
-                      answers_from, ignored)
+    return RescoreJob(name, style, records, items.verify if items is not None else None, answers_from, ignored)
 
 
 def _answers_from(cfg: Any, rows: list[tuple[int, dict[str, Any]]], style: str) -> str:
@@ -111,8 +117,10 @@ def _answers_from(cfg: Any, rows: list[tuple[int, dict[str, Any]]], style: str) 
         return "answers"
     if not with_completions:
         line = next(n for n, row in rows if row["completions"] is None)
-        raise UserError(f"{cfg.generations}:{line} has answers but no completions while other lines "
-                        "have no answers; give every line the same fields")
+        raise UserError(
+            f"{cfg.generations}:{line} has answers but no completions while other lines "
+            "have no answers; give every line the same fields"
+        )
     return "completions"
 
 
@@ -122,7 +130,6 @@ def rescore(cfg: Any, run_dir: Path, job: RescoreJob, log: Callable[[str], None]
 
     started = time.time()
     from rlrecipes.eval.runner import (
-        build_summary,
         check_failure_rate,
         count_failures_into,
         failure_report,
@@ -138,20 +145,35 @@ def rescore(cfg: Any, run_dir: Path, job: RescoreJob, log: Callable[[str], None]
     failures = GradingCounts()
     try:
         with count_failures_into(failures):
-            grade_records(job.records, None if job.answers_from == "answers" else job.style,
-                          verify=job.verify, pool=pool, timeout_s=cfg.grading.timeout_s,
-                          rel_tol=cfg.grading.rel_tol)
+            grade_records(
+                job.records,
+                None if job.answers_from == "answers" else job.style,
+                verify=job.verify,
+                pool=pool,
+                timeout_s=cfg.grading.timeout_s,
+                rel_tol=cfg.grading.rel_tol,
+            )
         timing = {"grading_seconds": time.time() - started}
         SampleWriter(run_dir / "samples.jsonl", keep=job.records)
-        metrics = compute_metrics(job.records, list(cfg.protocol.ks), pool, cfg.protocol.maj_ties,
-                                  timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
+        metrics = compute_metrics(
+            job.records,
+            list(cfg.protocol.ks),
+            pool,
+            cfg.protocol.maj_ties,
+            timeout_s=cfg.grading.timeout_s,
+            rel_tol=cfg.grading.rel_tol,
+        )
     finally:
         if pool is not None:
             pool.close()
     metrics["grading"] = failure_report(failures, job.records, job.verify)
-    settings = {job.name: {"source": str(cfg.generations), "answer_style": job.style,
-                           "answers_from": "pre-extracted answers" if job.answers_from == "answers"
-                           else "completions"}}
+    settings = {
+        job.name: {
+            "source": str(cfg.generations),
+            "answer_style": job.style,
+            "answers_from": "pre-extracted answers" if job.answers_from == "answers" else "completions",
+        }
+    }
     summary = build_summary(cfg, {job.name: metrics}, settings, None, started, timing, run_dir)
     check_failure_rate(cfg, {job.name: metrics})
     return summary

@@ -41,8 +41,12 @@ class Plan:
     ks: list[int]
 
     def describe(self) -> dict[str, Any]:
-        return {"source": self.items.report(), "template": self.template,
-                "answer_style": self.style, "sampling": self.sampling.__dict__ | {"stop": list(self.sampling.stop)}}
+        return {
+            "source": self.items.report(),
+            "template": self.template,
+            "answer_style": self.style,
+            "sampling": self.sampling.__dict__ | {"stop": list(self.sampling.stop)},
+        }
 
 
 def plan_benchmark(cfg: Any, name: str) -> Plan:
@@ -68,9 +72,14 @@ def plan_benchmark(cfg: Any, name: str) -> Plan:
     knobs = {k: over.get(k, p[k]) for k in ("num_samples", "temperature", "top_p", "top_k", "max_new_tokens")}
     if knobs["num_samples"] < 1:
         raise UserError(f"protocol.num_samples={knobs['num_samples']} for {name}; must be at least 1")
-    sampling = Sampling(n=knobs["num_samples"], temperature=knobs["temperature"], top_p=knobs["top_p"],
-                        top_k=knobs["top_k"], max_new_tokens=knobs["max_new_tokens"] or spec.max_new_tokens,
-                        stop=tuple(p.stop))
+    sampling = Sampling(
+        n=knobs["num_samples"],
+        temperature=knobs["temperature"],
+        top_p=knobs["top_p"],
+        top_k=knobs["top_k"],
+        max_new_tokens=knobs["max_new_tokens"] or spec.max_new_tokens,
+        stop=tuple(p.stop),
+    )
     return Plan(name, items, template, system, style, sampling, list(p.ks))
 
 
@@ -85,9 +94,17 @@ def _load_backend(cfg: Any, log: Callable[[str], None]) -> tuple[Backend, str]:
     return backend, path
 
 
-def _generate(plan: Plan, todo: list[tuple[int, Any]], backend: Backend, seed: int,
-              writer: SampleWriter, pool: GradingPool | None, grading: Any,
-              progress: EvalProgress, timing: dict[str, float]) -> None:
+def _generate(
+    plan: Plan,
+    todo: list[tuple[int, Any]],
+    backend: Backend,
+    seed: int,
+    writer: SampleWriter,
+    pool: GradingPool | None,
+    grading: Any,
+    progress: EvalProgress,
+    timing: dict[str, float],
+) -> None:
     from rlrecipes.data.templates import render_prompt
 
     tokenizer = getattr(backend, "tokenizer", None)
@@ -100,14 +117,30 @@ def _generate(plan: Plan, todo: list[tuple[int, Any]], backend: Backend, seed: i
         started = time.time()
         outputs = backend.generate(prompts, plan.sampling, [stable_seed(seed, plan.name, it.id) for it in items])
         timing["generation_seconds"] += time.time() - started
-        records = [ProblemRecord(
-            benchmark=plan.name, id=it.id, problem=it.problem, prompt=prompt, gold=it.gold,
-            subject=it.subject, level=it.level, completions=[c.text for c in outs],
-            num_tokens=[c.num_tokens for c in outs], finish_reasons=[c.finish_reason for c in outs],
-        ) for it, prompt, outs in zip(items, prompts, outputs)]
+        records = [
+            ProblemRecord(
+                benchmark=plan.name,
+                id=it.id,
+                problem=it.problem,
+                prompt=prompt,
+                gold=it.gold,
+                subject=it.subject,
+                level=it.level,
+                completions=[c.text for c in outs],
+                num_tokens=[c.num_tokens for c in outs],
+                finish_reasons=[c.finish_reason for c in outs],
+            )
+            for it, prompt, outs in zip(items, prompts, outputs)
+        ]
         started = time.time()
-        grade_records(records, plan.style, verify=plan.items.verify, pool=pool,
-                      timeout_s=grading.timeout_s, rel_tol=grading.rel_tol)
+        grade_records(
+            records,
+            plan.style,
+            verify=plan.items.verify,
+            pool=pool,
+            timeout_s=grading.timeout_s,
+            rel_tol=grading.rel_tol,
+        )
         timing["grading_seconds"] += time.time() - started
         writer.write(records)
         progress.advance(len(items))
@@ -124,14 +157,16 @@ def prepare(cfg: Any) -> Any:
     if cfg.grading.timeout_s < 1:
         raise UserError(f"grading.timeout_s={cfg.grading.timeout_s} must be at least 1 (seconds per answer)")
     if cfg.grading.workers is not None and cfg.grading.workers < 0:
-        raise UserError(f"grading.workers={cfg.grading.workers}; valid: a number of processes, 0 = in-process, "
-                        "null = one per CPU")
+        raise UserError(
+            f"grading.workers={cfg.grading.workers}; valid: a number of processes, 0 = in-process, null = one per CPU"
+        )
     if not 0 <= cfg.grading.rel_tol < 1:
-        raise UserError(f"grading.rel_tol={cfg.grading.rel_tol}; valid: 0 (exact) up to below 1 "
-                        "(a relative tolerance between non-integer decimals)")
+        raise UserError(
+            f"grading.rel_tol={cfg.grading.rel_tol}; valid: 0 (exact) up to below 1 "
+            "(a relative tolerance between non-integer decimals)"
+        )
     if not 0 <= cfg.grading.max_failure_rate <= 1:
-        raise UserError(f"grading.max_failure_rate={cfg.grading.max_failure_rate}; valid: a share "
-                        "from 0 to 1")
+        raise UserError(f"grading.max_failure_rate={cfg.grading.max_failure_rate}; valid: a share from 0 to 1")
     if cfg.protocol.maj_ties not in TIE_RULES:
         raise UserError(f"protocol.maj_ties={cfg.protocol.maj_ties!r}; valid: {', '.join(TIE_RULES)}")
     if cfg.threads is not None and cfg.threads < 1:
@@ -148,8 +183,7 @@ def prepare(cfg: Any) -> Any:
     return [plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))]
 
 
-def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
-             prepared: Any = None) -> dict[str, Any]:
+def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepared: Any = None) -> dict[str, Any]:
     """Evaluate, write ``samples.jsonl`` and ``summary.json`` in ``run_dir``, return the summary."""
     prepared = prepare(cfg) if prepared is None else prepared
     if cfg.generations:
@@ -176,26 +210,35 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print,
             backend, model_path = _load_backend(cfg, log)
             backend_used = backend.name  # what generation.backend=auto chose, for summary.json
             log(f"generation: {threads} CPU thread{'s' * (threads != 1)} (threads=N to change)")
-            with EvalProgress(sum(map(len, todo.values())), enabled=cfg.progress,
-                              every=cfg.progress_every, log=log) as progress:
+            with EvalProgress(
+                sum(map(len, todo.values())), enabled=cfg.progress, every=cfg.progress_every, log=log
+            ) as progress:
                 for plan in plans:
                     progress.start_benchmark(plan.name)
                     with count_failures_into(failures[plan.name]):
-                        _generate(plan, todo[plan.name], backend, cfg.seed, writer, pool,
-                                  cfg.grading, progress, timing)
+                        _generate(plan, todo[plan.name], backend, cfg.seed, writer, pool, cfg.grading, progress, timing)
         records = {(r.benchmark, r.id): r for r in read_samples(path)}
         results = {}
         for plan in plans:
             recs = [records[(plan.name, it.id)] for it in plan.items if (plan.name, it.id) in records]
             # failures count answers graded against the gold, not the votes' comparisons
-            results[plan.name] = compute_metrics(recs, plan.ks, pool, cfg.protocol.maj_ties,
-                                                 timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
+            results[plan.name] = compute_metrics(
+                recs, plan.ks, pool, cfg.protocol.maj_ties, timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol
+            )
             results[plan.name]["grading"] = failure_report(failures[plan.name], recs, plan.items.verify)
     finally:
         if pool is not None:
             pool.close()
-    summary = build_summary(cfg, results, {p.name: p.describe() for p in plans},
-                            model_path or _configured_model(cfg), started, timing, run_dir, backend_used)
+    summary = build_summary(
+        cfg,
+        results,
+        {p.name: p.describe() for p in plans},
+        model_path or _configured_model(cfg),
+        started,
+        timing,
+        run_dir,
+        backend_used,
+    )
     check_failure_rate(cfg, results)
     return summary
 
@@ -223,8 +266,12 @@ class count_failures_into:  # noqa: N801 (a context manager used like a function
 def failure_report(counts: GradingCounts, records: list[ProblemRecord], verify: Any) -> dict[str, Any]:
     """``summary.json``'s per-benchmark grading line: answers graded, timeouts, errors."""
     graded = 0 if verify is not None else sum(len(r.answers) for r in records)
-    return {"answers": graded, "timeouts": counts.timeouts, "errors": counts.errors,
-            "failure_rate": round((counts.timeouts + counts.errors) / graded, 6) if graded else 0.0}
+    return {
+        "answers": graded,
+        "timeouts": counts.timeouts,
+        "errors": counts.errors,
+        "failure_rate": round((counts.timeouts + counts.errors) / graded, 6) if graded else 0.0,
+    }
 
 
 def check_failure_rate(cfg: Any, results: dict[str, dict[str, Any]]) -> None:
@@ -233,10 +280,12 @@ def check_failure_rate(cfg: Any, results: dict[str, dict[str, Any]]) -> None:
     for name, m in results.items():
         g = m.get("grading") or {}
         if g.get("answers") and g["failure_rate"] > limit:
-            raise UserError(f"{name}: grading timed out or failed on {g['timeouts'] + g['errors']} of "
-                            f"{g['answers']} answers ({g['failure_rate']:.1%} > grading.max_failure_rate="
-                            f"{limit}); they count as wrong in summary.json. Raise grading.timeout_s "
-                            "or the limit to accept the run")
+            raise UserError(
+                f"{name}: grading timed out or failed on {g['timeouts'] + g['errors']} of "
+                f"{g['answers']} answers ({g['failure_rate']:.1%} > grading.max_failure_rate="
+                f"{limit}); they count as wrong in summary.json. Raise grading.timeout_s "
+                "or the limit to accept the run"
+            )
 
 
 def set_threads(threads: int | None) -> int:
@@ -262,21 +311,34 @@ def _configured_model(cfg: Any) -> str:
     return str(cfg.model.name_or_path or f"{cfg.model.name} (builder {cfg.model.builder})")
 
 
-def build_summary(cfg: Any, results: dict[str, dict[str, Any]], settings: dict[str, Any],
-                  model: str | None, started: float, timing: dict[str, float],
-                  run_dir: Path, backend: str | None = None) -> dict[str, Any]:
+def build_summary(
+    cfg: Any,
+    results: dict[str, dict[str, Any]],
+    settings: dict[str, Any],
+    model: str | None,
+    started: float,
+    timing: dict[str, float],
+    run_dir: Path,
+    backend: str | None = None,
+) -> dict[str, Any]:
     from rlrecipes.rundir import versions, write_json
 
     heads = [headline(m)[1] for m in results.values() if m.get("problems")]
     summary = {
-        "kind": "eval", "model": model, "generation_backend": backend,  # None: nothing generated this time
+        "kind": "eval",
+        "model": model,
+        "generation_backend": backend,  # None: nothing generated this time
         "protocol": OmegaConf.to_container(cfg.protocol, resolve=True),
-        "seed": cfg.seed, "benchmarks": results,
-        "average": {"headline": round(sum(heads) / len(heads), 6) if heads else None,
-                    "benchmarks": len(heads)},
-        "settings": settings, "generations": cfg.generations, "data_dir": cfg.data_dir,
-        "limit": cfg.limit, "wall_seconds": round(time.time() - started, 2),
-        **{k: round(v, 2) for k, v in timing.items()}, "versions": versions(),
+        "seed": cfg.seed,
+        "benchmarks": results,
+        "average": {"headline": round(sum(heads) / len(heads), 6) if heads else None, "benchmarks": len(heads)},
+        "settings": settings,
+        "generations": cfg.generations,
+        "data_dir": cfg.data_dir,
+        "limit": cfg.limit,
+        "wall_seconds": round(time.time() - started, 2),
+        **{k: round(v, 2) for k, v in timing.items()},
+        "versions": versions(),
     }
     write_json(run_dir / "summary.json", summary)
     return summary

@@ -34,10 +34,19 @@ from rlrecipes.errors import DataError as BenchmarkError
 # A single string (e.g. "response") is one completion.
 GENERATION_FIELDS: dict[str, tuple[str, ...]] = {
     "gold": ("gold", "gt", "ground_truth", "answer", "target"),
-    "completions": ("completions", "code", "responses", "outputs", "generations", "completion",
-                    "response", "output", "generation", "model_output"),
-    "answers": ("answers", "pred", "preds", "predictions", "extracted_answers", "prediction",
-                "extracted_answer"),
+    "completions": (
+        "completions",
+        "code",
+        "responses",
+        "outputs",
+        "generations",
+        "completion",
+        "response",
+        "output",
+        "generation",
+        "model_output",
+    ),
+    "answers": ("answers", "pred", "preds", "predictions", "extracted_answers", "prediction", "extracted_answer"),
     "id": ("id", "idx", "unique_id"),
     "problem": ("problem", "question", "prompt"),
 }
@@ -80,8 +89,9 @@ def read_samples(path: Path) -> list[ProblemRecord]:
         except (json.JSONDecodeError, TypeError) as exc:
             if lineno == len(lines):  # killed mid-write: regenerate that problem
                 break
-            raise BenchmarkError(f"{path}:{lineno}: not a samples record ({exc}); "
-                                 "delete the file to start the eval afresh") from None
+            raise BenchmarkError(
+                f"{path}:{lineno}: not a samples record ({exc}); delete the file to start the eval afresh"
+            ) from None
     return records
 
 
@@ -130,18 +140,21 @@ def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row[ours] = next((raw[n] for n in names if raw.get(n) is not None), None)
         comps, answers = _as_list(row["completions"]), _as_list(row["answers"])
         if comps is None and answers is None:
-            raise BenchmarkError(f"{path}:{lineno}: no completions or answers (keys here: "
-                                 f"{', '.join(sorted(raw)) or 'none'}); expected a key "
-                                 f"'completions' (or {', '.join(GENERATION_FIELDS['completions'][1:])}) "
-                                 f"or 'answers' (or {', '.join(GENERATION_FIELDS['answers'][1:])})")
+            raise BenchmarkError(
+                f"{path}:{lineno}: no completions or answers (keys here: "
+                f"{', '.join(sorted(raw)) or 'none'}); expected a key "
+                f"'completions' (or {', '.join(GENERATION_FIELDS['completions'][1:])}) "
+                f"or 'answers' (or {', '.join(GENERATION_FIELDS['answers'][1:])})"
+            )
         if comps is not None and (not comps or not all(isinstance(c, str) for c in comps)):
-            raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty "
-                                 "list of strings")
+            raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty list of strings")
         if answers is not None:
             answers = [None if a is None else _str_or_none(a) for a in answers]
             if comps is not None and len(answers) != len(comps):
-                raise BenchmarkError(f"{path}:{lineno}: {len(answers)} answers for {len(comps)} "
-                                     "completions; give one answer per completion")
+                raise BenchmarkError(
+                    f"{path}:{lineno}: {len(answers)} answers for {len(comps)} "
+                    "completions; give one answer per completion"
+                )
         row["completions"], row["answers"] = comps, answers
         row["gold"] = _str_or_none(row.get("gold"))
         if not isinstance(row["problem"], str):  # e.g. a prompt stored as chat messages

@@ -34,10 +34,15 @@ def extract_records(records: Sequence[ProblemRecord], style: str) -> None:
         rec.answer_status = [f.status for f in found]
 
 
-def grade_records(records: Sequence[ProblemRecord], style: str | None, *,
-                  verify: Callable[[str, str], bool] | None = None,
-                  pool: GradingPool | None = None, timeout_s: int = 3,
-                  rel_tol: float = DEFAULT_REL_TOL) -> None:
+def grade_records(
+    records: Sequence[ProblemRecord],
+    style: str | None,
+    *,
+    verify: Callable[[str, str], bool] | None = None,
+    pool: GradingPool | None = None,
+    timeout_s: int = 3,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> None:
     """Fill ``answers``, ``answer_status`` and ``correct`` of each record in place.
 
     ``style`` None: the records already hold their answers (pre-extracted, e.g. a
@@ -68,16 +73,21 @@ def grade_records(records: Sequence[ProblemRecord], style: str | None, *,
         pos += len(rec.answers)
 
 
-def _votes(records: Sequence[ProblemRecord], ks: Sequence[int], pool: GradingPool | None,
-           ties: str, timeout_s: int, rel_tol: float) -> dict[int, list[float]]:
+def _votes(
+    records: Sequence[ProblemRecord],
+    ks: Sequence[int],
+    pool: GradingPool | None,
+    ties: str,
+    timeout_s: int,
+    rel_tol: float,
+) -> dict[int, list[float]]:
     lists = [(k, rec) for k in ks for rec in records]
     answer_lists = [rec.answers[:k] for k, rec in lists]
 
     def eq(a: str, b: str) -> bool:
         return is_equivalent(a, b, timeout_s=timeout_s, rel_tol=rel_tol)
 
-    groups = (pool.vote_many(answer_lists) if pool is not None
-              else [vote_groups(a, equivalent=eq) for a in answer_lists])
+    groups = pool.vote_many(answer_lists) if pool is not None else [vote_groups(a, equivalent=eq) for a in answer_lists]
     out: dict[int, list[float]] = defaultdict(list)
     for (k, rec), found in zip(lists, groups):
         # a group's answer is right when its first member (the representative) was graded right
@@ -95,24 +105,35 @@ def _breakdown(records: Sequence[ProblemRecord], attr: str) -> dict[str, dict[st
         key = getattr(rec, attr)
         if key is not None:
             groups[str(key)].append(sum(rec.correct) / len(rec.correct))
-    return {k: {"problems": len(v), "pass@1": round(_mean(v) or 0.0, 6)}
-            for k, v in sorted(groups.items(), key=lambda kv: _natural(kv[0]))}
+    return {
+        k: {"problems": len(v), "pass@1": round(_mean(v) or 0.0, 6)}
+        for k, v in sorted(groups.items(), key=lambda kv: _natural(kv[0]))
+    }
 
 
 def _natural(key: str) -> tuple:
     return (0, int(key), "") if key.isdigit() else (1, 0, key)
 
 
-def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int] = (),
-                    pool: GradingPool | None = None, ties: str = "first", *, timeout_s: int = 3,
-                    rel_tol: float = DEFAULT_REL_TOL) -> dict[str, Any]:
+def compute_metrics(
+    records: Sequence[ProblemRecord],
+    requested_ks: Sequence[int] = (),
+    pool: GradingPool | None = None,
+    ties: str = "first",
+    *,
+    timeout_s: int = 3,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> dict[str, Any]:
     """Every metric of one benchmark from its graded records."""
     if not records:
         return {"problems": 0}
     n = min(len(r.correct) for r in records)
     per_problem = [sum(r.correct) / len(r.correct) for r in records]
-    m: dict[str, Any] = {"problems": len(records), "samples_per_problem": n,
-                         "pass@1": round(_mean(per_problem) or 0.0, 6)}
+    m: dict[str, Any] = {
+        "problems": len(records),
+        "samples_per_problem": n,
+        "pass@1": round(_mean(per_problem) or 0.0, 6),
+    }
     most = max(len(r.correct) for r in records)
     if most != n:  # uneven sample counts: every k-metric uses k <= the smallest count
         m["samples_per_problem_max"] = most
@@ -124,16 +145,22 @@ def compute_metrics(records: Sequence[ProblemRecord], requested_ks: Sequence[int
     ks = default_ks(n, requested_ks)
     for k in ks:
         if k > 1:
-            m[f"pass@{k}"] = round(_mean([pass_at_k(len(r.correct), sum(r.correct), k)
-                                          for r in records]) or 0.0, 6)
+            m[f"pass@{k}"] = round(_mean([pass_at_k(len(r.correct), sum(r.correct), k) for r in records]) or 0.0, 6)
     votes = _votes(records, [k for k in ks if k > 1], pool, ties, timeout_s, rel_tol)
     for k, scores in sorted(votes.items()):
         m[f"maj@{k}"] = round(_mean(scores) or 0.0, 6)
     if votes:
         m["maj_ties"] = ties  # which tie rule produced the maj@k numbers
-    samples = [(c, t, f, a) for r in records for c, t, f, a in
-               zip(r.completions, r.num_tokens or [None] * len(r.completions),
-                   r.finish_reasons or [None] * len(r.completions), r.answers)]
+    samples = [
+        (c, t, f, a)
+        for r in records
+        for c, t, f, a in zip(
+            r.completions,
+            r.num_tokens or [None] * len(r.completions),
+            r.finish_reasons or [None] * len(r.completions),
+            r.answers,
+        )
+    ]
     tokens = [t for _, t, _, _ in samples if t is not None]
     if tokens:
         m["mean_completion_tokens"] = round(_mean(tokens) or 0.0, 2)

@@ -134,8 +134,7 @@ def _parse_latex(latex: str, timeout_s: int) -> tuple:
     quiet_math_verify()
     # Boxing makes the whole (already extracted) answer the extraction target.
     config = [LatexExtractionConfig(boxed_match_priority=0)]
-    return tuple(parse("\\boxed{" + latex + "}", extraction_config=config,
-                       parsing_timeout=timeout_s))
+    return tuple(parse("\\boxed{" + latex + "}", extraction_config=config, parsing_timeout=timeout_s))
 
 
 def symbolic_equal(pred_latex: str, gold_latex: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> bool:
@@ -171,8 +170,7 @@ def _shape_mismatch(p: Answer, g: Answer) -> bool:
     math-verify reads "2(a, b)" and "(a, b)+1" as the set {a, b} and then equals the
     interval (a, b); require the prediction to open and close with a bracket too.
     """
-    return bool(_BRACKETED_RE.match(g.key)) and not (
-        _BRACKET_START_RE.match(p.key) and p.key[-1] in ")]")
+    return bool(_BRACKETED_RE.match(g.key)) and not (_BRACKET_START_RE.match(p.key) and p.key[-1] in ")]")
 
 
 # "2,74" / "1000,99" / "0,111": a decimal comma (not a digit group of three after a
@@ -192,8 +190,7 @@ def policy_verdict(pred: str, gold: str, rel_tol: float = DEFAULT_REL_TOL) -> bo
         p = parse_answer(p.key.replace(",", "."))  # "2,74" against a number: a decimal comma
     elif g.value is None and p.value is not None and _DECIMAL_COMMA_RE.match(g.key):
         g = parse_answer(g.key.replace(",", "."))
-    if p.value is not None and g.value is not None and (
-            p.decimal or g.decimal or p.percent or g.percent):
+    if p.value is not None and g.value is not None and (p.decimal or g.decimal or p.percent or g.percent):
         return _numeric_equal(p, g, rel_tol)
     if p.is_text or g.is_text:
         return p.key.casefold() == g.key.casefold()
@@ -313,8 +310,14 @@ def _equivalent_here(pred: str, gold: str, timeout_s: int, rel_tol: float, fast:
     return symbolic_equal(pred_latex, gold_latex, timeout_s)
 
 
-def is_equivalent(pred: str | None, gold: str | None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
-                  rel_tol: float = DEFAULT_REL_TOL, fast: bool = True) -> bool:
+def is_equivalent(
+    pred: str | None,
+    gold: str | None,
+    *,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    rel_tol: float = DEFAULT_REL_TOL,
+    fast: bool = True,
+) -> bool:
     """True when the answers ``pred`` and ``gold`` denote the same thing.
 
     Not symmetric in edge cases (math-verify treats gold and prediction differently,
@@ -376,8 +379,14 @@ def warm_up(timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
         is_equivalent(pred, gold, timeout_s=timeout_s)
 
 
-def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
-          timeout_s: int = DEFAULT_TIMEOUT_S, rel_tol: float = DEFAULT_REL_TOL) -> bool:
+def grade(
+    prediction: str | None,
+    gold: str | None,
+    *,
+    style: str = "auto",
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> bool:
     """True when the answer in ``prediction`` is equivalent to ``gold``.
 
     ``prediction`` may be a full response (its final answer is extracted with
@@ -396,5 +405,9 @@ def grade(prediction: str | None, gold: str | None, *, style: str = "auto",
     # a one-line answer with words ("Monday, March 15", "no solution") was cut to its last
     # expression or not taken at all: the whole line may still be the answer
     text = str(prediction or "").strip()
-    return (style == "auto" and found.source in ("last_math", "") and "\n" not in text
-            and is_equivalent(text, gold, timeout_s=timeout_s, rel_tol=rel_tol))
+    return (
+        style == "auto"
+        and found.source in ("last_math", "")
+        and "\n" not in text
+        and is_equivalent(text, gold, timeout_s=timeout_s, rel_tol=rel_tol)
+    )

@@ -45,7 +45,8 @@ _ANSWER_LINE_RE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
 # Explicit answer markers anywhere in the text (case-insensitive); what follows is the answer.
 _MARKER_RE = re.compile(
     r"(?i)(?:\bfinal\s+answer\s*(?:is\b|[:：])|\b(?:the\s+)?answer\s+(?:is|would\s+be|will\s+be)\b"
-    r"|\banswer[*_ \t]*[:：])")
+    r"|\banswer[*_ \t]*[:：])"
+)
 # "Answer $ 9 $" / "**Final Answer** 42": the word alone at a line start, then maths.
 _LINE_MARKER_RE = re.compile(r"(?im)^[ \t#>*_]*(?:final\s+)?answer\b[*_ \t]*(?=[$\\\d(\[{+-])")
 _GSM8K_RE = re.compile(r"####")
@@ -55,9 +56,9 @@ _MINERVA_RE = re.compile(r"(?is)final\s+answer\s+is\s*(.*?)\.?\s*I\s+hope\s+it\s
 _NOT_AN_ANSWER_RE = re.compile(
     r"(?i)^(?:correct|incorrect|wrong|right|reasonable|valid|invalid|not\b|indeed|as\b|below|above|"
     r"follows|that\b|this\b|clear|obvious|consistent|positive|negative|an?\b|the\b|given|shown|"
-    r"unique|undefined|none\s+of)")
-_SENTENCE_END_RE = re.compile(
-    r"(?<!\.)\.(?=\s|$)|;|\n|\s(?:because|since|which|where|as|so|but|for|when|if)\s", re.I)
+    r"unique|undefined|none\s+of)"
+)
+_SENTENCE_END_RE = re.compile(r"(?<!\.)\.(?=\s|$)|;|\n|\s(?:because|since|which|where|as|so|but|for|when|if)\s", re.I)
 _THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _THINK_END = "</think>"
 
@@ -107,7 +108,7 @@ def _box_span(text: str, start: int, braces: dict[int, int]) -> tuple[str, int] 
         end = braces.get(i)
         return None if end is None else (text[i + 1 : end], end + 1)
     if i > start:  # "\boxed 5": up to the next space or dollar sign
-        m = re.match(r"[^\s$]+", text[i:i + 200])
+        m = re.match(r"[^\s$]+", text[i : i + 200])
         return (m.group(0), i + m.end()) if m else None
     return None
 
@@ -134,7 +135,8 @@ def last_boxed(text: str) -> str | None:
 # short \text{...} ("for part (a) and") and the next part's name ("y_2 =").
 _BOX_SEPARATOR_RE = re.compile(
     r"^(?:\s|\$|\\\)|\\\(|\\\[|\\\]|,|;|\\text\{[^{}]{0,40}\}|\band\b|\bor\b|\\q?quad"
-    r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$")
+    r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$"
+)
 
 
 def _box_group(text: str) -> tuple[int, str, str] | None:
@@ -155,8 +157,11 @@ def _box_group(text: str) -> tuple[int, str, str] | None:
 
 
 # -- whole mathematical expressions ------------------------------------------------
-_ENV_RE = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\\\[(.+?)\\\]|(?<![\\\d])\$((?:\\\$|[^\n$])+?)(?<!\\)\$"
-                     r"|(?<!\\)\\\((.+?)\\\)", re.S)
+_ENV_RE = re.compile(
+    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\\\[(.+?)\\\]|(?<![\\\d])\$((?:\\\$|[^\n$])+?)(?<!\\)\$"
+    r"|(?<!\\)\\\((.+?)\\\)",
+    re.S,
+)
 _CMD_RE = re.compile(r"\\[A-Za-z]+\*?")
 _BEGIN_RE = re.compile(r"\\begin\s*\{([A-Za-z*]+)\}")
 _WORD_RE = re.compile(r"[A-Za-z]+'[A-Za-z]+|[A-Za-z]{2,}")  # words and contractions
@@ -246,9 +251,13 @@ def _math_spans(text: str) -> list[tuple[int, int]]:
             extend(i)  # a factorial
             i += 1
             continue
-        if (ch in "\n$\"`" or (ch in ";?!:" and ends_here) or (ch in ".," and ends_here and depth <= 0)
-                or (ord(ch) > 127 and ch not in _MATH_SYMBOLS)  # currency, units, prose
-                or (ch == "'" and 0 < i < n - 1 and text[i - 1].isalpha() and text[i + 1].isalpha())):
+        if (
+            ch in '\n$"`'
+            or (ch in ";?!:" and ends_here)
+            or (ch in ".," and ends_here and depth <= 0)
+            or (ord(ch) > 127 and ch not in _MATH_SYMBOLS)  # currency, units, prose
+            or (ch == "'" and 0 < i < n - 1 and text[i - 1].isalpha() and text[i + 1].isalpha())
+        ):
             close(i)
             i += 1
             continue
@@ -270,8 +279,9 @@ def _last_side(expr: str) -> str:
     last side); an equation between unknowns (``x - 2y + z = 1``, ``x = 5``) stays whole,
     and so do inequalities."""
     parts = re.split(r"(?<![<>!\\])=(?!=)", expr)
-    if len(parts) > 2 or (len(parts) == 2 and re.search(r"\d", parts[0])
-                          and not re.search(r"[A-Za-z]", _CMD_RE.sub("", parts[0]))):
+    if len(parts) > 2 or (
+        len(parts) == 2 and re.search(r"\d", parts[0]) and not re.search(r"[A-Za-z]", _CMD_RE.sub("", parts[0]))
+    ):
         tail = parts[-1].strip()
         return tail or expr
     return expr
@@ -287,8 +297,11 @@ def _clean_math(expr: str, calculation: bool = True) -> str:
     return (_last_side(expr) if calculation else expr).strip()
 
 
-_DERIVATION_RE = re.compile(r"\\begin\{(align|aligned|eqnarray|gather|gathered|equation|split|multline)\*?\}"
-                            r"(.*?)\\end\{\1\*?\}", re.S)
+_DERIVATION_RE = re.compile(
+    r"\\begin\{(align|aligned|eqnarray|gather|gathered|equation|split|multline)\*?\}"
+    r"(.*?)\\end\{\1\*?\}",
+    re.S,
+)
 
 
 _NESTED_ENV_RE = re.compile(r"\\begin\{([A-Za-z]*matrix|array|cases)\}.*?\\end\{\1\}", re.S)
@@ -367,7 +380,7 @@ _ASSIGNMENT_RE = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=(?!=)[^=]+$")
 
 
 def _shape(expr: str) -> str | None:
-    """"value" for a plain expression, "x=" for an assignment to x, None otherwise."""
+    """ "value" for a plain expression, "x=" for an assignment to x, None otherwise."""
     if not _RELATION_RE.search(expr):
         return "value"
     m = _ASSIGNMENT_RE.match(expr)
@@ -378,6 +391,7 @@ def _joined_before(text: str, candidates: list[tuple[int, int, str]], k: int) ->
     """Inline maths listed right before candidate ``k`` as one answer: "$2$, $3$, and $5$",
     "$x=2$ and $x=3$". Only parts of one shape are joined (all values, or all the same
     variable), so "$c = 14,$ and $a_1 = 504$" or "$X$, or $Y$" (a restatement) are not."""
+
     def inline(c: tuple[int, int, str]) -> bool:
         return text[c[0]] == "$" and text[c[0] + 1 : c[0] + 2] != "$"
 
@@ -422,14 +436,14 @@ def _answer_from_tail(tail: str, strict: bool) -> str | None:
         return None
     env = _first_env(tail)
     if env is not None:
-        parts, rest = [env[0]], tail[env[1]:]
+        parts, rest = [env[0]], tail[env[1] :]
         while True:
             m = re.match(r"\s*(?:,|and|or|,\s*and)\s*", rest)
-            nxt = _first_env(rest[m.end():]) if m else None
+            nxt = _first_env(rest[m.end() :]) if m else None
             if nxt is None:
                 break
             parts.append(nxt[0])
-            rest = rest[m.end() + nxt[1]:]
+            rest = rest[m.end() + nxt[1] :]
         return ", ".join(_clean_math(p, calculation=False) for p in parts if p.strip()) or None
     line = _SENTENCE_END_RE.split(tail, maxsplit=1)[0]
     line = re.sub(r"[*_\s]+$", "", line).rstrip(".,;: ").strip()
@@ -462,8 +476,10 @@ def _final_line(text: str, start: int, end: int) -> bool:
 
 def _markers(text: str) -> list[tuple[int, int, bool]]:
     """(marker start, answer start, is strong) for every answer marker."""
-    found = [(m.start(), m.end(), not re.match(r"(?i)(?:the\s+)?answer\s+(?:is|would|will)",
-                                                   m.group(0))) for m in _MARKER_RE.finditer(text)]
+    found = [
+        (m.start(), m.end(), not re.match(r"(?i)(?:the\s+)?answer\s+(?:is|would|will)", m.group(0)))
+        for m in _MARKER_RE.finditer(text)
+    ]
     found += [(m.start(), m.end(), True) for m in _LINE_MARKER_RE.finditer(text)]
     return sorted(set(found))
 
@@ -475,7 +491,7 @@ def answer_line(text: str) -> str | None:
         return None
     answer = re.sub(r"^[*_\s]+|[*_\s]+$", "", matches[-1]).strip()
     env = _first_env(answer)
-    if env is not None and not answer[env[1]:].strip(" ."):
+    if env is not None and not answer[env[1] :].strip(" ."):
         answer = env[0].strip()
     return answer or None
 
@@ -491,7 +507,7 @@ def _gsm8k_marker(text: str) -> tuple[int, str] | None:
     if not found:
         return None
     m = found[-1]
-    line = text[m.end():].split("\n", 1)[0]
+    line = text[m.end() :].split("\n", 1)[0]
     answer = last_math(line) if _is_math(line) else line.strip() or None
     return (m.start(), answer) if answer else None
 
@@ -541,7 +557,7 @@ def _one_bare_line(text: str) -> bool:
     if not _is_math(text):  # one word ("Evelyn"); more ("no idea") is prose, not an answer
         return len(words) == 1 and len(text.split()) == 1
     # one trailing word after the maths is a unit ("5 cm", "12 apples")
-    return len(words) == 1 and not re.search(r"\d", plain[words[0].end():])
+    return len(words) == 1 and not re.search(r"\d", plain[words[0].end() :])
 
 
 def extract(text: str | None, style: str = "auto") -> Extraction:

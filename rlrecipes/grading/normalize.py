@@ -64,9 +64,13 @@ _TEXT_ANSWER_RE = re.compile(r"[A-Za-z][A-Za-z' \-]*")
 _MAX_DIGITS = 200
 
 
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
 
 
 def _strip_outer_box(s: str) -> str:

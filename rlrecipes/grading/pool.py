@@ -65,9 +65,16 @@ class GradingPool:
     [True, False]
     """
 
-    def __init__(self, workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
-                 hard_timeout_s: float | None = None, memory_limit_mb: int = 4096,
-                 start_method: str = "spawn", rel_tol: float = DEFAULT_REL_TOL) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        timeout_s: int = DEFAULT_TIMEOUT_S,
+        hard_timeout_s: float | None = None,
+        memory_limit_mb: int = 4096,
+        start_method: str = "spawn",
+        rel_tol: float = DEFAULT_REL_TOL,
+    ) -> None:
         self.workers = max(1, workers or _cpu_count())
         self.timeout_s = max(1, int(timeout_s))
         self.hard_timeout_s = hard_timeout_s or (_STEPS_PER_COMPARISON * self.timeout_s + 2)
@@ -91,8 +98,9 @@ class GradingPool:
             verdicts[i] = v
         return [bool(v) for v in verdicts]
 
-    def grade_many(self, predictions: Sequence[str | None], golds: Sequence[str | None], *,
-                   style: str = "auto") -> list[bool]:
+    def grade_many(
+        self, predictions: Sequence[str | None], golds: Sequence[str | None], *, style: str = "auto"
+    ) -> list[bool]:
         """``grade`` for each (response, gold) pair."""
         return self.equivalent_many([answer_of(p, style) for p in predictions], golds)
 
@@ -103,8 +111,7 @@ class GradingPool:
         out: list[list[tuple[str, int]] | None] = []
         for answers in answer_lists:
             try:  # most votes need no sympy: settle them here
-                out.append(vote_groups(list(answers), equivalent=lambda p, g: quick_or_raise(
-                    p, g, self.rel_tol)))
+                out.append(vote_groups(list(answers), equivalent=lambda p, g: quick_or_raise(p, g, self.rel_tol)))
             except NeedsSymbolic:
                 out.append(None)
         pending = [i for i, v in enumerate(out) if v is None]
@@ -113,7 +120,7 @@ class GradingPool:
             out[i] = v
         return out  # type: ignore[return-value]
 
-    def start(self) -> "GradingPool":
+    def start(self) -> GradingPool:
         """Start the workers now and wait until each has answered (imports done)."""
         self._run("eq", [("\\frac{1}{2}", "0.5x")] * self.workers)
         return self
@@ -123,7 +130,7 @@ class GradingPool:
             self._stop(w, graceful=True)
         self._pool = []
 
-    def __enter__(self) -> "GradingPool":
+    def __enter__(self) -> GradingPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,8 +159,7 @@ class GradingPool:
         if not tasks:
             return results
         size = max(1, min(_MAX_CHUNK, math.ceil(len(tasks) / (self.workers * 4))))
-        todo: deque[list[int]] = deque(
-            list(range(i, min(i + size, len(tasks)))) for i in range(0, len(tasks), size))
+        todo: deque[list[int]] = deque(list(range(i, min(i + size, len(tasks)))) for i in range(0, len(tasks), size))
         try:
             self._ensure_workers()
             busy: dict[int, _Worker] = {}
@@ -191,8 +197,15 @@ class GradingPool:
         start = w.last if w.warm else max(w.last, w.started + _STARTUP_GRACE_S)
         return start + budget
 
-    def _receive(self, w: _Worker, kind: str, tasks: list[tuple], results: list[Any],
-                 todo: deque[list[int]], busy: dict[int, _Worker]) -> None:
+    def _receive(
+        self,
+        w: _Worker,
+        kind: str,
+        tasks: list[tuple],
+        results: list[Any],
+        todo: deque[list[int]],
+        busy: dict[int, _Worker],
+    ) -> None:
         try:
             idx, result, errors, timeouts = w.conn.recv()
         except (EOFError, OSError):  # the worker died (e.g. the memory limit)
@@ -205,16 +218,26 @@ class GradingPool:
         if w.pos >= len(w.chunk):
             busy.pop(id(w))
 
-    def _abandon(self, w: _Worker, kind: str, tasks: list[tuple], results: list[Any],
-                 todo: deque[list[int]], busy: dict[int, _Worker], died: bool = False) -> None:
+    def _abandon(
+        self,
+        w: _Worker,
+        kind: str,
+        tasks: list[tuple],
+        results: list[Any],
+        todo: deque[list[int]],
+        busy: dict[int, _Worker],
+        died: bool = False,
+    ) -> None:
         """Kill an overrunning/dead worker: its current task fails, the rest re-queue."""
         if died and not w.warm:  # it never answered: it cannot start, do not grade all False
             self._startup_failures += 1
             if self._startup_failures >= _MAX_STARTUP_FAILURES:
                 code = w.process.exitcode
                 self.close()
-                raise RuntimeError(f"grading worker processes exit before answering (exit code "
-                                   f"{code}); grade in-process with workers=0 to see why")
+                raise RuntimeError(
+                    f"grading worker processes exit before answering (exit code "
+                    f"{code}); grade in-process with workers=0 to see why"
+                )
         busy.pop(id(w), None)
         if died and not w.warm:  # nothing was attempted for sure: retry the whole chunk
             todo.appendleft(w.chunk[w.pos :])
@@ -235,8 +258,12 @@ class GradingPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=worker_main, daemon=True, name="rlrecipes-grader",
-                                 args=(child, self.timeout_s, self.memory_limit_mb, self.rel_tol))
+        proc = self._ctx.Process(
+            target=worker_main,
+            daemon=True,
+            name="rlrecipes-grader",
+            args=(child, self.timeout_s, self.memory_limit_mb, self.rel_tol),
+        )
         proc.start()
         child.close()
         return _Worker(proc, parent, time.monotonic())
@@ -265,13 +292,18 @@ def _cpu_count() -> int:
 _DEFAULT: GradingPool | None = None
 
 
-def default_pool(workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S,
-                 rel_tol: float = DEFAULT_REL_TOL) -> GradingPool:
+def default_pool(
+    workers: int | None = None, *, timeout_s: int = DEFAULT_TIMEOUT_S, rel_tol: float = DEFAULT_REL_TOL
+) -> GradingPool:
     """A process-wide pool, created on first use and closed at exit."""
     global _DEFAULT
     wanted = max(1, workers or _cpu_count())
-    if (_DEFAULT is None or _DEFAULT.workers != wanted or _DEFAULT.timeout_s != max(1, int(timeout_s))
-            or _DEFAULT.rel_tol != rel_tol):
+    if (
+        _DEFAULT is None
+        or _DEFAULT.workers != wanted
+        or _DEFAULT.timeout_s != max(1, int(timeout_s))
+        or _DEFAULT.rel_tol != rel_tol
+    ):
         if _DEFAULT is not None:
             _DEFAULT.close()
         _DEFAULT = GradingPool(wanted, timeout_s=timeout_s, rel_tol=rel_tol)
@@ -284,10 +316,16 @@ def _close_default() -> None:
         _DEFAULT.close()
 
 
-def grade_many(predictions: Sequence[str | None], golds: Sequence[str | None], *,
-               style: str = "auto", workers: int | None = None,
-               timeout_s: int = DEFAULT_TIMEOUT_S, pool: GradingPool | None = None,
-               rel_tol: float = DEFAULT_REL_TOL) -> list[bool]:
+def grade_many(
+    predictions: Sequence[str | None],
+    golds: Sequence[str | None],
+    *,
+    style: str = "auto",
+    workers: int | None = None,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    pool: GradingPool | None = None,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> list[bool]:
     """``grade`` over many (response, gold) pairs; ``workers=0`` grades in this process.
 
     In-process grading is only safe in the main thread (math-verify's alarms), so a
@@ -306,5 +344,5 @@ def grade_many(predictions: Sequence[str | None], golds: Sequence[str | None], *
             out.append(cache[(p, g)])
         return out
     return (pool or default_pool(workers, timeout_s=timeout_s, rel_tol=rel_tol)).grade_many(
-        predictions, golds, style=style)
-
+        predictions, golds, style=style
+    )

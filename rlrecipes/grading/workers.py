@@ -70,13 +70,13 @@ def run_task(kind: str, args: tuple, timeout_s: int, rel_tol: float = DEFAULT_RE
     if kind == "vote":
         from rlrecipes.metrics import vote_groups
 
-        return vote_groups(list(args[0]), equivalent=lambda p, g: is_equivalent(
-            p, g, timeout_s=timeout_s, rel_tol=rel_tol))
+        return vote_groups(
+            list(args[0]), equivalent=lambda p, g: is_equivalent(p, g, timeout_s=timeout_s, rel_tol=rel_tol)
+        )
     raise ValueError(f"unknown grading task {kind!r}")
 
 
-def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int,
-                rel_tol: float = DEFAULT_REL_TOL) -> None:
+def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int, rel_tol: float = DEFAULT_REL_TOL) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     limit_memory(memory_limit_mb)
     quiet_math_verify()
@@ -105,6 +105,5 @@ def fallback(kind: str, args: tuple) -> Any:
         from rlrecipes.grading.normalize import normalize_answer
         from rlrecipes.metrics import vote_groups
 
-        return vote_groups(list(args[0]),
-                           equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
+        return vote_groups(list(args[0]), equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
     return False

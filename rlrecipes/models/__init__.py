@@ -8,8 +8,6 @@ transformers loading code used for every model, local or hub.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 import fcntl
 import hashlib
 import json
@@ -21,6 +19,8 @@ from typing import Any, Callable
 
 from omegaconf import OmegaConf
 
+from rlrecipes.errors import UserError
+
 TOY_BUILD_VERSION = 1  # bump when the toy builder changes what it produces
 # 2: config.json without GGUF's quantization_config (version 1 folders could not be trained)
 SMOLLM2_BUILD_VERSION = 2
@@ -31,17 +31,27 @@ def cache_root(cache_dir: str | None = None) -> Path:
     return Path(root).expanduser()
 
 
-def resolve_model_path(model_cfg: Any, task: Any = None, synthetic_cfg: Any = None,
-                       cache_dir: str | None = None, log: Callable[[str], None] = print) -> str:
+def resolve_model_path(
+    model_cfg: Any,
+    task: Any = None,
+    synthetic_cfg: Any = None,
+    cache_dir: str | None = None,
+    log: Callable[[str], None] = print,
+) -> str:
     """A hub id or folder to load the configured model from, building it if needed."""
     if model_cfg.name_or_path:
         return str(model_cfg.name_or_path)
     if model_cfg.builder == "toy":
         if task is None:
-            raise UserError("model=toy is warm-started on a synthetic task; use a synthetic data=... "
-                             "(arithmetic, countdown) or set model.name_or_path")
-        key = {"toy": OmegaConf.to_container(model_cfg.toy), "task": OmegaConf.to_container(synthetic_cfg),
-               "version": TOY_BUILD_VERSION}
+            raise UserError(
+                "model=toy is warm-started on a synthetic task; use a synthetic data=... "
+                "(arithmetic, countdown) or set model.name_or_path"
+            )
+        key = {
+            "toy": OmegaConf.to_container(model_cfg.toy),
+            "task": OmegaConf.to_container(synthetic_cfg),
+            "version": TOY_BUILD_VERSION,
+        }
         folder = cache_root(cache_dir) / "toy" / _digest(key)
         from rlrecipes.models.toy import build_toy
 
@@ -52,8 +62,10 @@ def resolve_model_path(model_cfg: Any, task: Any = None, synthetic_cfg: Any = No
         folder = cache_root(cache_dir) / "smollm2-135m-instruct"
         key = {"gguf": str(gguf_path()), "version": SMOLLM2_BUILD_VERSION}
         return str(_cached(folder, key, convert_gguf, log))
-    raise UserError(f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
-                     "valid builders: toy, smollm2_gguf (or set model.name_or_path)")
+    raise UserError(
+        f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
+        "valid builders: toy, smollm2_gguf (or set model.name_or_path)"
+    )
 
 
 def _digest(obj: Any) -> str:
@@ -152,8 +164,10 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
     adapter = lora.is_adapter_folder(name_or_path)  # a LoRA run's RUN/model: its base + the adapter
     quantized = lora.quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
     if quantized and adapter:
-        raise UserError(f"model.lora.load_in_4bit=true cannot start from the adapter in {name_or_path}: "
-                        "train on its merged copy (model.lora.save_merged=true writes RUN/model_merged)")
+        raise UserError(
+            f"model.lora.load_in_4bit=true cannot start from the adapter in {name_or_path}: "
+            "train on its merged copy (model.lora.save_merged=true writes RUN/model_merged)"
+        )
     tokenizer_source = name_or_path
     if adapter and not (Path(name_or_path).expanduser() / "tokenizer_config.json").is_file():
         tokenizer_source = lora.adapter_base(name_or_path)  # an adapter saved without its tokenizer
@@ -169,8 +183,10 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
         if type(exc).__name__ != "SafetensorError":
             raise
         # a truncated or overwritten weights file: name the folder instead of a deserialisation traceback
-        raise UserError(f"cannot load model {name_or_path!r}: a .safetensors file there is damaged "
-                        f"({str(exc).splitlines()[0]}); restore or re-download it") from None
+        raise UserError(
+            f"cannot load model {name_or_path!r}: a .safetensors file there is damaged "
+            f"({str(exc).splitlines()[0]}); restore or re-download it"
+        ) from None
     if quantized:
         model = lora.prepare_quantized(model)
     if tokenizer.pad_token is None:

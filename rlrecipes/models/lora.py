@@ -44,8 +44,14 @@ def peft_config(model_cfg: Any) -> Any:
             raise UserError("model.lora.target_modules is empty; e.g. all-linear or [q_proj,v_proj]")
     from peft import LoraConfig
 
-    return LoraConfig(r=int(lora.r), lora_alpha=float(lora.alpha), lora_dropout=float(lora.dropout),
-                      target_modules=targets, bias=str(lora.bias), task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=int(lora.r),
+        lora_alpha=float(lora.alpha),
+        lora_dropout=float(lora.dropout),
+        target_modules=targets,
+        bias=str(lora.bias),
+        task_type="CAUSAL_LM",
+    )
 
 
 def quantization_kwargs(model_cfg: Any) -> dict[str, Any]:
@@ -62,8 +68,12 @@ def quantization_kwargs(model_cfg: Any) -> dict[str, Any]:
     from accelerate import PartialState
     from transformers import BitsAndBytesConfig
 
-    config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                bnb_4bit_compute_dtype=torch.bfloat16)
+    config = BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
     # 4-bit weights are quantised as they load onto a GPU and cannot be moved afterwards:
     # each process loads its copy straight onto its own device
     return {"quantization_config": config, "device_map": {"": PartialState().local_process_index}}
@@ -75,8 +85,10 @@ def _require_qlora_support() -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise UserError("model.lora.load_in_4bit=true (QLoRA) needs a CUDA GPU (bitsandbytes' 4-bit kernels); "
-                        "on this machine use plain LoRA (model.lora.load_in_4bit=false)")
+        raise UserError(
+            "model.lora.load_in_4bit=true (QLoRA) needs a CUDA GPU (bitsandbytes' 4-bit kernels); "
+            "on this machine use plain LoRA (model.lora.load_in_4bit=false)"
+        )
     if importlib.util.find_spec("bitsandbytes") is None:
         raise UserError("model.lora.load_in_4bit=true (QLoRA) needs bitsandbytes: pip install bitsandbytes")
 
@@ -117,8 +129,9 @@ def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
     try:
         model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, **kwargs)
     except OSError as exc:
-        raise UserError(f"the adapter in {path} was trained on {base}, which cannot be loaded: "
-                        f"{str(exc).splitlines()[0]}") from None
+        raise UserError(
+            f"the adapter in {path} was trained on {base}, which cannot be loaded: {str(exc).splitlines()[0]}"
+        ) from None
     return PeftModel.from_pretrained(model, path).merge_and_unload()
 
 
@@ -136,8 +149,11 @@ def merged_model_path(path: str, model_cfg: Any, cache_dir: str | None = None, l
 
     folder = Path(path).expanduser()
     files = sorted(f for f in folder.iterdir() if f.name.startswith("adapter_"))
-    key = {"adapter": str(folder.resolve()), "dtype": str(model_cfg.dtype),
-           "files": {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}}
+    key = {
+        "adapter": str(folder.resolve()),
+        "dtype": str(model_cfg.dtype),
+        "files": {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files},
+    }
 
     def build(tmp: Path) -> None:
         import torch

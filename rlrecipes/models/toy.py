@@ -7,8 +7,6 @@ result is cached on disk keyed by everything that determines it.
 
 from __future__ import annotations
 
-from rlrecipes.errors import UserError
-
 import json
 import math
 import random
@@ -18,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+from rlrecipes.errors import UserError
 
 SPECIALS = ["<|pad|>", "<|eos|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>"]
 ALPHABET = list(string.ascii_letters + string.digits + string.punctuation + " \n")
@@ -37,13 +37,21 @@ def build_tokenizer() -> Any:
 
     tok = Tokenizer(models.BPE(unk_token="<|unk|>"))
     tok.decoder = decoders.Fuse()
-    trainer = trainers.BpeTrainer(vocab_size=len(SPECIALS) + len(ALPHABET), special_tokens=SPECIALS,
-                                  initial_alphabet=ALPHABET, show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=len(SPECIALS) + len(ALPHABET),
+        special_tokens=SPECIALS,
+        initial_alphabet=ALPHABET,
+        show_progress=False,
+    )
     tok.train_from_iterator(["".join(ALPHABET)], trainer=trainer)
     # padding_side must go through the constructor: an attribute set later is not saved.
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|eos|>", pad_token="<|pad|>", unk_token="<|unk|>",
-        padding_side="left", chat_template=CHAT_TEMPLATE,
+        tokenizer_object=tok,
+        eos_token="<|eos|>",
+        pad_token="<|pad|>",
+        unk_token="<|unk|>",
+        padding_side="left",
+        chat_template=CHAT_TEMPLATE,
     )
 
 
@@ -56,19 +64,24 @@ def build_model(cfg: Any, tokenizer: Any) -> Any:
         raise UserError(f"model.toy.architecture={cfg.architecture!r}; valid: {', '.join(classes)}")
     config_cls, model_cls = classes[cfg.architecture]
     config = config_cls(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-        head_dim=cfg.hidden_size // cfg.num_heads, intermediate_size=cfg.intermediate_size,
-        max_position_embeddings=512, tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        head_dim=cfg.hidden_size // cfg.num_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         bos_token_id=tokenizer.eos_token_id,
     )
     torch.manual_seed(cfg.seed)
     return model_cls(config)
 
 
-def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any,
-               log: Callable[[str], None] = print) -> dict[str, Any]:
+def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Supervised warm-start on the task's (flawed) demonstrations until dev accuracy plateaus.
 
     Returns the learning curve; the model is left as it is at the plateau.
@@ -87,8 +100,8 @@ def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import greedy_accuracy
 
-    dev = task.train[-cfg.sft_dev_size:]
-    sft_items = task.train[:-cfg.sft_dev_size]
+    dev = task.train[-cfg.sft_dev_size :]
+    sft_items = task.train[: -cfg.sft_dev_size]
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_learning_rate, weight_decay=0.0)
@@ -104,16 +117,27 @@ def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % cfg.sft_eval_every == 0 or step == cfg.sft_max_steps:
-            acc = greedy_accuracy(model, tokenizer, dev_prompts, dev_answers, task.verify,
-                                  max_new_tokens=cfg.sft_max_new_tokens)
-            curve.append({"step": step, "loss": round(loss.item(), 4), "dev_accuracy": acc,
-                          "seconds": round(time.time() - start, 1)})
+            acc = greedy_accuracy(
+                model, tokenizer, dev_prompts, dev_answers, task.verify, max_new_tokens=cfg.sft_max_new_tokens
+            )
+            curve.append(
+                {
+                    "step": step,
+                    "loss": round(loss.item(), 4),
+                    "dev_accuracy": acc,
+                    "seconds": round(time.time() - start, 1),
+                }
+            )
             log(f"warm-start step {step}: loss {loss.item():.3f}, dev accuracy {acc:.3f}")
             if _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance):
                 break
     plateau = _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance)
-    return {"curve": curve, "dev_accuracy": curve[-1]["dev_accuracy"] if curve else float("nan"),
-            "plateaued": plateau, "steps": curve[-1]["step"] if curve else 0}
+    return {
+        "curve": curve,
+        "dev_accuracy": curve[-1]["dev_accuracy"] if curve else float("nan"),
+        "plateaued": plateau,
+        "steps": curve[-1]["step"] if curve else 0,
+    }
 
 
 def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool:
@@ -123,7 +147,7 @@ def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool
     fall as imitation sharpens, and stopping at the best point would hand RL a model
     that more SFT would still change.
     """
-    window = accuracies[-(patience + 1):]
+    window = accuracies[-(patience + 1) :]
     return len(window) == patience + 1 and max(window) - min(window) <= tolerance
 
 

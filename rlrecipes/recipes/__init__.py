@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rlrecipes.recipes.base import Recipe
 
-REGISTRY: dict[str, type["Recipe"]] = {}
+REGISTRY: dict[str, type[Recipe]] = {}
 
 
-def register_recipe(cls: type["Recipe"]) -> type["Recipe"]:
+def register_recipe(cls: type[Recipe]) -> type[Recipe]:
     """Class decorator adding a recipe to the registry under `cls.name`."""
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise ValueError(f"recipe name {cls.name!r} is registered twice")
@@ -20,7 +20,7 @@ def register_recipe(cls: type["Recipe"]) -> type["Recipe"]:
     return cls
 
 
-def load_all() -> dict[str, type["Recipe"]]:
+def load_all() -> dict[str, type[Recipe]]:
     """Import every module of this package so their decorators run; return the registry."""
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_") and info.name != "base":
@@ -28,7 +28,7 @@ def load_all() -> dict[str, type["Recipe"]]:
     return REGISTRY
 
 
-def get_recipe(name: str) -> type["Recipe"]:
+def get_recipe(name: str) -> type[Recipe]:
     recipes = load_all()
     if name not in recipes:
         raise KeyError(f"unknown recipe {name!r}; valid: {', '.join(sorted(recipes))}")

@@ -32,7 +32,7 @@ class Recipe:
         """Reward functions with their weights, from `recipe.rewards` by default."""
         return [(build_reward(spec.name, ctx), float(spec.weight)) for spec in self.cfg.rewards]
 
-    def hooks(self, ctx: RewardContext) -> list["EngineHook"]:
+    def hooks(self, ctx: RewardContext) -> list[EngineHook]:
         """Engine hooks this recipe needs (group-aware rewards, advantage edits...)."""
         return []
 

@@ -55,9 +55,17 @@ class DAPO(Recipe):
     idea = "GRPO + clip-higher, token-level loss, soft overlong penalty, dynamic sampling; no KL"
     config_cls = DAPOConfig
     # the paper's diagnostics (Figs. 2-7): refill cost, clipping on each side, length, entropy
-    progress_keys = ("dynamic_sampling/rounds", "dynamic_sampling/prompts_generated",
-                     "dynamic_sampling/prompts_kept", "dynamic_sampling/filtered_fraction", "clip_ratio_low",
-                     "clip_ratio_high", "truncated_fraction", "completion_length_mean", "entropy")
+    progress_keys = (
+        "dynamic_sampling/rounds",
+        "dynamic_sampling/prompts_generated",
+        "dynamic_sampling/prompts_kept",
+        "dynamic_sampling/filtered_fraction",
+        "clip_ratio_low",
+        "clip_ratio_high",
+        "truncated_fraction",
+        "completion_length_mean",
+        "entropy",
+    )
 
     def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
         rewards = super().reward_functions(ctx)

@@ -42,8 +42,7 @@ class IntuitorConfig(RecipeConfig):
     score_chunk_tokens: int = 1024
 
 
-def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int,
-                         chunk_tokens: int) -> Any:
+def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int, chunk_tokens: int) -> Any:
     """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py);
     through the model's own forward when the trainer shards it (FSDP, ZeRO-3)."""
     from rlrecipes.engine.policy_score import sharded
@@ -52,9 +51,17 @@ def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_
     mask = batch["completion_mask"]
     if "tool_mask" in batch:
         mask = mask * batch["tool_mask"]
-    return policy_self_certainty(model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
-                                 mask, temperature=trainer.temperature, batch_size=batch_size,
-                                 chunk_tokens=chunk_tokens, sharded=sharded(trainer))
+    return policy_self_certainty(
+        model,
+        batch["prompt_ids"],
+        batch["prompt_mask"],
+        batch["completion_ids"],
+        mask,
+        temperature=trainer.temperature,
+        batch_size=batch_size,
+        chunk_tokens=chunk_tokens,
+        sharded=sharded(trainer),
+    )
 
 
 @register_recipe

@@ -45,8 +45,10 @@ def copies_per_example(num_examples: int, rows: int) -> int:
     if num_examples < 1:
         raise UserError("recipe.examples selects no training problem")
     if rows < 1 or rows % num_examples:
-        raise UserError(f"recipe.rows={rows} must be a positive multiple of the {num_examples} "
-                        "chosen examples (recipe.examples), so each is repeated equally often")
+        raise UserError(
+            f"recipe.rows={rows} must be a positive multiple of the {num_examples} "
+            "chosen examples (recipe.examples), so each is repeated equally often"
+        )
     return rows // num_examples
 
 
@@ -59,8 +61,10 @@ def pick(rows: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
     missing = [i for i in wanted if i not in by_id]
     if missing:
         sample = ", ".join(list(by_id)[:3])
-        raise UserError(f"recipe.examples: no training problem has id {missing[0]!r} "
-                        f"({len(rows)} problems; ids look like: {sample})")
+        raise UserError(
+            f"recipe.examples: no training problem has id {missing[0]!r} "
+            f"({len(rows)} problems; ids look like: {sample})"
+        )
     return [by_id[i] for i in wanted]
 
 
@@ -82,4 +86,3 @@ class OneShot(Recipe):
         if self.cfg.examples is None:
             return rows
         return duplicate(pick(rows, list(self.cfg.examples)), self.cfg.rows)
-

@@ -47,8 +47,9 @@ class SpuriousConfig(RecipeConfig):
     clip: bool = True  # false: no PPO clipping at all (the paper's clipping ablation)
 
 
-def attach_labels(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], reward: str,
-                  majority_only: bool) -> list[dict[str, Any]]:
+def attach_labels(
+    rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], reward: str, majority_only: bool
+) -> list[dict[str, Any]]:
     """The training rows that have a label for `reward`, each with its `label` column."""
     out = []
     for row in rows:
@@ -100,8 +101,10 @@ class Spurious(Recipe):
 
         kept = attach_labels(rows, load_labels(self.cfg.labels), kind, self.cfg.incorrect_majority_only)
         if not kept:
-            raise UserError(f"recipe.labels={self.cfg.labels} gives a {kind} label to none of the "
-                            f"{len(rows)} training problems (were the labels built from this data?)")
+            raise UserError(
+                f"recipe.labels={self.cfg.labels} gives a {kind} label to none of the "
+                f"{len(rows)} training problems (were the labels built from this data?)"
+            )
         print(f"spurious: {len(kept)} of {len(rows)} training problems have a label ({kind})")
         return kept
 

@@ -69,8 +69,13 @@ class MajorityVote(EngineHook):
         rewards = rewards.clone()
         votes = []
         for start in range(0, len(view.completions), size):
-            group = vote_rewards(view.completions[start : start + size], style=self.ctx.answer_style,
-                                 verify=self.ctx.verify, exact=self.exact, gold=golds[start])
+            group = vote_rewards(
+                view.completions[start : start + size],
+                style=self.ctx.answer_style,
+                verify=self.ctx.verify,
+                exact=self.exact,
+                gold=golds[start],
+            )
             rewards[start : start + size, column] = torch.tensor(group.rewards, dtype=rewards.dtype)
             votes.append(group)
         if trainer.model.training:
@@ -93,8 +98,10 @@ class TTRL(Recipe):
         if REWARD not in names:
             raise UserError(f"recipe=ttrl needs the {REWARD!r} reward in recipe.rewards (got {names})")
         if "accuracy" in names and dict((fn.__name__, w) for fn, w in rewards)["accuracy"] != 0:
-            raise UserError("recipe=ttrl trains without labels: give the accuracy reward weight 0 "
-                            "(it is logged as a monitor anyway)")
+            raise UserError(
+                "recipe=ttrl trains without labels: give the accuracy reward weight 0 "
+                "(it is logged as a monitor anyway)"
+            )
         return rewards
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:

@@ -8,8 +8,13 @@ from rlrecipes.rewards import RewardContext, RewardFn, Verifier, register_reward
 
 
 def accuracy_reward(
-    completions: list[str], answer: list[Any], *, verify: Verifier, correct: float = 1.0,
-    wrong: float = 0.0, **_: Any,
+    completions: list[str],
+    answer: list[Any],
+    *,
+    verify: Verifier,
+    correct: float = 1.0,
+    wrong: float = 0.0,
+    **_: Any,
 ) -> list[float | None]:
     """`correct` where `verify(completion, gold)` holds, else `wrong`.
 
@@ -17,8 +22,7 @@ def accuracy_reward(
     instead of treating them as wrong (the loader reports such rows; see data/).
     """
     return [
-        None if gold is None else (correct if verify(text, gold) else wrong)
-        for text, gold in zip(completions, answer)
+        None if gold is None else (correct if verify(text, gold) else wrong) for text, gold in zip(completions, answer)
     ]
 
 

@@ -22,8 +22,9 @@ from typing import Any
 import torch
 
 
-def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: int = 1024,
-                   temperature: float = 1.0) -> torch.Tensor:
+def self_certainty(
+    logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: int = 1024, temperature: float = 1.0
+) -> torch.Tensor:
     """Per-sequence self-certainty: KL(U || softmax(logits / temperature)) averaged over masked positions.
 
     `logits`: [batch, time, vocab] (any float dtype; computed in float32, or float64 for
@@ -32,8 +33,9 @@ def self_certainty(logits: torch.Tensor, mask: torch.Tensor, *, chunk_tokens: in
     code does. Identity: the value is `(logsumexp(z) - z.mean(-1)).mean_t - log V`.
     """
     if logits.dim() != 3 or mask.shape != logits.shape[:2]:
-        raise ValueError(f"self_certainty needs logits [B, T, V] and mask [B, T]; got "
-                         f"{tuple(logits.shape)} and {tuple(mask.shape)}")
+        raise ValueError(
+            f"self_certainty needs logits [B, T, V] and mask [B, T]; got {tuple(logits.shape)} and {tuple(mask.shape)}"
+        )
     batch, time, vocab = logits.shape
     dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
     flat = logits.reshape(batch * time, vocab)
@@ -58,9 +60,16 @@ def masked_sequence_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tens
 
 @torch.no_grad()
 def policy_self_certainty(
-    model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
-    completion_mask: torch.Tensor, *, temperature: float = 1.0, batch_size: int = 8,
-    chunk_tokens: int = 1024, sharded: bool = False,
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    batch_size: int = 8,
+    chunk_tokens: int = 1024,
+    sharded: bool = False,
 ) -> torch.Tensor:
     """Self-certainty of each completion under `model`, as TRL scores log-probs.
 
@@ -78,8 +87,9 @@ def policy_self_certainty(
     price is one [batch_size, completion length, V] logits tensor per row batch.
     """
     if sharded:
-        return _self_certainty_by_forward(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
-                                          temperature, batch_size, chunk_tokens)
+        return _self_certainty_by_forward(
+            model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature, batch_size, chunk_tokens
+        )
     inner = _transformers_model(model)
     backbone, head = inner.base_model, inner.get_output_embeddings()
     text_config = inner.config.get_text_config() if hasattr(inner.config, "get_text_config") else inner.config
@@ -87,8 +97,9 @@ def policy_self_certainty(
     scale = getattr(text_config, "logit_scale", None)
     prompt_len = prompt_ids.size(1)
     scores = []
-    for rows, input_ids, attention in _row_batches(prompt_ids, prompt_mask, completion_ids, completion_mask,
-                                                   batch_size):
+    for rows, input_ids, attention in _row_batches(
+        prompt_ids, prompt_mask, completion_ids, completion_mask, batch_size
+    ):
         hidden = backbone(input_ids=input_ids, attention_mask=attention, use_cache=False).last_hidden_state
         # position prompt_len-1+t predicts completion token t
         hidden = hidden[:, prompt_len - 1 : -1]
@@ -109,13 +120,21 @@ def policy_self_certainty(
     return torch.cat(scores)
 
 
-def _row_batches(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
-                 completion_mask: torch.Tensor, batch_size: int):
+def _row_batches(
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    batch_size: int,
+):
     """(row slice, prompt+completion ids, attention mask) for `batch_size` rows at a time."""
     for start in range(0, prompt_ids.size(0), batch_size):
         rows = slice(start, start + batch_size)
-        yield (rows, torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1),
-               torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1))
+        yield (
+            rows,
+            torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1),
+            torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1),
+        )
 
 
 def _transformers_model(model: Any) -> Any:
@@ -129,17 +148,27 @@ def _transformers_model(model: Any) -> Any:
     return get_base_model() if callable(get_base_model) else model
 
 
-def _self_certainty_by_forward(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
-                               completion_ids: torch.Tensor, completion_mask: torch.Tensor, temperature: float,
-                               batch_size: int, chunk_tokens: int) -> torch.Tensor:
+def _self_certainty_by_forward(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    temperature: float,
+    batch_size: int,
+    chunk_tokens: int,
+) -> torch.Tensor:
     """Self-certainty from the model's own forward (its logit scaling and softcapping included)."""
     keep = completion_ids.size(1)
     scores = []
-    for rows, input_ids, attention in _row_batches(prompt_ids, prompt_mask, completion_ids, completion_mask,
-                                                   batch_size):
+    for rows, input_ids, attention in _row_batches(
+        prompt_ids, prompt_mask, completion_ids, completion_mask, batch_size
+    ):
         # the last keep+1 positions; dropping the final one leaves those that predict the completion
-        logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep + 1,
-                       use_cache=False).logits[:, :-1]
-        scores.append(self_certainty(logits, completion_mask[rows], chunk_tokens=chunk_tokens,
-                                     temperature=temperature).float())
+        logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep + 1, use_cache=False).logits[
+            :, :-1
+        ]
+        scores.append(
+            self_certainty(logits, completion_mask[rows], chunk_tokens=chunk_tokens, temperature=temperature).float()
+        )
     return torch.cat(scores)

@@ -27,15 +27,59 @@ _ANSWER_LINE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
 
 # Minerva's normalisation tables, applied in this order (App. D of the Minerva paper).
 _SUBSTITUTIONS = (
-    ("an ", ""), ("a ", ""), (".$", "$"), ("\\$", ""), ("\\ ", ""), (" ", ""), ("mbox", "text"),
-    (",\\text{and}", ","), ("\\text{and}", ","), ("\\text{m}", "\\text{}"),
+    ("an ", ""),
+    ("a ", ""),
+    (".$", "$"),
+    ("\\$", ""),
+    ("\\ ", ""),
+    (" ", ""),
+    ("mbox", "text"),
+    (",\\text{and}", ","),
+    ("\\text{and}", ","),
+    ("\\text{m}", "\\text{}"),
 )
 _REMOVED = (
-    "square", "ways", "integers", "dollars", "mph", "inches", "hours", "km", "units", "\\ldots",
-    "sue", "points", "feet", "minutes", "digits", "cents", "degrees", "cm", "gm", "pounds",
-    "meters", "meals", "edges", "students", "childrentickets", "multiples", "\\text{s}",
-    "\\text{.}", "\\text{\ns}", "\\text{}^2", "\\text{}^3", "\\text{\n}", "\\text{}",
-    "\\mathrm{th}", "^\\circ", "^{\\circ}", "\\;", ",\\!", "{,}", '"', "\\dots",
+    "square",
+    "ways",
+    "integers",
+    "dollars",
+    "mph",
+    "inches",
+    "hours",
+    "km",
+    "units",
+    "\\ldots",
+    "sue",
+    "points",
+    "feet",
+    "minutes",
+    "digits",
+    "cents",
+    "degrees",
+    "cm",
+    "gm",
+    "pounds",
+    "meters",
+    "meals",
+    "edges",
+    "students",
+    "childrentickets",
+    "multiples",
+    "\\text{s}",
+    "\\text{.}",
+    "\\text{\ns}",
+    "\\text{}^2",
+    "\\text{}^3",
+    "\\text{\n}",
+    "\\text{}",
+    "\\mathrm{th}",
+    "^\\circ",
+    "^{\\circ}",
+    "\\;",
+    ",\\!",
+    "{,}",
+    '"',
+    "\\dots",
 )
 # (pattern, replacement): keep what is inside $..$, \text{}, \textbf{}, \overline{}, \boxed{};
 # then spell out shorthand TeX (\frac12 -> \frac{1}{2}, \sqrt2 -> \sqrt{2}).
@@ -100,7 +144,9 @@ def _dapo_answer(ctx: RewardContext) -> RewardFn:
         return lambda completions, answer, **kw: dapo_reward(completions, answer)
 
     def task_checked(completions: list[str], answer: list[Any], **kw: Any) -> list[float | None]:
-        return [None if gold is None else (1.0 if ctx.verify(text, gold) else -1.0)
-                for text, gold in zip(completions, answer)]
+        return [
+            None if gold is None else (1.0 if ctx.verify(text, gold) else -1.0)
+            for text, gold in zip(completions, answer)
+        ]
 
     return task_checked

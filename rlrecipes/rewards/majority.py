@@ -14,7 +14,7 @@ Two vote rules (`exact`):
   without an answer (its MATH normaliser maps "" to "", so `grade_answer("", "")`
   holds) and 0 to the others. The strings are keyed by rlrecipes' `normalize_answer`,
   not by Qwen2.5-Math's `strip_string` the code uses; the two agree on the common
-  rewrites (\dfrac, \left/\right, "3.0" -> "3", units, degrees, dollars) but not on
+  rewrites (\\dfrac, \\left/\right, "3.0" -> "3", units, degrees, dollars) but not on
   everything: ours drops leading zeros ("025" and "25" vote together), theirs does not.
 
 The reward compares each response with the label through the data's verifier
@@ -73,8 +73,9 @@ def vote(answers: Sequence[str | None], exact: bool = False) -> tuple[str | None
     return first[key], count
 
 
-def vote_rewards(completions: Sequence[str], *, style: str, verify: Verifier, exact: bool = False,
-                 gold: Any = None) -> Vote:
+def vote_rewards(
+    completions: Sequence[str], *, style: str, verify: Verifier, exact: bool = False, gold: Any = None
+) -> Vote:
     """TTRL's reward for one prompt's responses, with the diagnostics when `gold` is known."""
     from rlrecipes.grading import extract_answer
 

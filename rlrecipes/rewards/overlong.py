@@ -41,11 +41,13 @@ def _overlong(ctx: RewardContext) -> RewardFn:
         raise UserError("the overlong reward needs recipe.overlong_buffer_length (the penalty window in tokens)")
     max_length = ctx.max_completion_length
     if not 0 <= cache <= max_length:
-        raise UserError(f"recipe.overlong_buffer_length={cache} must lie in [0, trainer.max_completion_length="
-                        f"{max_length}]")
+        raise UserError(
+            f"recipe.overlong_buffer_length={cache} must lie in [0, trainer.max_completion_length={max_length}]"
+        )
 
-    def reward(completions: list[str], completion_ids: list[list[int]], log_metric: Any = None,
-               **kw: Any) -> list[float]:
+    def reward(
+        completions: list[str], completion_ids: list[list[int]], log_metric: Any = None, **kw: Any
+    ) -> list[float]:
         penalties = [overlong_penalty(len(ids), max_length, cache) for ids in completion_ids]
         if log_metric is not None and penalties:
             log_metric("overlong/penalized_fraction", sum(p < 0 for p in penalties) / len(penalties))

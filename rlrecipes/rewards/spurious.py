@@ -104,13 +104,17 @@ def label_reward(completions: Sequence[str], labels: Sequence[Any], verify: Veri
 
 def _label_factory(ctx: RewardContext) -> RewardFn:
     if not (ctx.params and ctx.params.get("labels")):
-        raise UserError("reward=majority|incorrect grades against stored labels: use recipe=spurious "
-                        "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)")
+        raise UserError(
+            "reward=majority|incorrect grades against stored labels: use recipe=spurious "
+            "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)"
+        )
 
     def reward(completions: list[str], label: list[Any] | None = None, **_: Any) -> list[float | None]:
         if label is None:
-            raise UserError("this reward reads the `label` column; use it through recipe=spurious "
-                            "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)")
+            raise UserError(
+                "this reward reads the `label` column; use it through recipe=spurious "
+                "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)"
+            )
         return label_reward(completions, label, ctx.verify)
 
     return reward
@@ -120,8 +124,9 @@ register_reward("majority_label", needs_answer=False)(_label_factory)
 register_reward("incorrect_label", needs_answer=False)(_label_factory)
 
 
-def build_labels(problems: Sequence[dict[str, Any]], samples: Sequence[Sequence[str]], *, style: str,
-                 verify: Verifier) -> list[dict[str, Any]]:
+def build_labels(
+    problems: Sequence[dict[str, Any]], samples: Sequence[Sequence[str]], *, style: str, verify: Verifier
+) -> list[dict[str, Any]]:
     """Majority and incorrect labels of each problem from the base model's samples.
 
     `majority`: the vote winner among the non-empty answers (empty predictions are
@@ -139,12 +144,19 @@ def build_labels(problems: Sequence[dict[str, Any]], samples: Sequence[Sequence[
         majority, count = majority_vote(answers)
         wrong = [a if a is not None and not ok else None for a, ok in zip(answers, correct)]
         incorrect, incorrect_count = majority_vote(wrong)
-        rows.append({
-            "id": str(item["id"]), "problem": item["problem"], "answer": item["answer"],
-            "majority": majority, "majority_count": count,
-            "majority_correct": majority is not None and correct[answers.index(majority)],
-            "incorrect": incorrect, "incorrect_count": incorrect_count, "num_samples": len(texts),
-        })
+        rows.append(
+            {
+                "id": str(item["id"]),
+                "problem": item["problem"],
+                "answer": item["answer"],
+                "majority": majority,
+                "majority_count": count,
+                "majority_correct": majority is not None and correct[answers.index(majority)],
+                "incorrect": incorrect,
+                "incorrect_count": incorrect_count,
+                "num_samples": len(texts),
+            }
+        )
     return rows
 
 
@@ -176,15 +188,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
     parser.add_argument("--batch-size", type=int, default=64, help="hf: prompts x samples per generate call")
     args = parser.parse_args(argv)
-    rows = label_problems(args.overrides, samples=args.samples, temperature=args.temperature, top_p=args.top_p,
-                          max_new_tokens=args.max_new_tokens, backend=args.backend, batch_size=args.batch_size)
+    rows = label_problems(
+        args.overrides,
+        samples=args.samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        backend=args.backend,
+        batch_size=args.batch_size,
+    )
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     wrong = sum(not r["majority_correct"] for r in rows)
     print(f"wrote {len(rows)} labels to {args.out} ({wrong} with a wrong majority answer)")
 
 
-def label_problems(overrides: Sequence[str], *, samples: int = 64, temperature: float = 1.0, top_p: float = 1.0,
-                   max_new_tokens: int | None = None, backend: str = "hf", batch_size: int = 64) -> list[dict]:
+def label_problems(
+    overrides: Sequence[str],
+    *,
+    samples: int = 64,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_new_tokens: int | None = None,
+    backend: str = "hf",
+    batch_size: int = 64,
+) -> list[dict]:
     from rlrecipes.config import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.templates import render_prompt
@@ -195,12 +222,20 @@ def label_problems(overrides: Sequence[str], *, samples: int = 64, temperature: 
     problems = load_problem_set(cfg.data)
     path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
     model, tokenizer = load_model(path, cfg.model)
-    prompts = [render_prompt(p["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
-               for p in problems.train]
-    sampling = Sampling(n=samples, temperature=temperature, top_p=top_p,
-                        max_new_tokens=max_new_tokens or cfg.trainer.max_completion_length)
-    engine = (VLLMBackend(path, dtype=cfg.model.dtype, seed=cfg.seed) if backend == "vllm"
-              else HFBackend(model, tokenizer, batch_size))
+    prompts = [
+        render_prompt(p["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for p in problems.train
+    ]
+    sampling = Sampling(
+        n=samples,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens or cfg.trainer.max_completion_length,
+    )
+    engine = (
+        VLLMBackend(path, dtype=cfg.model.dtype, seed=cfg.seed)
+        if backend == "vllm"
+        else HFBackend(model, tokenizer, batch_size)
+    )
     chunk = engine.chunk_size(sampling)
     texts: list[list[str]] = []
     for start in range(0, len(prompts), chunk):

@@ -12,8 +12,13 @@ def write_jsonl(path, rows):
 
 
 def test_field_mapping_reaches_nested_fields_and_chat_prompts(tmp_path):
-    rows = [{"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "What is 2+2?"}],
-             "reward_model": {"ground_truth": "4"}, "extra_info": {"index": "u1"}}]
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "What is 2+2?"}],
+            "reward_model": {"ground_truth": "4"},
+            "extra_info": {"index": "u1"},
+        }
+    ]
     path = write_jsonl(tmp_path / "d.jsonl", rows)
     records, source = read_records(str(path))
     loaded = to_problems(records, source, "prompt", "reward_model.ground_truth", "extra_info.index")

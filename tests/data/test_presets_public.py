@@ -12,8 +12,7 @@ EXPERIMENTS = sorted(p.stem for p in (Path(conf_dir()) / "experiment").glob("*.y
 
 def test_no_preset_points_into_the_shared_folder():
     groups = ("data", "experiment", "benchmark", "protocol")
-    offenders = [str(p) for g in groups for p in (Path(conf_dir()) / g).glob("*.yaml")
-                 if "../shared" in p.read_text()]
+    offenders = [str(p) for g in groups for p in (Path(conf_dir()) / g).glob("*.yaml") if "../shared" in p.read_text()]
     assert not offenders, offenders
 
 

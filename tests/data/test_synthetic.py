@@ -1,6 +1,7 @@
 import random
 
 import pytest
+
 from rlrecipes.config.schema import SyntheticTaskConfig
 from rlrecipes.data.synthetic import answer_line, check_countdown, evaluate, make_task
 from rlrecipes.errors import UserError

@@ -5,8 +5,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlrecipes.engine.checkpoints import MARKER, CheckpointKeeper, checkpoints, last_complete_checkpoint, \
-    remove_incomplete
+from rlrecipes.engine.checkpoints import (
+    MARKER,
+    CheckpointKeeper,
+    checkpoints,
+    last_complete_checkpoint,
+    remove_incomplete,
+)
 from rlrecipes.engine.grpo_args import checkpoint_interval
 from rlrecipes.errors import UserError
 
@@ -71,11 +76,15 @@ def test_keeper_writes_engine_state_then_marker(tmp_path):
 
     (tmp_path / "checkpoint-3").mkdir()
     hook = SimpleNamespace(state_dict=lambda: {"history": {"a": [1.0]}})
-    keeper = CheckpointKeeper(tmp_path, lambda: {"accuracy_before": 0.25}, keep_last=2, best_metric="acc",
-                              latest_metrics=lambda: {"acc": 0.75})
+    keeper = CheckpointKeeper(
+        tmp_path,
+        lambda: {"accuracy_before": 0.25},
+        keep_last=2,
+        best_metric="acc",
+        latest_metrics=lambda: {"acc": 0.75},
+    )
     keeper.trainer = SimpleNamespace(hooks=[hook], dynamic_sampling=None)
     keeper.on_save(None, SimpleNamespace(is_world_process_zero=True, global_step=3), None)
     state = torch.load(tmp_path / "checkpoint-3" / "engine_state.pt", weights_only=False)
-    assert state == {"hooks": [{"history": {"a": [1.0]}}], "dynamic_sampling": None,
-                     "job": {"accuracy_before": 0.25}}
+    assert state == {"hooks": [{"history": {"a": [1.0]}}], "dynamic_sampling": None, "job": {"accuracy_before": 0.25}}
     assert json.loads((tmp_path / "checkpoint-3" / MARKER).read_text()) == {"step": 3, "metric": "acc", "value": 0.75}

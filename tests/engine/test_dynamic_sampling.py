@@ -10,8 +10,8 @@ from omegaconf import OmegaConf
 from rlrecipes.engine.dynamic_sampling import (
     DynamicSampler,
     DynamicSamplingSettings,
-    RefillPrompts,
     KeptGroup,
+    RefillPrompts,
     merge_batches,
     mixed_groups,
     plan_kept_groups,
@@ -34,11 +34,15 @@ class FakeAccelerator:
 
 def make_trainer(num_processes=1, process_index=0, local_prompts=4):
     t = SimpleNamespace(
-        num_generations=G, reward_func_names=["acc", "shaped"], reward_weights=torch.tensor([1.0, 1.0]),
+        num_generations=G,
+        reward_func_names=["acc", "shaped"],
+        reward_weights=torch.tensor([1.0, 1.0]),
         accelerator=FakeAccelerator(num_processes, process_index),
         args=SimpleNamespace(seed=0, per_device_train_batch_size=local_prompts * G, steps_per_generation=1),
-        train_dataset=[{"prompt": f"p{i}"} for i in range(10)], _tokenizer=SimpleNamespace(pad_token_id=PAD),
-        last_rewards=None, logged={},
+        train_dataset=[{"prompt": f"p{i}"} for i in range(10)],
+        _tokenizer=SimpleNamespace(pad_token_id=PAD),
+        last_rewards=None,
+        logged={},
     )
     t.log_metric = lambda name, value: t.logged.__setitem__(name, value)
     return t
@@ -71,11 +75,14 @@ class Script:
         self.trainer.last_rewards = torch.stack([flat, torch.arange(len(flat)).float()], dim=1)
         names = [row["prompt"] for row in inputs]
         return {
-            "prompt_ids": torch.full((n, self.round), 7), "prompt_mask": torch.ones(n, self.round, dtype=torch.long),
-            "completion_ids": torch.full((n, width), 9), "completion_mask": torch.ones(n, width, dtype=torch.long),
+            "prompt_ids": torch.full((n, self.round), 7),
+            "prompt_mask": torch.ones(n, self.round, dtype=torch.long),
+            "completion_ids": torch.full((n, width), 9),
+            "completion_mask": torch.ones(n, width, dtype=torch.long),
             # advantages carry "round.row" so the test can see which rows survived
             "advantages": torch.tensor([self.round + i / 100 for i in range(n)]),
-            "num_items_in_batch": torch.tensor(-1), "names": names,
+            "num_items_in_batch": torch.tensor(-1),
+            "names": names,
         }
 
 
@@ -111,10 +118,14 @@ def test_fills_the_batch_with_mixed_groups_only_and_counts_rounds():
     batch, _ = run(sampler(t, refills), Script(t), first)
     # round 1 keeps a0, a3; round 2 nothing; round 3 needs 2 more: c0, c1 (c2 is surplus)
     assert batch["advantages"].tolist() == pytest.approx([1.00, 1.01, 1.06, 1.07, 3.00, 3.01, 3.02, 3.03])
-    assert t.logged == {"dynamic_sampling/rounds": 3, "dynamic_sampling/prompts_generated": 12,
-                        "dynamic_sampling/prompts_kept": 4,
-                        "dynamic_sampling/filtered_fraction": pytest.approx(7 / 12),
-                        "dynamic_sampling/surplus_discarded": 1, "dynamic_sampling/groups_moved": 0}
+    assert t.logged == {
+        "dynamic_sampling/rounds": 3,
+        "dynamic_sampling/prompts_generated": 12,
+        "dynamic_sampling/prompts_kept": 4,
+        "dynamic_sampling/filtered_fraction": pytest.approx(7 / 12),
+        "dynamic_sampling/surplus_discarded": 1,
+        "dynamic_sampling/groups_moved": 0,
+    }
     # rounds had 4- and 6-token completions: round-1 rows are right-padded with zeros
     assert batch["completion_ids"].shape == (8, 6)
     assert batch["completion_mask"].sum(dim=1).tolist() == [4, 4, 4, 4, 6, 6, 6, 6]
@@ -148,8 +159,9 @@ def test_two_processes_stop_together_and_keep_whole_local_groups():
     # rank 1 of 2; the script also knows what rank 0 scored in each round
     t = make_trainer(num_processes=2, process_index=1, local_prompts=2)
     rank0 = [rows("mixed", "mixed", tag="x"), rows("wrong", "wrong", tag="y")]
-    batch, names = run(sampler(t, [rows("mixed", "mixed", tag="b")]), Script(t, [rank0]),
-                       rows("right", "mixed", tag="a"))
+    batch, names = run(
+        sampler(t, [rows("mixed", "mixed", tag="b")]), Script(t, [rank0]), rows("right", "mixed", tag="a")
+    )
     # round 1: rank0 has 2, rank1 has 1 -> go on; round 2: rank1 takes b0, b1 is surplus
     assert len(names) == 2
     assert batch["advantages"].tolist() == pytest.approx([1.02, 1.03, 2.00, 2.01])
@@ -162,15 +174,27 @@ def test_two_processes_stop_together_and_keep_whole_local_groups():
 def test_the_quota_is_global_and_only_the_imbalance_moves():
     # round 1: rank 0 found 3 mixed groups, rank 1 one; 2 each are needed. Per process, rank 1
     # would need another round; globally the batch is full, and rank 0's third group moves.
-    assert plan_kept_groups([[3, 1]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 0, 1, 0), KeptGroup(0, 0, 2, 1),
-                                             KeptGroup(0, 1, 0, 1)]
+    assert plan_kept_groups([[3, 1]], 2) == [
+        KeptGroup(0, 0, 0, 0),
+        KeptGroup(0, 0, 1, 0),
+        KeptGroup(0, 0, 2, 1),
+        KeptGroup(0, 1, 0, 1),
+    ]
     # pool order is round, then process, then position (verl's concatenated batch); rank 1's
     # round-2 groups are surplus because rank 0's earlier ones fill the pool first
-    assert plan_kept_groups([[3, 0], [1, 2]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 0, 1, 0),
-                                                     KeptGroup(0, 0, 2, 1), KeptGroup(1, 0, 0, 1)]
+    assert plan_kept_groups([[3, 0], [1, 2]], 2) == [
+        KeptGroup(0, 0, 0, 0),
+        KeptGroup(0, 0, 1, 0),
+        KeptGroup(0, 0, 2, 1),
+        KeptGroup(1, 0, 0, 1),
+    ]
     # rank 1 keeps its first two; its third is rank 0's missing one
-    assert plan_kept_groups([[1, 1], [0, 2]], 2) == [KeptGroup(0, 0, 0, 0), KeptGroup(0, 1, 0, 1),
-                                                     KeptGroup(1, 1, 0, 1), KeptGroup(1, 1, 1, 0)]
+    assert plan_kept_groups([[1, 1], [0, 2]], 2) == [
+        KeptGroup(0, 0, 0, 0),
+        KeptGroup(0, 1, 0, 1),
+        KeptGroup(1, 1, 0, 1),
+        KeptGroup(1, 1, 1, 0),
+    ]
     with pytest.raises(ValueError, match="3 mixed groups found, 4 needed"):
         plan_kept_groups([[2, 1]], 2)
 
@@ -182,14 +206,17 @@ def test_a_process_short_of_mixed_groups_is_filled_from_another(monkeypatch):
     across the two ranks is played by hand."""
     import accelerate.utils
 
-    script = {0: [rows("mixed", "mixed", tag="a"), rows("mixed", "mixed", tag="b")],
-              1: [rows("wrong", "right", tag="c"), rows("wrong", "wrong", tag="d")]}
+    script = {
+        0: [rows("mixed", "mixed", tag="a"), rows("mixed", "mixed", tag="b")],
+        1: [rows("wrong", "right", tag="c"), rows("wrong", "wrong", tag="d")],
+    }
     sent: dict[int, list] = {}
 
     def gather_as(rank):
         def gather_object(outgoing):
             sent[rank] = outgoing
             return [item for r in sorted(sent) for item in sent[r]]
+
         return gather_object
 
     result = {}
@@ -234,7 +261,7 @@ def test_refill_stream_is_shared_across_processes_and_repeats_each_prompt():
         seen += [row["prompt"] for part in parts for row in part[::3]]
     # in global order (rank 0's share, then rank 1's), every epoch is a permutation
     for epoch in range(4):
-        assert sorted(seen[5 * epoch:5 * epoch + 5]) == [f"p{i}" for i in range(5)]
+        assert sorted(seen[5 * epoch : 5 * epoch + 5]) == [f"p{i}" for i in range(5)]
 
 
 def test_merge_refuses_fields_it_cannot_pad():
@@ -244,8 +271,14 @@ def test_merge_refuses_fields_it_cannot_pad():
 
 
 def test_settings_and_setup_errors():
-    recipe = OmegaConf.create({"dynamic_sampling": False, "dynamic_sampling_filter": "acc",
-                               "max_generation_rounds": 10, "prompts_per_generation_round": None})
+    recipe = OmegaConf.create(
+        {
+            "dynamic_sampling": False,
+            "dynamic_sampling_filter": "acc",
+            "max_generation_rounds": 10,
+            "prompts_per_generation_round": None,
+        }
+    )
     assert DynamicSamplingSettings.from_recipe(recipe) is None
     recipe.dynamic_sampling = True
     assert DynamicSamplingSettings.from_recipe(recipe) == DynamicSamplingSettings("acc", 10, None)
@@ -269,9 +302,17 @@ def test_any_recipe_can_switch_it_on(tmp_path):
     from rlrecipes.train import train
     from tests.conftest import compose
 
-    cfg = compose("recipe=grpo", "recipe.dynamic_sampling=true", "data.synthetic.num_train=80",
-                  "data.synthetic.num_eval=20", "data.synthetic.operand_max=[9,9]", "model.toy.sft_dev_size=20",
-                  "trainer.num_generations=8", "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        "recipe=grpo",
+        "recipe.dynamic_sampling=true",
+        "data.synthetic.num_train=80",
+        "data.synthetic.num_eval=20",
+        "data.synthetic.operand_max=[9,9]",
+        "model.toy.sft_dev_size=20",
+        "trainer.num_generations=8",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["dynamic_sampling/prompts_kept"] for r in rows] == [4, 4]
@@ -282,6 +323,7 @@ def test_a_weight_0_monitor_cannot_pick_the_groups():
     """TTRL logs gold accuracy at weight 0: filtering on it would leak the labels into training."""
     t = make_trainer()
     t.reward_weights = torch.tensor([0.0, 1.0])
-    with pytest.raises(UserError, match="dynamic_sampling_filter='acc' has weight 0 .* filter on a reward that "
-                                        "trains: shaped"):
+    with pytest.raises(
+        UserError, match="dynamic_sampling_filter='acc' has weight 0 .* filter on a reward that trains: shaped"
+    ):
         DynamicSampler(t, DynamicSamplingSettings("acc"))

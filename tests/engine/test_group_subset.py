@@ -31,13 +31,14 @@ def test_advantages_over_the_kept_rows_only():
     keep = torch.tensor([True, True, False, False] * 2)
     # group 0 keeps [1, 0]: mean 0.5, std sqrt(0.5) -> +-0.5 / (0.70711 + 1e-4)
     # group 1 keeps [0, 0]: std 0 -> 0 / 1e-4 = 0; dropped rows get 0
-    x = 0.5 / (0.5 ** 0.5 + EPS)
+    x = 0.5 / (0.5**0.5 + EPS)
     assert group_advantages(REWARDS, 4, keep=keep).tolist() == pytest.approx([x, -x, 0, 0, 0, 0, 0, 0], abs=1e-6)
 
 
 def test_scale_modes_and_unscorable_rows():
     assert group_advantages(REWARDS, 4, "none").tolist() == pytest.approx(
-        [0.25, -0.75, 0.25, 0.25, -0.25, -0.25, -0.25, 0.75])
+        [0.25, -0.75, 0.25, 0.25, -0.25, -0.25, -0.25, 0.75]
+    )
     # batch: one std over all 8 rewards (mean 0.5, unbiased std sqrt(2/7))
     s = (2 / 7) ** 0.5
     assert group_advantages(REWARDS, 4, "batch")[1].item() == pytest.approx(-0.75 / (s + EPS), abs=1e-6)
@@ -57,10 +58,13 @@ def test_weighted_rewards_match_trl():
 
 def fake_trainer(process_index=0, other_tokens=0):
     return SimpleNamespace(
-        num_generations=4, model=SimpleNamespace(training=True), scale_rewards="group",
+        num_generations=4,
+        model=SimpleNamespace(training=True),
+        scale_rewards="group",
         reward_weights=torch.tensor([1.0, 0.0]),
-        accelerator=SimpleNamespace(process_index=process_index,
-                                    gather=lambda t: torch.stack([t, torch.tensor(other_tokens)])),
+        accelerator=SimpleNamespace(
+            process_index=process_index, gather=lambda t: torch.stack([t, torch.tensor(other_tokens)])
+        ),
         args=SimpleNamespace(per_device_train_batch_size=2, steps_per_generation=2),
     )
 
@@ -82,7 +86,7 @@ def test_after_scoring_keeps_the_first_rows_of_this_process_groups():
     assert out["old_per_token_logps"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     assert out["num_images"] == ["i0", "i1"]
     # group 1 keeps rewards [1, 0] (global rows 4, 5): +-0.5 / (sqrt(0.5) + 1e-4)
-    x = 0.5 / (0.5 ** 0.5 + EPS)
+    x = 0.5 / (0.5**0.5 + EPS)
     assert out["advantages"].tolist() == pytest.approx([x, -x], abs=1e-6)
     # the kept rows hold 3 + 2 tokens here, plus the other process's 4
     assert out["num_items_in_batch"].item() == 9
@@ -100,12 +104,15 @@ def test_eval_batches_are_untouched():
     assert GroupSubset(1).after_scoring(trainer, batch, torch.zeros(4, 1)) is batch
 
 
-@pytest.mark.parametrize("keep, per_device, steps, message", [
-    (5, 2, 2, r"recipe.n_train=5 must be between 1 and trainer.num_generations=4"),
-    (2, 3, 2, r"each process scores 6 completions, not a whole number of groups of 4"),
-    # 8 completions = 2 groups -> 2 kept rows for 8 micro-steps
-    (1, 1, 8, r"recipe.n_train=1 leaves 2 completions per process, which do not split into the 8 micro-steps"),
-])
+@pytest.mark.parametrize(
+    "keep, per_device, steps, message",
+    [
+        (5, 2, 2, r"recipe.n_train=5 must be between 1 and trainer.num_generations=4"),
+        (2, 3, 2, r"each process scores 6 completions, not a whole number of groups of 4"),
+        # 8 completions = 2 groups -> 2 kept rows for 8 micro-steps
+        (1, 1, 8, r"recipe.n_train=1 leaves 2 completions per process, which do not split into the 8 micro-steps"),
+    ],
+)
 def test_bind_rejects_batches_that_cannot_split(keep, per_device, steps, message):
     trainer = fake_trainer()
     trainer.args = SimpleNamespace(per_device_train_batch_size=per_device, steps_per_generation=steps)
@@ -116,8 +123,10 @@ def test_bind_rejects_batches_that_cannot_split(keep, per_device, steps, message
 def test_bind_refuses_dynamic_sampling():
     trainer = fake_trainer()
     trainer.dynamic_sampling = object()
-    with pytest.raises(UserError, match="recipe.n_train=2 .* cannot be combined with recipe.dynamic_sampling=true; "
-                                        "set recipe.n_train=4"):
+    with pytest.raises(
+        UserError,
+        match="recipe.n_train=2 .* cannot be combined with recipe.dynamic_sampling=true; set recipe.n_train=4",
+    ):
         GroupSubset(2, key="recipe.n_train").bind(trainer)
     GroupSubset(4, key="recipe.n_train").bind(trainer)  # every sample trains: nothing to subset
 
@@ -146,27 +155,35 @@ def test_a_real_trl_run_trains_on_the_kept_rows(toy_model_dir, tmp_path):
     from rlrecipes.engine.grpo_args import build_grpo_config
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
     from rlrecipes.models import load_model
-    
+
     # 4 prompts x 4 samples, 2 optimizer steps of 2 micro-steps (4 generated rows each) per
     # rollout: TRL splits what the hook returns into 4 micro-batches
-    cfg = compose("trainer.max_steps=2", "trainer.updates_per_rollout=2", "trainer.micro_batch_size=4",
-                  "recipe.loss_type=dapo")
+    cfg = compose(
+        "trainer.max_steps=2", "trainer.updates_per_rollout=2", "trainer.micro_batch_size=4", "recipe.loss_type=dapo"
+    )
     problems = load_problem_set(cfg.data)
     model, tok = load_model(str(toy_model_dir), cfg.model)
-    rows = [{"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
-            for it in problems.train[:16]]
+    rows = [
+        {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
+        for it in problems.train[:16]
+    ]
 
     def length_mod_3(completions, **_):  # varies within groups, unlike the tiny model's accuracy
         return [float(len(c) % 3) for c in completions]
 
     recorder = Recorder()
-    trainer = RecipeGRPOTrainer(model=model, reward_funcs=[length_mod_3],
-                                args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
-                                train_dataset=Dataset.from_list(rows), processing_class=tok,
-                                hooks=[GroupSubset(2), recorder])
+    trainer = RecipeGRPOTrainer(
+        model=model,
+        reward_funcs=[length_mod_3],
+        args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        hooks=[GroupSubset(2), recorder],
+    )
     seen = []
     trainer._compute_loss = (lambda compute: lambda model, inputs: (seen.append(inputs), compute(model, inputs))[1])(
-        trainer._compute_loss)
+        trainer._compute_loss
+    )
     trainer.train()
     [(batch, rewards)] = recorder.batches  # one rollout for the two optimizer steps
     assert batch["completion_ids"].size(0) == 8  # 4 groups x the first 2

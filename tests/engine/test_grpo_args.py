@@ -1,4 +1,5 @@
 import pytest
+
 from rlrecipes.config.schema import TrainerConfig
 from rlrecipes.engine.grpo_args import build_grpo_config, plan_batches
 from rlrecipes.errors import UserError
@@ -11,24 +12,28 @@ def trainer(**kw):
 
 def test_batch_plan_matches_verl_train_and_mini_batches():
     # DAPO: 512 prompts x 16 samples, 16 updates of 512 completions, micro-batch 8 on 64 GPUs
-    plan = plan_batches(trainer(prompts_per_rollout=512, num_generations=16, updates_per_rollout=16,
-                                micro_batch_size=8), num_processes=64)
+    plan = plan_batches(
+        trainer(prompts_per_rollout=512, num_generations=16, updates_per_rollout=16, micro_batch_size=8),
+        num_processes=64,
+    )
     assert plan.completions_per_rollout == 8192 and plan.completions_per_update == 512
     assert (plan.per_device_batch, plan.grad_accum, plan.steps_per_generation) == (8, 1, 16)
     # quick-start: 8 x 8 = 64 completions, one update, one micro-batch on one CPU
     plan = plan_batches(trainer(prompts_per_rollout=8, num_generations=8, micro_batch_size=64))
     assert (plan.per_device_batch, plan.grad_accum, plan.steps_per_generation) == (64, 1, 1)
     # micro-batch smaller than an update: gradient accumulation
-    plan = plan_batches(trainer(prompts_per_rollout=8, num_generations=8, updates_per_rollout=2,
-                                micro_batch_size=8))
+    plan = plan_batches(trainer(prompts_per_rollout=8, num_generations=8, updates_per_rollout=2, micro_batch_size=8))
     assert (plan.per_device_batch, plan.grad_accum, plan.steps_per_generation) == (8, 4, 8)
 
 
-@pytest.mark.parametrize("kw,message", [
-    (dict(num_generations=1), "num_generations must be at least 2"),
-    (dict(prompts_per_rollout=3, num_generations=3, updates_per_rollout=2), "updates_per_rollout=2 must divide"),
-    (dict(prompts_per_rollout=8, num_generations=8, micro_batch_size=48), "micro_batch_size=48"),
-])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(num_generations=1), "num_generations must be at least 2"),
+        (dict(prompts_per_rollout=3, num_generations=3, updates_per_rollout=2), "updates_per_rollout=2 must divide"),
+        (dict(prompts_per_rollout=8, num_generations=8, micro_batch_size=48), "micro_batch_size=48"),
+    ],
+)
 def test_impossible_batches_fail_with_the_key(kw, message):
     with pytest.raises(UserError, match=message):
         plan_batches(trainer(**kw))
@@ -48,6 +53,7 @@ def test_vllm_rollout_without_vllm_is_a_clear_error(tmp_path):
     pytest.importorskip("trl")
     try:
         import vllm  # noqa: F401
+
         pytest.skip("vllm is installed here")
     except ImportError:
         pass
@@ -58,8 +64,9 @@ def test_vllm_rollout_without_vllm_is_a_clear_error(tmp_path):
 def test_ttrl_v1_schedule_keeps_openrlhfs_floor(tmp_path):
     from rlrecipes.config import compose_config
 
-    cfg = compose_config("train", ["experiment=ttrl_v1_amc_qwen2_5_math_7b", "rollout=hf", "trainer.use_cpu=true",
-                                   "trainer.bf16=false"])
+    cfg = compose_config(
+        "train", ["experiment=ttrl_v1_amc_qwen2_5_math_7b", "rollout=hf", "trainer.use_cpu=true", "trainer.bf16=false"]
+    )
     args = build_grpo_config(cfg, tmp_path, {}, [1.0])
     assert args.lr_scheduler_type == "cosine_with_min_lr" and args.lr_scheduler_kwargs == {"min_lr_rate": 0.1}
 

@@ -22,8 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def fake_trainer(step=0):
     logged = {}
     accelerator = SimpleNamespace(device="cpu", reduce=lambda t, reduction: t)
-    return SimpleNamespace(accelerator=accelerator, state=SimpleNamespace(global_step=step),
-                           log_metric=lambda name, value: logged.__setitem__(name, value), logged=logged)
+    return SimpleNamespace(
+        accelerator=accelerator,
+        state=SimpleNamespace(global_step=step),
+        log_metric=lambda name, value: logged.__setitem__(name, value),
+        logged=logged,
+    )
 
 
 def named(fn, name):
@@ -72,8 +76,11 @@ def test_past_the_rate_the_run_stops_with_one_line():
     fn(prompts=["p"] * 4, completions=["a"] * 4)  # 1 of 4 = 25%: allowed
     guard.after_scoring(fake_trainer(), {"advantages": torch.zeros(4)}, None)
     fn(prompts=["p"] * 2, completions=["a"] * 2)  # 2 of 6 = 33%: over
-    with pytest.raises(UserError, match=r"reward 'half' failed on 2 of 6 completions \(33.3% > "
-                                        r"trainer.reward_max_failure_rate=0.25\); first failure: returned nan"):
+    with pytest.raises(
+        UserError,
+        match=r"reward 'half' failed on 2 of 6 completions \(33.3% > "
+        r"trainer.reward_max_failure_rate=0.25\); first failure: returned nan",
+    ):
         guard.after_scoring(fake_trainer(), {"advantages": torch.zeros(2)}, None)
 
 
@@ -97,23 +104,46 @@ def test_non_finite_advantages_stop_the_step():
 
 def entry(*overrides, cwd):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, str(ROOT / "tests" / "multiprocess_entry.py"), "train", *TINY,
-                           "trainer.eval_before=false", "trainer.eval_after=false", *overrides],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "multiprocess_entry.py"),
+            "train",
+            *TINY,
+            "trainer.eval_before=false",
+            "trainer.eval_after=false",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
 def test_a_run_survives_occasional_failures_and_stops_on_constant_ones(toy_model_dir, tmp_path):
-    ok = entry("recipe.rewards=[{name: accuracy, weight: 1.0}, {name: first_is_nan, weight: 1.0}]",
-               "trainer.reward_max_failure_rate=0.5", f"run_dir={tmp_path / 'ok'}", cwd=tmp_path)
+    ok = entry(
+        "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: first_is_nan, weight: 1.0}]",
+        "trainer.reward_max_failure_rate=0.5",
+        f"run_dir={tmp_path / 'ok'}",
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "ok" / "metrics.jsonl").read_text().splitlines()]
     assert [row["reward_failures/first_is_nan"] for row in rows] == [1, 1]  # one NaN per call, 16 completions
     assert all(row["reward_failures/accuracy"] == 0 for row in rows)
 
-    stop = entry("recipe.rewards=[{name: accuracy, weight: 1.0}, {name: always_raises, weight: 1.0}]",
-                 f"run_dir={tmp_path / 'stop'}", cwd=tmp_path)
+    stop = entry(
+        "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: always_raises, weight: 1.0}]",
+        f"run_dir={tmp_path / 'stop'}",
+        cwd=tmp_path,
+    )
     assert stop.returncode == 2
     errors = [line for line in stop.stdout.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "reward 'always_raises' failed on 16 of 16 completions" in " ".join(
-        stop.stdout.split()) and "Traceback" not in stop.stdout + stop.stderr
+    assert (
+        len(errors) == 1
+        and "reward 'always_raises' failed on 16 of 16 completions" in " ".join(stop.stdout.split())
+        and "Traceback" not in stop.stdout + stop.stderr
+    )

@@ -36,9 +36,14 @@ def test_history_across_epochs_matches_logged_accuracy(toy_model_dir, tmp_path):
     accuracy the run logged for that step."""
     from rlrecipes.train import train
 
-    cfg = compose("data.max_examples=4", "trainer.max_steps=3", "trainer.record_accuracy_history=true",
-                  "trainer.eval_before=false", "trainer.eval_after=false",
-                  f"model.name_or_path={toy_model_dir}")
+    cfg = compose(
+        "data.max_examples=4",
+        "trainer.max_steps=3",
+        "trainer.record_accuracy_history=true",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"model.name_or_path={toy_model_dir}",
+    )
     train(cfg, tmp_path, log=lambda _: None)
     history = json.loads((tmp_path / "accuracy_history.json").read_text())
     assert len(history) == 4 and all(len(v) == 3 for v in history.values())

@@ -25,10 +25,15 @@ class Model(torch.nn.Linear):
 def make_trainer(weights):
     logged = {}
     trainer = SimpleNamespace(
-        model=Model(1, 1), ref_model=None, num_generations=4, scale_rewards="group",
-        reward_weights=torch.tensor(weights), args=SimpleNamespace(gradient_checkpointing_kwargs=None),
-        accelerator=SimpleNamespace(process_index=1, unwrap_model=lambda m: m, gather=lambda t: SCORES.clone(),
-                                    autocast=nullcontext),
+        model=Model(1, 1),
+        ref_model=None,
+        num_generations=4,
+        scale_rewards="group",
+        reward_weights=torch.tensor(weights),
+        args=SimpleNamespace(gradient_checkpointing_kwargs=None),
+        accelerator=SimpleNamespace(
+            process_index=1, unwrap_model=lambda m: m, gather=lambda t: SCORES.clone(), autocast=nullcontext
+        ),
         log_metric=lambda name, value: logged.__setitem__(name, value),
     )
     return trainer, logged
@@ -59,8 +64,7 @@ def test_reward_advantages_are_added_when_a_weight_is_non_zero():
 def test_offline_scorer_is_a_frozen_copy_of_the_initial_model():
     trainer, _ = make_trainer([0.0])
     seen = []
-    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty",
-                                scorer="offline")
+    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty", scorer="offline")
     hook.bind(trainer)
     initial = trainer.model.weight.detach().clone()
     with torch.no_grad():
@@ -89,8 +93,11 @@ def test_sharded_is_read_from_the_trainer():
 
     def trainer(fsdp=False, deepspeed=False, stage=None):
         plugin = SimpleNamespace(zero_stage=stage) if stage else None
-        return SimpleNamespace(is_fsdp_enabled=fsdp, is_deepspeed_enabled=deepspeed,
-                               accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)))
+        return SimpleNamespace(
+            is_fsdp_enabled=fsdp,
+            is_deepspeed_enabled=deepspeed,
+            accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)),
+        )
 
     assert sharded(trainer(fsdp=True))
     assert sharded(trainer(deepspeed=True, stage=3))
@@ -127,8 +134,7 @@ def test_offline_scorer_never_deep_copies_a_sharded_model(monkeypatch):
     monkeypatch.setattr(policy_score.copy, "deepcopy", lambda *a: pytest.fail("deep-copied a sharded model"))
     monkeypatch.setattr(policy_score, "_sharded_frozen_copy", lambda t: frozen)
     seen = []
-    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty",
-                                scorer="offline")
+    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(model), SCORES[4:])[1], "certainty", scorer="offline")
     hook.bind(trainer)
     hook.after_scoring(trainer, batch(), torch.zeros(8, 1))
     assert seen == [frozen]
@@ -139,8 +145,14 @@ def lora_trainer():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=13, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1)
+    config = LlamaConfig(
+        vocab_size=13,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     base = LlamaForCausalLM(config)
     reference = LlamaForCausalLM(config)
     reference.load_state_dict(base.state_dict())
@@ -163,8 +175,9 @@ def test_a_lora_policy_is_scored_with_adapters_online_and_without_them_offline(s
     trainer, reference = lora_trainer()
     monkeypatch.setattr(policy_score.copy, "deepcopy", lambda *a: pytest.fail("copied a LoRA model"))
     seen = []
-    hook = PolicyScoreAdvantage(lambda model, b, t: (seen.append(last_logits(model)), SCORES[4:])[1],
-                                "certainty", scorer=scorer)
+    hook = PolicyScoreAdvantage(
+        lambda model, b, t: (seen.append(last_logits(model)), SCORES[4:])[1], "certainty", scorer=scorer
+    )
     hook.bind(trainer)
     hook.after_scoring(trainer, batch(), torch.zeros(8, 1))
     with torch.no_grad():

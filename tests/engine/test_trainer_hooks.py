@@ -36,12 +36,20 @@ def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
     cfg = compose("trainer.max_steps=1")
     problems = load_problem_set(cfg.data)
     model, tok = load_model(str(toy_model_dir), cfg.model)
-    rows = [{"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
-            for it in problems.train[:16]]
+    rows = [
+        {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
+        for it in problems.train[:16]
+    ]
     accuracy = build_reward("accuracy", RewardContext(verify=problems.verify))
     recorder = Recorder()
-    trainer = RecipeGRPOTrainer(model=model, reward_funcs=[accuracy], args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
-                                train_dataset=Dataset.from_list(rows), processing_class=tok, hooks=[recorder])
+    trainer = RecipeGRPOTrainer(
+        model=model,
+        reward_funcs=[accuracy],
+        args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        hooks=[recorder],
+    )
     trainer.train()
     [view] = recorder.views
     g = cfg.trainer.num_generations
@@ -49,8 +57,8 @@ def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
     assert len(view.completions) == cfg.trainer.prompts_per_rollout * g
     # groups are consecutive: every group shares one prompt and one id
     for start in range(0, len(view.completions), g):
-        assert len(set(view.columns["id"][start:start + g])) == 1
-        assert len(set(view.prompts[start:start + g])) == 1
+        assert len(set(view.columns["id"][start : start + g])) == 1
+        assert len(set(view.prompts[start : start + g])) == 1
     [batch] = recorder.batches
     assert torch.all(batch["advantages"] == 0)  # the hook's constant rewards were used
     assert torch.all(trainer.last_rewards == 1)

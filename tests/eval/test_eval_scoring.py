@@ -7,27 +7,60 @@ from rlrecipes.eval.scoring import compute_metrics, grade_records, headline
 
 
 def rec(pid, gold, completions, subject=None, level=None, tokens=None, finish=None):
-    return ProblemRecord(benchmark="b", id=pid, problem="", prompt="", gold=gold,
-                         completions=completions, subject=subject, level=level,
-                         num_tokens=tokens or [], finish_reasons=finish or [])
+    return ProblemRecord(
+        benchmark="b",
+        id=pid,
+        problem="",
+        prompt="",
+        gold=gold,
+        completions=completions,
+        subject=subject,
+        level=level,
+        num_tokens=tokens or [],
+        finish_reasons=finish or [],
+    )
 
 
 def known_records():
     return [
-        rec("p1", "025", ["\\boxed{25}", "\\boxed{24}", "work\nAnswer: 25", "no idea"], "A", "1",
-            [10, 20, 30, 40], ["stop", "stop", "stop", "length"]),
-        rec("p2", "\\frac{1}{2}", ["\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{1}", "\\boxed{1}"], "A", "2",
-            [10, 10, 10, 10], ["stop"] * 4),
-        rec("p3", "7", ["\\boxed{3}", "\\boxed{3}", "\\boxed{7}", "\\boxed{3}"], "B", "2",
-            [10, 10, 10, 10], ["stop"] * 4),
+        rec(
+            "p1",
+            "025",
+            ["\\boxed{25}", "\\boxed{24}", "work\nAnswer: 25", "no idea"],
+            "A",
+            "1",
+            [10, 20, 30, 40],
+            ["stop", "stop", "stop", "length"],
+        ),
+        rec(
+            "p2",
+            "\\frac{1}{2}",
+            ["\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{1}", "\\boxed{1}"],
+            "A",
+            "2",
+            [10, 10, 10, 10],
+            ["stop"] * 4,
+        ),
+        rec(
+            "p3",
+            "7",
+            ["\\boxed{3}", "\\boxed{3}", "\\boxed{7}", "\\boxed{3}"],
+            "B",
+            "2",
+            [10, 10, 10, 10],
+            ["stop"] * 4,
+        ),
     ]
 
 
 def test_hand_computed_metrics():
     records = known_records()
     grade_records(records, "auto")
-    assert [r.correct for r in records] == [[True, False, True, False], [True, True, False, False],
-                                            [False, False, True, False]]
+    assert [r.correct for r in records] == [
+        [True, False, True, False],
+        [True, True, False, False],
+        [False, False, True, False],
+    ]
     assert records[0].answers == ["25", "24", "25", None]
     m = compute_metrics(records)
     assert m["problems"] == 3 and m["samples_per_problem"] == 4

@@ -41,8 +41,14 @@ def test_vllm_and_hf_give_the_same_greedy_answers(toy_vllm_dir, tmp_path):
     runs = {}
     for backend in ("hf", "vllm"):
         runs[backend] = tmp_path / backend
-        out = rlrecipes("eval", *EVAL_TINY, "model=toy_vllm", f"generation.backend={backend}",
-                        f"run_dir={runs[backend]}", cwd=tmp_path)
+        out = rlrecipes(
+            "eval",
+            *EVAL_TINY,
+            "model=toy_vllm",
+            f"generation.backend={backend}",
+            f"run_dir={runs[backend]}",
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     hf, vllm = samples(runs["hf"]), samples(runs["vllm"])
     assert len(hf) == len(vllm) == 64  # every held-out problem

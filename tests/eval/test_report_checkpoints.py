@@ -74,8 +74,9 @@ def test_a_run_without_markers_keeps_its_checkpoints(tmp_path):
 
 
 def test_sharded_weights_with_a_missing_shard_are_torn(tmp_path):
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
-        {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})
+    )
     weights(tmp_path)
     (tmp_path / "model.safetensors").rename(tmp_path / "model-00001-of-00002.safetensors")
     assert torn_reason(tmp_path) == "missing shard model-00002-of-00002.safetensors"

@@ -29,16 +29,21 @@ import pytest
 from tests.conftest import TINY, stop_process_group
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 GPU = ["model=toy_vllm", "trainer.use_cpu=false", "trainer.bf16=true"]
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 
 
 def train(*overrides, cwd, env=None, launcher=(sys.executable, "-m", "rlrecipes.cli")):
-    return subprocess.run([*launcher, "train", *TINY, *GPU, *overrides], capture_output=True, text=True,
-                          cwd=cwd, timeout=900, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*launcher, "train", *TINY, *GPU, *overrides],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=900,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def metrics(run: Path) -> list[dict]:
@@ -55,8 +60,16 @@ def test_bf16_training_on_gpu(tmp_path):
 def test_vllm_colocate_rollouts_follow_the_trained_weights(tmp_path):
     pytest.importorskip("vllm")
     run = tmp_path / "v"
-    out = train("rollout=vllm", "rollout.vllm_gpu_memory_utilization=0.2", "recipe=spurious", "reward=random",
-                "trainer.max_steps=3", "trainer.learning_rate=1e-3", f"run_dir={run}", cwd=tmp_path)
+    out = train(
+        "rollout=vllm",
+        "rollout.vllm_gpu_memory_utilization=0.2",
+        "recipe=spurious",
+        "reward=random",
+        "trainer.max_steps=3",
+        "trainer.learning_rate=1e-3",
+        f"run_dir={run}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     steps = [s for s in metrics(run) if "vllm/logprob_gap" in s]
     assert len(steps) == 3
@@ -80,15 +93,41 @@ def test_vllm_server_rollouts_with_nccl_weight_sync(tmp_path):
     cfg = compose_config("train", [*TINY, *GPU])
     model = resolve_model_path(cfg.model, load_problem_set(cfg.data).task, cfg.data.synthetic, log=lambda _: None)
     port, log = _free_port(), (tmp_path / "server.log").open("w")
-    server = subprocess.Popen(["trl", "vllm-serve", "--model", model, "--host", "127.0.0.1", "--port", str(port),
-                               "--gpu_memory_utilization", "0.3"], stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"}, start_new_session=True)
+    server = subprocess.Popen(
+        [
+            "trl",
+            "vllm-serve",
+            "--model",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--gpu_memory_utilization",
+            "0.3",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"},
+        start_new_session=True,
+    )
     try:
         run = tmp_path / "s"
-        out = train("rollout=vllm_server", "rollout.vllm_server_host=127.0.0.1", f"rollout.vllm_server_port={port}",
-                    "recipe=spurious", "reward=random", "trainer.max_steps=3", "trainer.learning_rate=1e-3",
-                    f"run_dir={run}", cwd=tmp_path, env={"CUDA_VISIBLE_DEVICES": "0"})
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:] + (tmp_path / "server.log").read_text()[-3000:]
+        out = train(
+            "rollout=vllm_server",
+            "rollout.vllm_server_host=127.0.0.1",
+            f"rollout.vllm_server_port={port}",
+            "recipe=spurious",
+            "reward=random",
+            "trainer.max_steps=3",
+            "trainer.learning_rate=1e-3",
+            f"run_dir={run}",
+            cwd=tmp_path,
+            env={"CUDA_VISIBLE_DEVICES": "0"},
+        )
+        assert out.returncode == 0, (
+            out.stdout[-3000:] + out.stderr[-3000:] + (tmp_path / "server.log").read_text()[-3000:]
+        )
         steps = [s for s in metrics(run) if "vllm/logprob_gap" in s]
         assert len(steps) == 3 and all(s["vllm/logprob_gap"] < 0.1 for s in steps), steps
     finally:
@@ -102,9 +141,11 @@ def test_two_gpu_ddp_run(tmp_path):
 
     ddp = files("rlrecipes") / "launch" / "ddp.yaml"
     run = tmp_path / "ddp"
-    out = train(f"run_dir={run}", cwd=tmp_path,
-                launcher=("accelerate", "launch", "--config_file", str(ddp), "--num_processes", "2",
-                          "-m", "rlrecipes.cli"))
+    out = train(
+        f"run_dir={run}",
+        cwd=tmp_path,
+        launcher=("accelerate", "launch", "--config_file", str(ddp), "--num_processes", "2", "-m", "rlrecipes.cli"),
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == ["ddp"]  # one run directory
     summary = json.loads((run / "summary.json").read_text())
@@ -117,9 +158,23 @@ def test_eval_auto_backend_is_vllm_on_gpu(tmp_path):
 
     run = tmp_path / "e"
     eval_tiny = [o for o in TINY if not o.startswith("trainer.")]
-    out = subprocess.run([sys.executable, "-m", "rlrecipes.cli", "eval", *eval_tiny, "model=toy_vllm",
-                          "generation.vllm_gpu_memory_utilization=0.2", "progress=false", f"run_dir={run}"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlrecipes.cli",
+            "eval",
+            *eval_tiny,
+            "model=toy_vllm",
+            "generation.vllm_gpu_memory_utilization=0.2",
+            "progress=false",
+            f"run_dir={run}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     model = json.loads((run / "summary.json").read_text())["model"]
     assert resolve_backend("auto", model) == "vllm"

@@ -33,8 +33,13 @@ def _decimal(v: Fraction) -> str | None:
 def _fraction_forms(v: Fraction) -> list[str]:
     a, b = abs(v.numerator), v.denominator
     sign = "-" if v < 0 else ""
-    forms = [f"{sign}\\frac{{{a}}}{{{b}}}", f"{sign}\\dfrac{{{a}}}{{{b}}}", f"{sign}{a}/{b}",
-             f"\\frac{{{sign}{a}}}{{{b}}}", f"{sign}\\frac{{{2 * a}}}{{{2 * b}}}"]
+    forms = [
+        f"{sign}\\frac{{{a}}}{{{b}}}",
+        f"{sign}\\dfrac{{{a}}}{{{b}}}",
+        f"{sign}{a}/{b}",
+        f"\\frac{{{sign}{a}}}{{{b}}}",
+        f"{sign}\\frac{{{2 * a}}}{{{2 * b}}}",
+    ]
     if a < 10 and b < 10:
         forms.append(f"{sign}\\frac{a}{b}")
     dec = _decimal(v)
@@ -45,8 +50,12 @@ def _fraction_forms(v: Fraction) -> list[str]:
 
 def _symbolic_forms(k: int, m: int) -> list[str]:
     """k*sqrt(m) (m square-free) in several spellings."""
-    return [f"{k}\\sqrt{{{m}}}", f"\\sqrt{{{k * k * m}}}", f"{k}\\sqrt{m}" if m < 10 else f"{k}\\sqrt{{{m}}}",
-            f"\\sqrt{{{m}}} \\cdot {k}"]
+    return [
+        f"{k}\\sqrt{{{m}}}",
+        f"\\sqrt{{{k * k * m}}}",
+        f"{k}\\sqrt{m}" if m < 10 else f"{k}\\sqrt{{{m}}}",
+        f"\\sqrt{{{m}}} \\cdot {k}",
+    ]
 
 
 def _values(rng: random.Random) -> tuple[list[str], list[str]]:

@@ -20,8 +20,12 @@ def test_fast_paths_give_math_verifys_verdicts_on_generated_pairs():
 def test_without_fast_paths_sympy_decides():
     # equal keys, exact fractions and clearly different constants are decided by math-verify
     # when the fast paths are off, with the same verdicts
-    for pred, gold, expected in [("\\frac{2}{4}", "0.5", True), ("025", "25", True),
-                                 ("3\\sqrt{2}", "\\sqrt{18}", True), ("3\\pi", "9", False),
-                                 ("\\frac{1}{9}", "9", False)]:
+    for pred, gold, expected in [
+        ("\\frac{2}{4}", "0.5", True),
+        ("025", "25", True),
+        ("3\\sqrt{2}", "\\sqrt{18}", True),
+        ("3\\pi", "9", False),
+        ("\\frac{1}{9}", "9", False),
+    ]:
         assert is_equivalent(pred, gold, fast=False) is expected
         assert is_equivalent(pred, gold) is expected

@@ -5,9 +5,15 @@ import pytest
 from rlrecipes.grading import GradingPool, grade, grade_many
 
 PAIRS = [
-    ("\\boxed{2}", "2"), ("3", "4"), ("x=\\frac{1}{2}", "0.5"), ("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"),
-    ("Answer: (-\\infty, 3]", "(-\\infty,3]"), ("no answer", "7"), (None, "1"),
-    ("\\boxed{\\{1,2\\}}", "\\{2,1\\}"), ("\\boxed{x^2+1}", "x^2-1"),
+    ("\\boxed{2}", "2"),
+    ("3", "4"),
+    ("x=\\frac{1}{2}", "0.5"),
+    ("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"),
+    ("Answer: (-\\infty, 3]", "(-\\infty,3]"),
+    ("no answer", "7"),
+    (None, "1"),
+    ("\\boxed{\\{1,2\\}}", "\\{2,1\\}"),
+    ("\\boxed{x^2+1}", "x^2-1"),
 ]
 
 
@@ -26,8 +32,9 @@ def test_pool_matches_in_process(pool):
 
 
 def test_pool_votes(pool):
-    votes = pool.vote_many([["1/2", "0.5", "3", None, "3", "\\frac{1}{2}"], ["3", "4"], [None],
-                            ["\\sqrt{8}", "2\\sqrt{2}", "3"]])
+    votes = pool.vote_many(
+        [["1/2", "0.5", "3", None, "3", "\\frac{1}{2}"], ["3", "4"], [None], ["\\sqrt{8}", "2\\sqrt{2}", "3"]]
+    )
     assert votes == [[("1/2", 3), ("3", 2)], [("3", 1), ("4", 1)], [], [("\\sqrt{8}", 2), ("3", 1)]]
 
 

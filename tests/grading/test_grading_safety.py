@@ -47,8 +47,7 @@ def test_grading_from_a_thread_uses_a_worker_process():
 def test_pool_hard_deadline_kills_and_recovers():
     with GradingPool(workers=1, timeout_s=1, hard_timeout_s=0.5) as pool:
         pool.start()
-        verdicts = pool.grade_many(["\\boxed{(10^{7})!}", "\\boxed{\\sqrt{8}}", "\\boxed{3}"],
-                                   ["5", "2\\sqrt{2}", "3"])
+        verdicts = pool.grade_many(["\\boxed{(10^{7})!}", "\\boxed{\\sqrt{8}}", "\\boxed{3}"], ["5", "2\\sqrt{2}", "3"])
         assert verdicts == [False, True, True]
         assert pool.killed >= 1
 
@@ -85,13 +84,16 @@ def _exit_now() -> None:
     raise SystemExit(3)
 
 
-@pytest.mark.parametrize("text", [
-    "x" * 100 + "\\boxed{" * 3000,  # a truncated loop of unclosed boxes
-    "{" * 5000 + "1 and more words",
-    "\\boxed{5}" + " Answer: 3\n" * 3000,  # a repetition loop after the answer
-    "the answer is " * 3000,
-    "\\begin{pmatrix}" * 3000 + " 1",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 100 + "\\boxed{" * 3000,  # a truncated loop of unclosed boxes
+        "{" * 5000 + "1 and more words",
+        "\\boxed{5}" + " Answer: 3\n" * 3000,  # a repetition loop after the answer
+        "the answer is " * 3000,
+        "\\begin{pmatrix}" * 3000 + " 1",
+    ],
+)
 def test_degenerate_responses_are_extracted_in_linear_time(text):
     from rlrecipes.grading import extract
 
@@ -115,9 +117,14 @@ def test_power_towers_are_compared_as_text_within_bounds():
     assert grade("\\boxed{2^{2^{34}}}", "2^{2^{34}}") is True  # the same text is still the same answer
     assert time.time() - started < 10
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB
-    assert grade("2^{10}", "1024") and grade("\\boxed{2^{100}}", str(2 ** 100))  # ordinary powers still evaluate
-    assert [explosive(x) for x in ("2^{2^{34}}", "10^{5}", "3^{123456}", "1000000!", "x^2")] == \
-        [True, False, True, True, False]
+    assert grade("2^{10}", "1024") and grade("\\boxed{2^{100}}", str(2**100))  # ordinary powers still evaluate
+    assert [explosive(x) for x in ("2^{2^{34}}", "10^{5}", "3^{123456}", "1000000!", "x^2")] == [
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
 
 
 def test_an_absurdly_nested_fraction_is_not_read_as_its_innermost_part():
@@ -160,8 +167,21 @@ def test_the_eval_cli_rescores_a_megabyte_response_within_bounds(tmp_path):
     path = tmp_path / "h.jsonl"
     path.write_text(json.dumps({"gold": "11", "completions": list(MEGABYTE_RESPONSES.values())}) + "\n")
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "rlrecipes.cli", "eval", f"generations={path}", "benchmark=math500",
-                          f"run_dir={tmp_path / 'run'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlrecipes.cli",
+            "eval",
+            f"generations={path}",
+            "benchmark=math500",
+            f"run_dir={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert time.monotonic() - started < 120
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["benchmarks"]["math500"]["problems"] == 1

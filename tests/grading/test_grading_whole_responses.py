@@ -30,7 +30,10 @@ WHOLE = [
     ("Therefore x \\geq 5.", "x \\geq 5"),
     ("The point is (1, 2).", "(1, 2)"),
     ("so the matrix is $\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}$.", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
-    ("The matrix is\n\\begin{pmatrix} 1 & 2 \\\\\n 3 & 4 \\end{pmatrix}\n", "\\begin{pmatrix} 1 & 2 \\\\\n 3 & 4 \\end{pmatrix}"),
+    (
+        "The matrix is\n\\begin{pmatrix} 1 & 2 \\\\\n 3 & 4 \\end{pmatrix}\n",
+        "\\begin{pmatrix} 1 & 2 \\\\\n 3 & 4 \\end{pmatrix}",
+    ),
     ("The interval is [2, 5).", "[2, 5)"),
     ("Adding, 3 + 4 = 7 apples.", "7"),  # a worked calculation: its result
     ("We get 32, 349 as the two numbers", "349"),  # a list is not a thousands number
@@ -38,8 +41,10 @@ WHOLE = [
     ("The roots are $2$, $3$, and $5$.", "2, 3, 5"),
     ("Then $c = 14,$ and $a_1 = 14 \\cdot 6^2 = 504.$", "504"),  # two statements are not a list
     ("\\begin{align*} A &= 2 + 3 \\\\\n &= 5.\n\\end{align*}", "5"),  # a derivation's last row
-    ("\\begin{align*} M &= \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}\n\\end{align*}",
-     "M = \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}"),  # a matrix row is not a derivation row
+    (
+        "\\begin{align*} M &= \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}\n\\end{align*}",
+        "M = \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}",
+    ),  # a matrix row is not a derivation row
 ]
 
 
@@ -48,15 +53,18 @@ def test_fallback_takes_a_whole_expression(text, expected):
     assert extract_answer(text) == expected
 
 
-@pytest.mark.parametrize("response, gold, expected", [
-    ("the probability is $\\frac{1}{9}$", "9", False),
-    ("the probability is $\\frac{1}{9}$", "1/9", True),
-    ("so the area is $7\\pi$.", "7", False),
-    ("so the side is $2\\sqrt3$.", "3", False),
-    ("Therefore $x \\geq 5$", "5", False),
-    ("The point is $(1, 2)$.", "2", False),
-    ("The point is $(1, 2)$.", "(1,2)", True),
-])
+@pytest.mark.parametrize(
+    "response, gold, expected",
+    [
+        ("the probability is $\\frac{1}{9}$", "9", False),
+        ("the probability is $\\frac{1}{9}$", "1/9", True),
+        ("so the area is $7\\pi$.", "7", False),
+        ("so the side is $2\\sqrt3$.", "3", False),
+        ("Therefore $x \\geq 5$", "5", False),
+        ("The point is $(1, 2)$.", "2", False),
+        ("The point is $(1, 2)$.", "(1,2)", True),
+    ],
+)
 def test_fallback_verdicts(response, gold, expected):
     assert grade(response, gold) is expected
 

@@ -19,14 +19,24 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from rlrecipes.rewards.certainty import policy_self_certainty
 
 # ZeRO-3 with every parameter partitioned (no small ones kept whole on each rank)
-ZERO3 = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}}
+ZERO3 = {
+    "train_micro_batch_size_per_gpu": 1,
+    "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0},
+}
 SCORE = {"temperature": 0.8, "batch_size": 2, "chunk_tokens": 3}
 
 
 def tiny_model(lora: bool = False, path: str | None = None):
     """The same weights on every call; optionally with a random LoRA adapter, or from `path`."""
-    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM.from_pretrained(path) if path else LlamaForCausalLM(config)
     if lora:
@@ -98,14 +108,26 @@ def stand_in_trainer(policy, mode: str):
     if mode == "zero3":
         state = SimpleNamespace(fsdp_plugin=None, deepspeed_plugin=DeepSpeedPlugin(hf_ds_config=ZERO3))
     return SimpleNamespace(
-        model=policy, ref_model=None, is_fsdp_enabled=mode == "fsdp2", is_deepspeed_enabled=mode == "zero3",
-        temperature=SCORE["temperature"], num_generations=2, scale_rewards="group",
+        model=policy,
+        ref_model=None,
+        is_fsdp_enabled=mode == "fsdp2",
+        is_deepspeed_enabled=mode == "zero3",
+        temperature=SCORE["temperature"],
+        num_generations=2,
+        scale_rewards="group",
         reward_weights=torch.tensor([0.0]),
         args=SimpleNamespace(gradient_checkpointing_kwargs=None, trust_remote_code=False),
-        accelerator=SimpleNamespace(state=state, torch_device_mesh=None, device=torch.device("cpu"),
-                                    process_index=dist.get_rank(), unwrap_model=lambda m: m, gather=gather,
-                                    autocast=nullcontext),
-        log_metric=lambda name, value: None)
+        accelerator=SimpleNamespace(
+            state=state,
+            torch_device_mesh=None,
+            device=torch.device("cpu"),
+            process_index=dist.get_rank(),
+            unwrap_model=lambda m: m,
+            gather=gather,
+            autocast=nullcontext,
+        ),
+        log_metric=lambda name, value: None,
+    )
 
 
 def offline_scorer(out_dir: str, mode: str, batch) -> dict:
@@ -121,19 +143,27 @@ def offline_scorer(out_dir: str, mode: str, batch) -> dict:
     policy = shard(tiny_model(path=path), mode).train()
     trainer = stand_in_trainer(policy, mode)
     prompt, prompt_mask, completion, completion_mask = batch
-    scored = {"prompt_ids": prompt, "prompt_mask": prompt_mask, "completion_ids": completion,
-              "completion_mask": completion_mask, "advantages": torch.zeros(len(prompt))}
+    scored = {
+        "prompt_ids": prompt,
+        "prompt_mask": prompt_mask,
+        "completion_ids": completion,
+        "completion_mask": completion_mask,
+        "advantages": torch.zeros(len(prompt)),
+    }
     seen = []
-    hook = PolicyScoreAdvantage(lambda m, b, t: seen.append(batch_self_certainty(m, b, t, 2, 3)) or seen[-1],
-                                "self_certainty", scorer="offline")
+    hook = PolicyScoreAdvantage(
+        lambda m, b, t: seen.append(batch_self_certainty(m, b, t, 2, 3)) or seen[-1], "self_certainty", scorer="offline"
+    )
     hook.bind(trainer)
     perturb(policy, mode)
     hook.after_scoring(trainer, scored, None)
     expected = policy_self_certainty(tiny_model(), *batch, **SCORE)
     moved = policy_self_certainty(policy.eval(), *batch, **SCORE, sharded=True)
-    return {"offline_frozen": type(hook.frozen).__name__,
-            "offline_max_difference": (seen[0] - expected).abs().max().item(),
-            "policy_moved_by": (moved - expected).abs().max().item()}
+    return {
+        "offline_frozen": type(hook.frozen).__name__,
+        "offline_max_difference": (seen[0] - expected).abs().max().item(),
+        "policy_moved_by": (moved - expected).abs().max().item(),
+    }
 
 
 def main(mode: str, out_dir: str) -> None:

@@ -34,13 +34,16 @@ def test_a_rank_on_the_command_line_turns_lora_on(capsys):
     assert code == 0 and "r: 8" in out
 
 
-@pytest.mark.parametrize("override, message", [
-    ("model.lora.r=-1", r"model.lora.r=-1 must be positive \(0 turns LoRA off\)"),
-    ("model.lora.alpha=0", "model.lora.alpha=0.0 must be positive"),
-    ("model.lora.dropout=1.0", r"model.lora.dropout=1.0 must be in \[0, 1\)"),
-    ("model.lora.bias=some", "model.lora.bias='some'; valid: none, all, lora_only"),
-    ("model.lora.target_modules=[]", "model.lora.target_modules is empty"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.lora.r=-1", r"model.lora.r=-1 must be positive \(0 turns LoRA off\)"),
+        ("model.lora.alpha=0", "model.lora.alpha=0.0 must be positive"),
+        ("model.lora.dropout=1.0", r"model.lora.dropout=1.0 must be in \[0, 1\)"),
+        ("model.lora.bias=some", "model.lora.bias='some'; valid: none, all, lora_only"),
+        ("model.lora.target_modules=[]", "model.lora.target_modules is empty"),
+    ],
+)
 def test_bad_lora_settings_are_one_line(override, message):
     from rlrecipes.models.lora import peft_config
 
@@ -56,8 +59,11 @@ def test_qlora_without_cuda_fails_before_any_weights_load(monkeypatch, tmp_path)
     from rlrecipes.models.lora import peft_config
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
-                        lambda *a, **k: pytest.fail("loaded weights before refusing QLoRA"))
+    monkeypatch.setattr(
+        transformers.AutoModelForCausalLM,
+        "from_pretrained",
+        lambda *a, **k: pytest.fail("loaded weights before refusing QLoRA"),
+    )
     cfg = compose("model.lora.r=8", "model.lora.load_in_4bit=true").model
     with pytest.raises(UserError, match=r"load_in_4bit=true \(QLoRA\) needs a CUDA GPU"):
         load_model(str(tmp_path), cfg)
@@ -73,15 +79,17 @@ def test_qlora_composes_the_papers_4bit_settings(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "bitsandbytes" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "bitsandbytes" else real_find_spec(name, *a)
+    )
     kwargs = lora.quantization_kwargs(compose("model.lora.r=8", "model.lora.load_in_4bit=true").model)
     q = kwargs["quantization_config"]
     assert q.load_in_4bit and q.bnb_4bit_quant_type == "nf4" and q.bnb_4bit_use_double_quant
     assert q.bnb_4bit_compute_dtype == torch.bfloat16 and kwargs["device_map"] == {"": 0}
     assert lora.quantization_kwargs(compose("model.lora.r=8").model) == {}  # plain LoRA: full-precision base
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else
-                        real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real_find_spec(name, *a)
+    )
     with pytest.raises(UserError, match="needs bitsandbytes: pip install bitsandbytes"):
         lora.quantization_kwargs(compose("model.lora.r=8", "model.lora.load_in_4bit=true").model)
 
@@ -128,8 +136,14 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
     from rlrecipes.train import train
 
     run = tmp_path / "run"
-    cfg = compose(*FAMILIES[family], "model.lora.r=4", "trainer.max_steps=2", "trainer.learning_rate=1e-3",
-                  "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        *FAMILIES[family],
+        "model.lora.r=4",
+        "trainer.max_steps=2",
+        "trainer.learning_rate=1e-3",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     summary = train(cfg, run, log=lambda _: None)
     [trainer] = built_trainers
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -161,15 +175,28 @@ def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_p
     from rlrecipes.train import train
 
     run = tmp_path / "run"
-    cfg = compose("model.lora.r=4", "model.lora.save_merged=true", "trainer.max_steps=1",
-                  "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        "model.lora.r=4",
+        "model.lora.save_merged=true",
+        "trainer.max_steps=1",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     summary = train(cfg, run, log=lambda _: None)
     merged = run / "model_merged"
     assert (merged / "model.safetensors").is_file() and not (merged / "adapter_config.json").exists()
     assert summary["saved_model"]["adapter"] and summary["saved_model"]["merged"] == str(merged)
     assert 0 < summary["saved_model"]["trainable_parameters"] < 10_000
-    out = rlrecipes("eval", *EVAL_TINY, f"model.name_or_path={run / 'model'}", "benchmark=arithmetic", "limit=4",
-                    "protocol.num_samples=1", f"run_dir={tmp_path / 'eval'}", cwd=tmp_path)
+    out = rlrecipes(
+        "eval",
+        *EVAL_TINY,
+        f"model.name_or_path={run / 'model'}",
+        "benchmark=arithmetic",
+        "limit=4",
+        "protocol.num_samples=1",
+        f"run_dir={tmp_path / 'eval'}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     m = json.loads((tmp_path / "eval" / "summary.json").read_text())["benchmarks"]["arithmetic"]
     assert m["problems"] == 4 and 0 <= m["pass@1"] <= 1
@@ -181,8 +208,10 @@ def tiny_adapter(toy_model_dir, folder):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(toy_model_dir),
-                           LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(toy_model_dir),
+        LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False),
+    )
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(toy_model_dir).save_pretrained(folder)
     return model.eval()
@@ -201,8 +230,9 @@ def test_adapter_is_merged_once_for_tools_without_peft(toy_model_dir, tmp_path):
     merged = merged_model_path(str(tmp_path / "model"), cfg, cache_dir=str(tmp_path / "cache"), log=logs.append)
     assert merged.startswith(str(tmp_path / "cache")) and not (Path(merged) / "adapter_config.json").exists()
     tokenizer = AutoTokenizer.from_pretrained(merged, padding_side="left")
-    assert torch.allclose(logits(AutoModelForCausalLM.from_pretrained(merged), tokenizer),
-                          logits(adapted, tokenizer), atol=1e-5)
+    assert torch.allclose(
+        logits(AutoModelForCausalLM.from_pretrained(merged), tokenizer), logits(adapted, tokenizer), atol=1e-5
+    )
     logs.clear()
     assert merged_model_path(str(tmp_path / "model"), cfg, cache_dir=str(tmp_path / "cache"), log=logs.append) == merged
     assert logs == []  # cached
@@ -241,4 +271,6 @@ def test_the_command_line_switches_lora_on_and_off(toy_model_dir, tmp_path):
         out = rlrecipes("train", *common, switch, f"run_dir={run}", cwd=tmp_path)
         assert out.returncode == 0, out.stdout + out.stderr
         assert (run / "model" / saved).is_file(), switch
-        assert json.loads((run / "summary.json").read_text())["saved_model"]["adapter"] == (saved != "model.safetensors")
+        assert json.loads((run / "summary.json").read_text())["saved_model"]["adapter"] == (
+            saved != "model.safetensors"
+        )

@@ -19,8 +19,23 @@ def test_sharded_self_certainty_matches_the_unsharded_model(mode, tmp_path):
     if mode == "zero3":
         pytest.importorskip("deepspeed")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                          str(SCRIPT), mode, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(SCRIPT),
+            mode,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert [r["world_size"] for r in ranks] == [2, 2]  # really two processes

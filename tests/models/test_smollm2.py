@@ -25,8 +25,9 @@ def test_smollm2_converts_once_and_generates(tmp_path, monkeypatch):
     assert resolve_model_path(cfg.model, log=lambda _: None) == path  # cached
     model, tok = load_model(path, cfg.model)
     assert sum(p.numel() for p in model.parameters()) > 100e6
-    prompt = tok.apply_chat_template([{"role": "user", "content": "What is 2+3?"}], tokenize=False,
-                                     add_generation_prompt=True)
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "What is 2+3?"}], tokenize=False, add_generation_prompt=True
+    )
     [[text]] = generate_completions(model, tok, [prompt], max_new_tokens=8)
     assert text.strip()
 
@@ -39,10 +40,18 @@ def test_smollm2_trains_a_step(tmp_path):
     from rlrecipes.models import resolve_model_path
     from rlrecipes.train import train
 
-    cfg = compose("model=smollm2-135m", "data.template=chat", "data.synthetic.num_train=8",
-                  "data.synthetic.num_eval=2", "trainer.max_steps=1", "trainer.prompts_per_rollout=2",
-                  "trainer.num_generations=2", "trainer.max_completion_length=4", "trainer.eval_before=false",
-                  "trainer.eval_after=false")
+    cfg = compose(
+        "model=smollm2-135m",
+        "data.template=chat",
+        "data.synthetic.num_train=8",
+        "data.synthetic.num_eval=2",
+        "trainer.max_steps=1",
+        "trainer.prompts_per_rollout=2",
+        "trainer.num_generations=2",
+        "trainer.max_completion_length=4",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     path = resolve_model_path(cfg.model, log=lambda _: None)
     with open(f"{path}/config.json") as f:
         assert "quantization_config" not in json.load(f)
@@ -64,8 +73,7 @@ def test_a_folder_from_an_older_converter_is_rebuilt(tmp_path, monkeypatch):
     (old / "rlrecipes_build.json").write_text(json.dumps({"gguf": str(gguf)}))  # the version-1 key
     monkeypatch.setattr(smollm2, "convert_gguf", lambda folder: (folder / "config.json").write_text("{}"))
     logs = []
-    path = resolve_model_path(compose("model=smollm2-135m").model, cache_dir=str(tmp_path / "cache"),
-                              log=logs.append)
+    path = resolve_model_path(compose("model=smollm2-135m").model, cache_dir=str(tmp_path / "cache"), log=logs.append)
     assert json.loads((old / "config.json").read_text()) == {} and path == str(old)
     assert any("older version" in line for line in logs)
     assert [p.name for p in old.parent.iterdir() if p.is_dir()] == [old.name]  # the stale copy is gone

@@ -5,7 +5,6 @@ import json
 import math
 
 import pytest
-import torch
 
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
@@ -21,9 +20,14 @@ def test_quick_start_config_is_the_released_recipe():
 
 
 def test_every_rung_of_the_ablation_ladder_is_one_override():
-    naive = compose("recipe=dapo", "recipe.loss_type=grpo", "recipe.epsilon_high=0.2",
-                    "recipe.soft_overlong_punishment=false", "recipe.dynamic_sampling=false",
-                    "recipe.mask_truncated_completions=true").recipe
+    naive = compose(
+        "recipe=dapo",
+        "recipe.loss_type=grpo",
+        "recipe.epsilon_high=0.2",
+        "recipe.soft_overlong_punishment=false",
+        "recipe.dynamic_sampling=false",
+        "recipe.mask_truncated_completions=true",
+    ).recipe
     assert (naive.loss_type, naive.epsilon_high, naive.dynamic_sampling) == ("grpo", 0.2, False)
 
 
@@ -114,16 +118,27 @@ def test_recipe_maps_onto_trl(tmp_path):
 # The shared tiny model is a random-number generator on two-digit sums; on one-digit sums
 # (100 problems) the same tiny model warm-started on them is right about 1 time in 8: groups are
 # often all wrong, sometimes mixed, so dynamic sampling must refill.
-EASY = ["data.synthetic.num_train=80", "data.synthetic.num_eval=20", "data.synthetic.operand_max=[9,9]",
-        "model.toy.sft_dev_size=20", "trainer.num_generations=8"]
+EASY = [
+    "data.synthetic.num_train=80",
+    "data.synthetic.num_eval=20",
+    "data.synthetic.operand_max=[9,9]",
+    "model.toy.sft_dev_size=20",
+    "trainer.num_generations=8",
+]
 
 
 @pytest.mark.slow
 def test_tiny_dapo_run_refills_the_batch(tmp_path):
     from rlrecipes.train import train
 
-    cfg = compose("recipe=dapo", *EASY, "trainer.max_steps=3", "trainer.eval_before=false",
-                  "trainer.max_completion_length=16", "recipe.overlong_buffer_length=4")
+    cfg = compose(
+        "recipe=dapo",
+        *EASY,
+        "trainer.max_steps=3",
+        "trainer.eval_before=false",
+        "trainer.max_completion_length=16",
+        "recipe.overlong_buffer_length=4",
+    )
     summary = train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "dynamic_sampling/rounds" in r]
@@ -133,8 +148,15 @@ def test_tiny_dapo_run_refills_the_batch(tmp_path):
         assert r["dynamic_sampling/prompts_generated"] == 4 * r["dynamic_sampling/rounds"]
         filtered = 1 - (4 + r["dynamic_sampling/surplus_discarded"]) / r["dynamic_sampling/prompts_generated"]
         assert r["dynamic_sampling/filtered_fraction"] == pytest.approx(filtered)
-        for key in ("clip_ratio_low", "clip_ratio_high", "truncated_fraction", "completion_length_mean",
-                    "entropy", "rewards/overlong/mean", "overlong/penalized_fraction"):
+        for key in (
+            "clip_ratio_low",
+            "clip_ratio_high",
+            "truncated_fraction",
+            "completion_length_mean",
+            "entropy",
+            "rewards/overlong/mean",
+            "overlong/penalized_fraction",
+        ):
             assert key in r and not math.isnan(r[key])
     # the refill is visible: some step needed more than one generation round
     assert max(r["dynamic_sampling/rounds"] for r in steps) > 1

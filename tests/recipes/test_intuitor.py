@@ -13,9 +13,11 @@ from rlrecipes.recipes.intuitor import Intuitor
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
 
-PROMPT_3B = ("You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. You FIRST "
-             "think about the reasoning process step by step and then provide the user with the answer. Please "
-             "enclose your final answer in the box: \\boxed{Your Answer}.")
+PROMPT_3B = (
+    "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. You FIRST "
+    "think about the reasoning process step by step and then provide the user with the answer. Please "
+    "enclose your final answer in the box: \\boxed{Your Answer}."
+)
 
 
 def test_recipe_keeps_accuracy_for_monitoring_only():
@@ -24,14 +26,33 @@ def test_recipe_keeps_accuracy_for_monitoring_only():
     assert (r.beta, r.epsilon, r.scale_rewards, r.scorer) == (0.005, 0.2, "group", "online")
 
 
-@pytest.mark.parametrize("preset, model, prompts, group, lr, beta, steps, prompt", [
-    ("intuitor_qwen2_5_3b_math", "Qwen/Qwen2.5-3B", 128, 7, 3e-6, 0.005, 58,
-     PROMPT_3B + " Please stop generation immediately after outputing the box."),
-    ("intuitor_qwen2_5_1_5b_math", "Qwen/Qwen2.5-1.5B", 128, 7, 3e-6, 0.005, 58, PROMPT_3B),
-    ("intuitor_qwen2_5_7b_math", "Qwen/Qwen2.5-7B", 64, 14, 1e-6, 0.01, 117,
-     "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. Please provide "
-     "a step-by-step solution to the following problem."),
-])
+@pytest.mark.parametrize(
+    "preset, model, prompts, group, lr, beta, steps, prompt",
+    [
+        (
+            "intuitor_qwen2_5_3b_math",
+            "Qwen/Qwen2.5-3B",
+            128,
+            7,
+            3e-6,
+            0.005,
+            58,
+            PROMPT_3B + " Please stop generation immediately after outputing the box.",
+        ),
+        ("intuitor_qwen2_5_1_5b_math", "Qwen/Qwen2.5-1.5B", 128, 7, 3e-6, 0.005, 58, PROMPT_3B),
+        (
+            "intuitor_qwen2_5_7b_math",
+            "Qwen/Qwen2.5-7B",
+            64,
+            14,
+            1e-6,
+            0.01,
+            117,
+            "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. Please provide "
+            "a step-by-step solution to the following problem.",
+        ),
+    ],
+)
 def test_presets_carry_the_papers_numbers(preset, model, prompts, group, lr, beta, steps, prompt):
     from rlrecipes.config import compose_config
 
@@ -56,8 +77,14 @@ def test_bad_scorer_is_one_line():
 def test_tiny_run_trains_on_self_certainty_alone(scorer, toy_model_dir, tmp_path):
     from rlrecipes.train import train
 
-    cfg = compose("recipe=intuitor", f"recipe.scorer={scorer}", "trainer.max_steps=2", "trainer.eval_before=false",
-                  "recipe.score_batch_size=3", "recipe.score_chunk_tokens=5")
+    cfg = compose(
+        "recipe=intuitor",
+        f"recipe.scorer={scorer}",
+        "trainer.max_steps=2",
+        "trainer.eval_before=false",
+        "recipe.score_batch_size=3",
+        "recipe.score_chunk_tokens=5",
+    )
     summary = train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "self_certainty/mean" in r]
@@ -96,14 +123,20 @@ def completion_logprob(model, batch):
 def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, tmp_path, monkeypatch):
     """The direction of the update: completions whose self-certainty is above their group's
     mean (positive advantage) gain log-probability relative to those below it."""
-    from rlrecipes.train import train
     from rlrecipes.models import load_model
+    from rlrecipes.train import train
 
     spy = BatchSpy()
     hooks = Intuitor.hooks
     monkeypatch.setattr(Intuitor, "hooks", lambda self, ctx: [*hooks(self, ctx), spy])
-    cfg = compose("recipe=intuitor", "trainer.max_steps=1", "trainer.eval_before=false", "trainer.eval_after=false",
-                  "trainer.learning_rate=1e-3", "recipe.beta=0.0")
+    cfg = compose(
+        "recipe=intuitor",
+        "trainer.max_steps=1",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        "trainer.learning_rate=1e-3",
+        "recipe.beta=0.0",
+    )
     train(cfg, tmp_path / "run", log=lambda _: None)
     batch = spy.batches[0]
     before = completion_logprob(load_model(str(toy_model_dir), cfg.model)[0], batch)

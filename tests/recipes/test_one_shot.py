@@ -48,8 +48,9 @@ PRESETS_1_5B = {
 }
 
 
-@pytest.mark.parametrize("size, model, steps", [("1_5b", "Qwen/Qwen2.5-Math-1.5B", 2000),
-                                                ("7b", "Qwen/Qwen2.5-Math-7B", 1000)])
+@pytest.mark.parametrize(
+    "size, model, steps", [("1_5b", "Qwen/Qwen2.5-Math-1.5B", 2000), ("7b", "Qwen/Qwen2.5-Math-7B", 1000)]
+)
 @pytest.mark.parametrize("name", list(PRESETS_1_5B))
 def test_presets_carry_the_papers_numbers(name, size, model, steps):
     from rlrecipes.config import compose_config
@@ -61,7 +62,12 @@ def test_presets_carry_the_papers_numbers(name, size, model, steps):
     assert r.name == "one_shot" and cfg.model.name_or_path == model and t.max_steps == steps
     assert (r.loss_type, r.beta, r.entropy_coef, r.epsilon, r.epsilon_high) == ("bnpo", 0.001, 0.001, 0.2, None)
     assert (t.learning_rate, t.lr_scheduler_type, t.warmup_steps, t.weight_decay, t.max_grad_norm) == (
-        1e-6, "constant", 0, 0.01, 1.0)
+        1e-6,
+        "constant",
+        0,
+        0.01,
+        1.0,
+    )
     assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout, t.num_iterations) == (128, 8, 1, 1)
     assert (t.temperature, t.top_p, t.max_completion_length, t.save_steps) == (0.6, 1.0, 3072, 20)
     assert (list(r.examples) if r.examples is not None else None) == PRESETS_1_5B[name]
@@ -77,7 +83,7 @@ def test_format_baseline_rewards_a_boxed_answer_right_or_wrong():
 
     cfg = compose_config("train", ["experiment=one_shot_format_dsr_sub_qwen2_5_math_1_5b"])
     ctx = RewardContext(verify=answer_verifier(cfg.data.answer_style), answer_style=cfg.data.answer_style)
-    (fn, weight), = OneShot(cfg.recipe).reward_functions(ctx)
+    ((fn, weight),) = OneShot(cfg.recipe).reward_functions(ctx)
     texts = ["so v = \\boxed{12.8}", "so v = \\boxed{13}", "so v = 12.8"]
     assert fn(prompts=[""] * 3, completions=texts, answer=["12.8"] * 3) == [1.0, 1.0, 0.0]
 
@@ -99,9 +105,13 @@ def _trainer(toy_model_dir, tmp_path):
     def reward(completions, **_):
         return [0.0] * len(completions)
 
-    return RecipeGRPOTrainer(model=model, reward_funcs=[reward], args=args,
-                             train_dataset=Dataset.from_list([{"prompt": "1+1", "answer": "2"}]),
-                             processing_class=tokenizer)
+    return RecipeGRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": "1+1", "answer": "2"}]),
+        processing_class=tokenizer,
+    )
 
 
 @pytest.mark.slow
@@ -149,9 +159,16 @@ def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir,
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.train import train
 
-    cfg = compose("recipe=one_shot", "recipe.rows=8", "trainer.max_steps=2", "trainer.prompts_per_rollout=4",
-                  "trainer.record_accuracy_history=true", "trainer.eval_before=false",
-                  "trainer.eval_after=false", f"model.name_or_path={toy_model_dir}")
+    cfg = compose(
+        "recipe=one_shot",
+        "recipe.rows=8",
+        "trainer.max_steps=2",
+        "trainer.prompts_per_rollout=4",
+        "trainer.record_accuracy_history=true",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"model.name_or_path={toy_model_dir}",
+    )
     example = load_problem_set(cfg.data).train[0]["id"]
     cfg.recipe.examples = [example]
     summary = train(cfg, tmp_path, log=lambda _: None)
@@ -167,8 +184,14 @@ def test_pi1_preset_trains_on_128_copies_of_the_wind_sail_problem(shared_data):
     from rlrecipes.data.problems import load_problem_set
 
     pool = shared_data / "one_shot_rlvr" / "One-Shot-RLVR"
-    cfg = compose_config("train", ["experiment=one_shot_pi1_pi13_qwen2_5_math_1_5b",
-                                   f"data.path={pool / 'dsr_sub.parquet'}", "data.eval_path=null"])
+    cfg = compose_config(
+        "train",
+        [
+            "experiment=one_shot_pi1_pi13_qwen2_5_math_1_5b",
+            f"data.path={pool / 'dsr_sub.parquet'}",
+            "data.eval_path=null",
+        ],
+    )
     problems = load_problem_set(cfg.data)
     # row 265's label is "" (verl scores it 0 every time); the loader reports and skips it
     assert len(problems.train) == 1208 and "row 265" in problems.report

@@ -6,7 +6,6 @@ import json
 import math
 
 import pytest
-import torch
 
 from rlrecipes.config import ConfigError
 from rlrecipes.errors import UserError
@@ -15,8 +14,13 @@ from rlrecipes.rewards import RewardContext
 from tests.conftest import TINY, compose
 from tests.trl_loss import trl_loss
 
-REWARD_NAMES = {"ground_truth": "accuracy", "majority": "majority_label", "incorrect": "incorrect_label",
-                "format": "format", "random": "random"}
+REWARD_NAMES = {
+    "ground_truth": "accuracy",
+    "majority": "majority_label",
+    "incorrect": "incorrect_label",
+    "format": "format",
+    "random": "random",
+}
 
 
 @pytest.mark.parametrize("option, name", list(REWARD_NAMES.items()))
@@ -29,8 +33,9 @@ def test_reward_option_sets_the_single_reward(option, name):
 def test_rewards_combine_with_any_recipe_and_bad_options_are_one_line():
     assert [x.name for x in compose("recipe=dapo", "reward=random").recipe.rewards] == ["random"]
     assert [x.name for x in compose("recipe=spurious").recipe.rewards] == ["accuracy"]  # ground truth
-    with pytest.raises(ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, "
-                                          "majority, random"):
+    with pytest.raises(
+        ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, majority, random"
+    ):
         compose("recipe=spurious", "reward=coin")
 
 
@@ -40,9 +45,11 @@ def test_stored_label_rewards_need_a_labels_file():
         recipe.reward_functions(RewardContext(verify=lambda c, g: True))
 
 
-LABELS = {"a": {"majority": "4", "majority_correct": False, "incorrect": "4"},
-          "b": {"majority": "5", "majority_correct": True, "incorrect": "6"},
-          "c": {"majority": None, "majority_correct": False, "incorrect": None}}
+LABELS = {
+    "a": {"majority": "4", "majority_correct": False, "incorrect": "4"},
+    "b": {"majority": "5", "majority_correct": True, "incorrect": "6"},
+    "c": {"majority": None, "majority_correct": False, "incorrect": None},
+}
 ROWS = [{"id": i, "prompt": f"p{i}", "answer": "x"} for i in "abcd"]  # d: not in the labels file
 
 
@@ -64,10 +71,13 @@ def test_labels_attach_to_rows_and_filter_as_the_paper_does():
 #   (-3.66/3 + 2.00/2) / 2 = -0.11, and every token has gradient -r A / (2 * its length)
 
 
-@pytest.mark.parametrize("clip, loss, grad", [
-    (True, (-3.50 / 3 + 2.10 / 2) / 2, [-1.10 / 6, 0.0, 0.0, 0.0, 1.30 / 4, 0.0]),
-    (False, (-3.66 / 3 + 2.00 / 2) / 2, [-1.10 / 6, -1.27 / 6, -1.29 / 6, 0.70 / 4, 1.30 / 4, 0.0]),
-])
+@pytest.mark.parametrize(
+    "clip, loss, grad",
+    [
+        (True, (-3.50 / 3 + 2.10 / 2) / 2, [-1.10 / 6, 0.0, 0.0, 0.0, 1.30 / 4, 0.0]),
+        (False, (-3.66 / 3 + 2.00 / 2) / 2, [-1.10 / 6, -1.27 / 6, -1.29 / 6, 0.70 / 4, 1.30 / 4, 0.0]),
+    ],
+)
 def test_clip_switch_by_hand(clip, loss, grad, tmp_path):
     from rlrecipes.engine.grpo_args import build_grpo_config
 
@@ -100,8 +110,8 @@ def test_presets_carry_the_papers_numbers(size, model):
 
 @pytest.mark.slow
 def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
     from rlrecipes.rewards.spurious import label_problems
+    from rlrecipes.train import train
 
     few = ["data.max_examples=8"]
     rows = label_problems([*TINY, *few], samples=4, max_new_tokens=12)
@@ -109,8 +119,15 @@ def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_pat
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     usable = sum(r["majority"] is not None for r in rows)
-    cfg = compose("recipe=spurious", "reward=majority", f"recipe.labels={labels}", *few, "trainer.max_steps=1",
-                  "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        "recipe=spurious",
+        "reward=majority",
+        f"recipe.labels={labels}",
+        *few,
+        "trainer.max_steps=1",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     recipe = Spurious(cfg.recipe)
     assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == usable
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
@@ -128,8 +145,15 @@ def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 
     # two updates per rollout: the second is off-policy, where a clip could bind
-    cfg = compose("recipe=spurious", "reward=random", "recipe.clip=false", "trainer.max_steps=4",
-                  "trainer.updates_per_rollout=2", "trainer.eval_before=false", "trainer.eval_after=false")
+    cfg = compose(
+        "recipe=spurious",
+        "reward=random",
+        "recipe.clip=false",
+        "trainer.max_steps=4",
+        "trainer.updates_per_rollout=2",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
     train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "rewards/random/mean" in r]

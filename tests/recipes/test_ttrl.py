@@ -22,21 +22,70 @@ def test_recipe_is_grpo_with_the_vote_reward():
     assert (r.n_train, r.train_fraction, r.vote) == (None, 0.5, "equivalence")  # verl: 32 of 64 votes train
 
 
-@pytest.mark.parametrize("preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2", [
-    # verl code (examples/ttrl/aime.sh, amc.sh; MATH-500 with the paper's 10 episodes)
-    ("ttrl_aime24_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "aime24_ttrl", 64, 32, 8, 8, 1920, 0.001, "dapo",
-     0.999),
-    ("ttrl_amc_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "amc_ttrl", 64, 32, 8, 8, 2400, 0.001, "dapo", 0.999),
-    ("ttrl_math500_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "math500_ttrl", 64, 32, 8, 8, 4960, 0.001, "dapo",
-     0.999),
-    # v1 preview code (OpenRLHF, commit 1d2ec3d)
-    ("ttrl_v1_aime24_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "aime24_ttrl", 64, 16, 16, 16, 960, 0.0, "grpo", 0.95),
-    ("ttrl_v1_amc_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "amc_ttrl", 64, 16, 64, 64, 3200, 0.0, "grpo", 0.95),
-    ("ttrl_v1_math500_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "math500_ttrl", 32, 16, 128, 128, 15360, 0.0, "grpo",
-     0.95),
-])
-def test_presets_carry_the_papers_numbers(preset, model, data, votes, train, prompts, updates, steps, beta, loss,
-                                          beta2):
+@pytest.mark.parametrize(
+    "preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2",
+    [
+        # verl code (examples/ttrl/aime.sh, amc.sh; MATH-500 with the paper's 10 episodes)
+        (
+            "ttrl_aime24_qwen2_5_math_1_5b",
+            "Qwen/Qwen2.5-Math-1.5B",
+            "aime24_ttrl",
+            64,
+            32,
+            8,
+            8,
+            1920,
+            0.001,
+            "dapo",
+            0.999,
+        ),
+        ("ttrl_amc_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "amc_ttrl", 64, 32, 8, 8, 2400, 0.001, "dapo", 0.999),
+        (
+            "ttrl_math500_qwen2_5_math_1_5b",
+            "Qwen/Qwen2.5-Math-1.5B",
+            "math500_ttrl",
+            64,
+            32,
+            8,
+            8,
+            4960,
+            0.001,
+            "dapo",
+            0.999,
+        ),
+        # v1 preview code (OpenRLHF, commit 1d2ec3d)
+        (
+            "ttrl_v1_aime24_qwen2_5_math_7b",
+            "Qwen/Qwen2.5-Math-7B",
+            "aime24_ttrl",
+            64,
+            16,
+            16,
+            16,
+            960,
+            0.0,
+            "grpo",
+            0.95,
+        ),
+        ("ttrl_v1_amc_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "amc_ttrl", 64, 16, 64, 64, 3200, 0.0, "grpo", 0.95),
+        (
+            "ttrl_v1_math500_qwen2_5_math_7b",
+            "Qwen/Qwen2.5-Math-7B",
+            "math500_ttrl",
+            32,
+            16,
+            128,
+            128,
+            15360,
+            0.0,
+            "grpo",
+            0.95,
+        ),
+    ],
+)
+def test_presets_carry_the_papers_numbers(
+    preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2
+):
     from rlrecipes.config import compose_config
     from rlrecipes.engine.grpo_args import plan_batches
 
@@ -60,8 +109,11 @@ def test_presets_carry_the_papers_numbers(preset, model, data, votes, train, pro
 def test_local_ttrl_files_load_through_data_path(shared_data):
     from rlrecipes.data.problems import load_problem_set
 
-    for data, folder, count in [("aime24_ttrl", "aime24", 30), ("amc_ttrl", "amc_ttrl", 83),
-                                ("math500_ttrl", "math500", 500)]:
+    for data, folder, count in [
+        ("aime24_ttrl", "aime24", 30),
+        ("amc_ttrl", "amc_ttrl", 83),
+        ("math500_ttrl", "math500", 500),
+    ]:
         path = shared_data / folder / "TTRL" / "test.json"
         problems = load_problem_set(compose(f"data={data}", f"data.path={path}", "data.problem_field=prompt").data)
         assert len(problems.train) == len(problems.eval) == count
@@ -71,8 +123,9 @@ def test_local_ttrl_files_load_through_data_path(shared_data):
 def test_labels_never_weigh_in_and_bad_switches_are_one_line():
     ctx = RewardContext(verify=answer_verifier("boxed"))
     with pytest.raises(UserError, match="give the accuracy reward weight 0"):
-        TTRL(compose("recipe=ttrl", "recipe.rewards=[{name: majority_vote}, {name: accuracy, weight: 1}]")
-             .recipe).reward_functions(ctx)
+        TTRL(
+            compose("recipe=ttrl", "recipe.rewards=[{name: majority_vote}, {name: accuracy, weight: 1}]").recipe
+        ).reward_functions(ctx)
     with pytest.raises(UserError, match="needs the 'majority_vote' reward"):
         TTRL(compose("recipe=ttrl", "recipe.rewards=[{name: accuracy, weight: 0}]").recipe).reward_functions(ctx)
     with pytest.raises(UserError, match="recipe.vote='plurality'; valid: equivalence, exact"):
@@ -86,9 +139,13 @@ def test_vote_hook_fills_the_column_from_whole_groups_and_logs_diagnostics():
     group 0: 4, 4, 5 -> label 4 (right), rewards 1 1 0 = true rewards; ratio 2/3
     group 1: 7, 7, 9 -> label 7 (wrong), rewards 1 1 0, true 0 0 1: 0 of 3 agree; ratio 2/3"""
     texts = ["\\boxed{4}", "\\boxed{4.0}", "\\boxed{5}", "\\boxed{7}", "\\boxed{7}", "\\boxed{9}"]
-    view = RolloutView(prompts=["p"] * 6, completions=texts, num_generations=3,
-                       columns={"answer": ["4"] * 3 + ["9"] * 3, "id": ["a"] * 3 + ["b"] * 3},
-                       reward_names=["majority_vote", "accuracy"])
+    view = RolloutView(
+        prompts=["p"] * 6,
+        completions=texts,
+        num_generations=3,
+        columns={"answer": ["4"] * 3 + ["9"] * 3, "id": ["a"] * 3 + ["b"] * 3},
+        reward_names=["majority_vote", "accuracy"],
+    )
     logged = {}
     trainer = SimpleNamespace(model=SimpleNamespace(training=True), log_metric=logged.__setitem__)
     before = torch.tensor([[float("nan"), 0.5]] * 6)
@@ -96,8 +153,11 @@ def test_vote_hook_fills_the_column_from_whole_groups_and_logs_diagnostics():
     after = hook.transform_rewards(trainer, before, view)
     assert after[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
     assert after[:, 1].tolist() == [0.5] * 6  # other columns untouched
-    assert logged == {"ttrl/majority_ratio": pytest.approx(2 / 3), "ttrl/label_accuracy": 0.5,
-                      "ttrl/reward_accuracy": pytest.approx(3 / 6)}
+    assert logged == {
+        "ttrl/majority_ratio": pytest.approx(2 / 3),
+        "ttrl/label_accuracy": 0.5,
+        "ttrl/reward_accuracy": pytest.approx(3 / 6),
+    }
     # the exact rule agrees here: "4" and "4.0" normalise to the same string
     exact = MajorityVote(RewardContext(verify=answer_verifier("boxed"), answer_style="boxed"), exact=True)
     assert exact.transform_rewards(trainer, before, view)[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
@@ -131,8 +191,13 @@ def unlabelled_questions(path, count=16):
 
 
 def unlabelled_run(toy_model_dir, data_file, *overrides):
-    return compose(f"model.name_or_path={toy_model_dir}", "data.source=file", f"data.path={data_file}",
-                   "data.answer_field=null", *overrides)
+    return compose(
+        f"model.name_or_path={toy_model_dir}",
+        "data.source=file",
+        f"data.path={data_file}",
+        "data.answer_field=null",
+        *overrides,
+    )
 
 
 @pytest.mark.slow
@@ -152,8 +217,8 @@ def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
 
 
 def test_graded_rewards_refuse_unlabelled_data_naming_the_alternatives(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
     from rlrecipes.errors import UserError
+    from rlrecipes.train import train
 
     data = unlabelled_questions(tmp_path / "questions.jsonl")
     with pytest.raises(UserError, match="no answers .* reward accuracy grades against them; label-free choices"):

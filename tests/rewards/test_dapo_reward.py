@@ -10,14 +10,17 @@ from rlrecipes.rewards import RewardContext, build_reward, dapo_score, normalize
 from rlrecipes.rewards.dapo import dapo_reward, extract_answer_line
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Answer: 42", "42"),
-    ("answer:7\nmore text", "7"),  # case-insensitive; stops at the line end
-    ("Answer: 1\nthen\nAnswer : 2", "2"),  # the last match wins
-    ("ANSWER:   x = 5 ", "x = 5 "),  # raw text; normalisation comes later
-    ("The result is \\boxed{3}", None),  # no answer line: DAPO gives -1
-    ("Answer:\n", None),  # nothing after the colon on that line
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Answer: 42", "42"),
+        ("answer:7\nmore text", "7"),  # case-insensitive; stops at the line end
+        ("Answer: 1\nthen\nAnswer : 2", "2"),  # the last match wins
+        ("ANSWER:   x = 5 ", "x = 5 "),  # raw text; normalisation comes later
+        ("The result is \\boxed{3}", None),  # no answer line: DAPO gives -1
+        ("Answer:\n", None),  # nothing after the colon on that line
+    ],
+)
 def test_answer_line_extraction(text, expected):
     assert extract_answer_line(text) == expected
 
@@ -28,19 +31,22 @@ def test_only_the_last_300_characters_are_read():
     assert extract_answer_line("Answer: 12\n" + "x" * 288) == "12"  # 11 + 288 = 299 chars: in range
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("42", "42"),
-    ("x = 5", "5"),  # right-hand side of the last "="
-    ("$1,000$.", "1000"),  # math delimiters, a trailing period and the separator go
-    ("10 degrees", "10"),  # spaces and unit words go
-    ("\\boxed{17}", "17"),
-    ("\\text{(B)}", "(B)"),
-    ("\\frac12", "\\frac{1}{2}"),  # shorthand TeX is spelled out
-    ("\\sqrt2", "\\sqrt{2}"),
-    ("3^\\circ", "3"),
-    ("1,2,3", "123"),  # commas go whenever what is left is all digits, even in a list
-    ("1, 2", "12"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("42", "42"),
+        ("x = 5", "5"),  # right-hand side of the last "="
+        ("$1,000$.", "1000"),  # math delimiters, a trailing period and the separator go
+        ("10 degrees", "10"),  # spaces and unit words go
+        ("\\boxed{17}", "17"),
+        ("\\text{(B)}", "(B)"),
+        ("\\frac12", "\\frac{1}{2}"),  # shorthand TeX is spelled out
+        ("\\sqrt2", "\\sqrt{2}"),
+        ("3^\\circ", "3"),
+        ("1,2,3", "123"),  # commas go whenever what is left is all digits, even in a list
+        ("1, 2", "12"),
+    ],
+)
 def test_minerva_normalisation(raw, expected):
     assert normalize_final_answer(raw) == expected
 
@@ -58,8 +64,9 @@ def test_reward_function_skips_rows_without_gold():
 
 
 def _ctx(verifier):
-    return RewardContext(verify=lambda text, gold: text.endswith(str(gold)),
-                         params=OmegaConf.create({"verifier": verifier}))
+    return RewardContext(
+        verify=lambda text, gold: text.endswith(str(gold)), params=OmegaConf.create({"verifier": verifier})
+    )
 
 
 def test_factory_verifier_switch():

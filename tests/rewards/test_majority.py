@@ -14,8 +14,7 @@ import pytest
 from rlrecipes.data.problems import answer_verifier
 from rlrecipes.rewards.majority import Vote, diagnostics, vote, vote_rewards
 
-GROUP = ["so \\boxed{\\frac{1}{2}}", "\\boxed{0.5}", "it is \\boxed{3}", "I give up", "\\boxed{3}.",
-         "\\boxed{1/2}"]
+GROUP = ["so \\boxed{\\frac{1}{2}}", "\\boxed{0.5}", "it is \\boxed{3}", "I give up", "\\boxed{3}.", "\\boxed{1/2}"]
 VERIFY = answer_verifier("boxed")
 
 

@@ -8,17 +8,20 @@ from rlrecipes.errors import UserError
 from rlrecipes.rewards import RewardContext, build_reward, overlong_penalty
 
 
-@pytest.mark.parametrize("length, expected", [
-    (0, 0.0),
-    (16383, 0.0),
-    (16384, 0.0),  # lower edge: the last length without penalty
-    (16385, -1 / 4096),  # first penalised token
-    (18432, -0.5),  # middle of the window
-    (20479, -4095 / 4096),
-    (20480, -1.0),  # upper edge: the full budget
-    (20481, -1.0),  # beyond the budget (cannot happen when generation is capped)
-    (50000, -1.0),
-])
+@pytest.mark.parametrize(
+    "length, expected",
+    [
+        (0, 0.0),
+        (16383, 0.0),
+        (16384, 0.0),  # lower edge: the last length without penalty
+        (16385, -1 / 4096),  # first penalised token
+        (18432, -0.5),  # middle of the window
+        (20479, -4095 / 4096),
+        (20480, -1.0),  # upper edge: the full budget
+        (20481, -1.0),  # beyond the budget (cannot happen when generation is capped)
+        (50000, -1.0),
+    ],
+)
 def test_paper_window(length, expected):
     assert overlong_penalty(length, 20480, 4096) == pytest.approx(expected, abs=1e-12)
 
@@ -38,16 +41,20 @@ def test_bad_window_is_rejected(max_length, cache):
 
 
 def ctx(buffer, max_length=16):
-    return RewardContext(verify=lambda c, g: False, max_completion_length=max_length,
-                         params=OmegaConf.create({"overlong_buffer_length": buffer}))
+    return RewardContext(
+        verify=lambda c, g: False,
+        max_completion_length=max_length,
+        params=OmegaConf.create({"overlong_buffer_length": buffer}),
+    )
 
 
 def test_reward_uses_token_counts_and_logs_the_penalised_share():
     logged = {}
     fn = build_reward("overlong", ctx(4))
     ids = [[1] * 10, [1] * 13, [1] * 16]
-    out = fn(prompts=["p"] * 3, completions=["x"] * 3, completion_ids=ids, answer=[None] * 3,
-             log_metric=logged.__setitem__)
+    out = fn(
+        prompts=["p"] * 3, completions=["x"] * 3, completion_ids=ids, answer=[None] * 3, log_metric=logged.__setitem__
+    )
     assert out == [0.0, -0.25, -1.0]
     assert logged == {"overlong/penalized_fraction": pytest.approx(2 / 3)}
 

@@ -68,8 +68,15 @@ def _tiny_model(vocab=13):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        tie_word_embeddings=False,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -83,14 +90,16 @@ def test_policy_pass_uses_the_shifted_temperature_scaled_distributions():
     completion_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])  # right padding
     temperature = 0.7
     with torch.no_grad():
-        full = model(input_ids=torch.cat([prompt, completion], 1),
-                     attention_mask=torch.cat([prompt_mask, completion_mask], 1)).logits.double()
+        full = model(
+            input_ids=torch.cat([prompt, completion], 1), attention_mask=torch.cat([prompt_mask, completion_mask], 1)
+        ).logits.double()
     z = full[:, 2:-1] / temperature  # positions 2..5 predict completion tokens 0..3
     per_token = torch.logsumexp(z, -1) - z.mean(-1) - math.log(13)
     m = completion_mask.double()
     expected = (per_token * m).sum(-1) / m.sum(-1)
-    got = policy_self_certainty(model, prompt, prompt_mask, completion, completion_mask,
-                                temperature=temperature, batch_size=1, chunk_tokens=2)
+    got = policy_self_certainty(
+        model, prompt, prompt_mask, completion, completion_mask, temperature=temperature, batch_size=1, chunk_tokens=2
+    )
     assert torch.allclose(got.double(), expected, atol=1e-5)
     # an unshifted window (the paper fork's off-by-one) gives a different value
     z_unshifted = full[:, 3:] / temperature
@@ -106,8 +115,9 @@ COMPLETION, COMPLETION_MASK = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]]), torch.
 def full_softmax_reference(model, temperature):
     """Self-certainty from the model's complete forward logits (no chunks, float64)."""
     with torch.no_grad():
-        full = model(input_ids=torch.cat([PROMPT, COMPLETION], 1),
-                     attention_mask=torch.cat([PROMPT_MASK, COMPLETION_MASK], 1)).logits.double()
+        full = model(
+            input_ids=torch.cat([PROMPT, COMPLETION], 1), attention_mask=torch.cat([PROMPT_MASK, COMPLETION_MASK], 1)
+        ).logits.double()
     z = full[:, 2:-1] / temperature
     per_token = torch.logsumexp(z, -1) - z.mean(-1) - math.log(z.size(-1))
     m = COMPLETION_MASK.double()
@@ -115,8 +125,9 @@ def full_softmax_reference(model, temperature):
 
 
 def score(model, **kwargs):
-    return policy_self_certainty(model, PROMPT, PROMPT_MASK, COMPLETION, COMPLETION_MASK, temperature=0.7,
-                                 batch_size=1, chunk_tokens=2, **kwargs).double()
+    return policy_self_certainty(
+        model, PROMPT, PROMPT_MASK, COMPLETION, COMPLETION_MASK, temperature=0.7, batch_size=1, chunk_tokens=2, **kwargs
+    ).double()
 
 
 def _lora(model):
@@ -142,13 +153,22 @@ def _tiny_gemma2():
     from transformers import Gemma2Config, Gemma2ForCausalLM
 
     torch.manual_seed(0)
-    config = Gemma2Config(vocab_size=13, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                          num_attention_heads=2, num_key_value_heads=1, head_dim=8, final_logit_softcapping=0.5)
+    config = Gemma2Config(
+        vocab_size=13,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        final_logit_softcapping=0.5,
+    )
     return Gemma2ForCausalLM(config).eval()
 
 
-@pytest.mark.parametrize("build", [_tiny_model, _tiny_gemma2, lambda: _lora(_tiny_model())],
-                         ids=["llama", "gemma2-softcap", "llama-lora"])
+@pytest.mark.parametrize(
+    "build", [_tiny_model, _tiny_gemma2, lambda: _lora(_tiny_model())], ids=["llama", "gemma2-softcap", "llama-lora"]
+)
 def test_forward_path_for_sharded_models_agrees_with_the_chunked_path(build):
     """The sharded path (the model's own forward with logits_to_keep) and the chunked
     path (backbone + head on chunks) score the same distributions."""

@@ -8,25 +8,34 @@ import pytest
 from rlrecipes.data.problems import answer_verifier
 from rlrecipes.errors import UserError
 from rlrecipes.rewards import RewardContext, build_reward
-from rlrecipes.rewards.spurious import (boxed_content, build_labels, format_reward, label_reward, load_labels,
-                                        random_rewards)
+from rlrecipes.rewards.spurious import (
+    boxed_content,
+    build_labels,
+    format_reward,
+    label_reward,
+    load_labels,
+    random_rewards,
+)
 
 VERIFY = answer_verifier("boxed")
 
 
 # ------------------------------------------------------------------------------ format
-@pytest.mark.parametrize("text, expected", [
-    ("so the answer is \\boxed{5}.", 1.0),
-    ("\\boxed{\\frac{1}{2}}", 1.0),
-    ("wrong but boxed: \\boxed{banana}", 1.0),  # correctness plays no part
-    ("\\boxed{}", 0.0),
-    ("\\boxed{ }", 0.0),
-    ("no box at all: 5", 0.0),
-    ("boxed{7} without a backslash", 1.0),  # the code looks for the substring "boxed"
-    ("$\\boxed 5$", 1.0),  # no brace: up to the next "$"
-    ("\\boxed{3} then \\boxed{}", 0.0),  # only the last box counts
-    ("\\boxed{12", 1.0),  # unclosed: the rest of the text (Qwen2.5-Math's parser)
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("so the answer is \\boxed{5}.", 1.0),
+        ("\\boxed{\\frac{1}{2}}", 1.0),
+        ("wrong but boxed: \\boxed{banana}", 1.0),  # correctness plays no part
+        ("\\boxed{}", 0.0),
+        ("\\boxed{ }", 0.0),
+        ("no box at all: 5", 0.0),
+        ("boxed{7} without a backslash", 1.0),  # the code looks for the substring "boxed"
+        ("$\\boxed 5$", 1.0),  # no brace: up to the next "$"
+        ("\\boxed{3} then \\boxed{}", 0.0),  # only the last box counts
+        ("\\boxed{12", 1.0),  # unclosed: the rest of the text (Qwen2.5-Math's parser)
+    ],
+)
 def test_boxed_format_reward(text, expected):
     assert format_reward([text], "boxed") == [expected]
 
@@ -63,7 +72,8 @@ def test_random_reward_is_independent_of_the_text_and_seeded():
     assert round1 == first and round2 != round1  # a second scoring round in the same step draws anew
     later = build_reward("random", ctx)(completions=texts, trainer_state=SimpleNamespace(global_step=5))
     other_seed = build_reward("random", RewardContext(verify=VERIFY, seed=4, params={"gamma": 0.5}))(
-        completions=texts, trainer_state=state)
+        completions=texts, trainer_state=state
+    )
     assert later != first and other_seed != first
 
 
@@ -73,25 +83,32 @@ def test_bad_gamma_fails_when_the_reward_is_built():
 
 
 # ------------------------------------------------------------------------ stored labels
-PROBLEMS = [{"id": "a", "problem": "pa", "answer": "3"}, {"id": "b", "problem": "pb", "answer": "5"},
-            {"id": "c", "problem": "pc", "answer": "1"}]
-SAMPLES = [["\\boxed{3}", "\\boxed{4}", "\\boxed{4.0}", "no answer"],  # majority 4 (wrong)
-           ["\\boxed{5}", "\\boxed{5.0}", "\\boxed{6}", "\\boxed{7}"],  # majority 5 (right); wrong: 6, 7 tie
-           ["?", "??", "???", "????"]]  # no answer at all
+PROBLEMS = [
+    {"id": "a", "problem": "pa", "answer": "3"},
+    {"id": "b", "problem": "pb", "answer": "5"},
+    {"id": "c", "problem": "pc", "answer": "1"},
+]
+SAMPLES = [
+    ["\\boxed{3}", "\\boxed{4}", "\\boxed{4.0}", "no answer"],  # majority 4 (wrong)
+    ["\\boxed{5}", "\\boxed{5.0}", "\\boxed{6}", "\\boxed{7}"],  # majority 5 (right); wrong: 6, 7 tie
+    ["?", "??", "???", "????"],
+]  # no answer at all
 
 
 def test_labels_from_base_model_samples_by_hand():
     rows = build_labels(PROBLEMS, SAMPLES, style="boxed", verify=VERIFY)
-    picked = [(r["majority"], r["majority_count"], r["majority_correct"], r["incorrect"], r["incorrect_count"])
-              for r in rows]
+    picked = [
+        (r["majority"], r["majority_count"], r["majority_correct"], r["incorrect"], r["incorrect_count"]) for r in rows
+    ]
     assert picked == [("4", 2, False, "4", 2), ("5", 2, True, "6", 1), (None, 0, False, None, 0)]
     assert [r["num_samples"] for r in rows] == [4, 4, 4] and rows[0]["answer"] == "3"
 
 
 def test_label_file_round_trip_and_clear_errors(tmp_path):
     path = tmp_path / "labels.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in build_labels(PROBLEMS, SAMPLES, style="boxed",
-                                                                       verify=VERIFY)))
+    path.write_text(
+        "".join(json.dumps(r) + "\n" for r in build_labels(PROBLEMS, SAMPLES, style="boxed", verify=VERIFY))
+    )
     assert sorted(load_labels(path)) == ["a", "b", "c"]
     with pytest.raises(UserError, match="no such file"):
         load_labels(tmp_path / "missing.jsonl")
