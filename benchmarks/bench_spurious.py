@@ -3,7 +3,7 @@
 The paper's ladder at CPU scale: the quick-start toy model (warm-started on a teacher
 that forgets carries 75% of the time) trained by `recipe=spurious` with each reward of
 §5(a): ground truth; majority and incorrect labels built from 16 samples of the model
-before RL (`rlrecipes.rewards.spurious.label_problems`; the paper uses 64); format; and
+before RL (`rlrecipes.commands.spurious_labels.label_problems`; the paper uses 64); format; and
 random (gamma 0.5) with and without PPO clipping (`recipe.clip=false`). Every condition
 draws from the same first 1,000 training problems and is measured on the same 300
 held-out problems.
@@ -59,7 +59,7 @@ def tail_mean(rows: list[dict], key: str, last: int = 10) -> float:
 def main() -> None:
     import torch
 
-    from rlrecipes.rewards.spurious import label_problems
+    from rlrecipes.commands.spurious_labels import label_problems
 
     torch.set_num_threads(1)
     started = time.time()

@@ -21,9 +21,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
+from typing import Any, Optional
 
 from rlrecipes.errors import UserError
 
@@ -267,42 +265,3 @@ def plot_comparison(
     for path in files:
         fig.savefig(path, dpi=120)
     return fig, files
-
-
-def plot_command(
-    run_dirs: Annotated[list[Path], typer.Argument(help="run directories, folders holding runs (a sweep) or globs")],
-    metric: Annotated[
-        Optional[str],
-        typer.Option(
-            help="comma list: reward, accuracy, heldout, completion_length, entropy, kl, loss, clip_ratio, "
-            "truncated, grad_norm, step_time, or any metrics.jsonl key"
-        ),
-    ] = None,
-    group_by: Annotated[
-        Optional[str],
-        typer.Option(
-            "--group-by", help="one line per group (mean ± std band over its runs), e.g. trainer.learning_rate"
-        ),
-    ] = None,
-    out: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="folder for comparison.png/.svg (default: the sweep folder); with one run and no --metric, "
-            "the SVG file of its accuracy plot (default RUN_DIR/accuracy.svg)"
-        ),
-    ] = None,
-) -> None:
-    """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs
-    held-out accuracy (SVG)."""
-    from rlrecipes.eval.report import find_runs
-
-    runs = find_runs([str(p) for p in run_dirs])
-    if len(runs) == 1 and metric is None and group_by is None:
-        target = plot_run(runs[0], out)
-        curves = read_curves(runs[0])
-        typer.echo(f"wrote {target} ({len(curves.train)} training, {len(curves.heldout)} held-out points)")
-        return
-    metrics = [m.strip() for m in metric.split(",") if m.strip()] if metric else None
-    groups = tuple(k.strip() for k in group_by.split(",") if k.strip()) if group_by else ()
-    _, files = plot_comparison([str(p) for p in run_dirs], metrics, groups, out)
-    typer.echo(f"wrote {files[0]} and {files[1]} ({len(runs)} runs)")

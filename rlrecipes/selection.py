@@ -17,9 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Sequence
-
-import typer
+from typing import Any, Callable, Optional, Sequence
 
 from rlrecipes.errors import UserError
 
@@ -138,37 +136,3 @@ def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
 
 def selection_records(chosen: Sequence[Ranked], method: str) -> list[dict[str, Any]]:
     return [{"id": c.id, "rank": c.rank, method: c.score, "samples": c.samples} for c in chosen]
-
-
-def select_command(
-    history: Annotated[Path, typer.Argument(help="accuracy history json (id -> list of accuracies)")],
-    method: Annotated[str, typer.Option(help="score to rank by: variance | std")] = "variance",
-    top: Annotated[int, typer.Option(help="how many examples to keep (π1..πK)")] = 1,
-    data: Annotated[Optional[Path], typer.Option(help="dataset the history indexes; write its rows")] = None,
-    id_field: Annotated[
-        Optional[str], typer.Option(help="column holding the history's ids (default: row index)")
-    ] = None,
-    out: Annotated[Optional[Path], typer.Option(help="output .jsonl (default: ./selected_METHOD_topK.jsonl)")] = None,
-) -> None:
-    """Rank examples by the variance of their accuracy history and write the top K.
-
-    With --data, writes the chosen examples' full rows (a dataset to train on);
-    otherwise their ids with their scores.
-    """
-    from rich.console import Console
-    from rich.table import Table
-
-    chosen = select(load_history(history), top, method)
-    records = selection_records(chosen, method)
-    rows = rows_for(chosen, data, id_field) if data is not None else records
-    target = out or Path(f"selected_{method}_top{top}.jsonl")
-    write_jsonl(target, rows)
-    table = Table(title=f"top {top} of {Path(history).name} by {method}")
-    for col in ("rank", "id", method, "samples"):
-        table.add_column(col, justify="right")
-    for c in chosen[:20]:
-        table.add_row(f"π{c.rank}", c.id, f"{c.score:.6f}", str(c.samples))
-    console = Console()
-    console.print(table)
-    what = "rows" if data is not None else "ids and scores"
-    console.print(f"wrote {len(rows)} {what} to {target}")

@@ -14,13 +14,12 @@
   model produced). The labels are built once by `build_labels` and stored in a jsonl
   file; the spurious recipe attaches them to the training rows.
 
-`python -m rlrecipes.rewards.spurious OUT.jsonl [train overrides...]` samples the
-base model and writes the labels file (see `main`).
+`rlrecipes spurious-labels OUT.jsonl [train overrides...]` samples the base model and
+writes the labels file (rlrecipes/commands/spurious_labels.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -164,86 +163,9 @@ def load_labels(path: str | Path) -> dict[str, dict[str, Any]]:
     """The rows of a labels file by problem id."""
     file = Path(path).expanduser()
     if not file.is_file():
-        raise UserError(f"recipe.labels={path}: no such file; build it with python -m rlrecipes.rewards.spurious")
+        raise UserError(f"recipe.labels={path}: no such file; build it with `rlrecipes spurious-labels FILE`")
     rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
     missing = [k for k in ("id", "majority", "majority_correct", "incorrect") if rows and k not in rows[0]]
     if missing:
         raise UserError(f"recipe.labels={path} lacks column(s) {', '.join(missing)}; rebuild it")
     return {str(row["id"]): row for row in rows}
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Sample the configured model on the configured training data and write a labels file.
-
-    The data and model come from the same overrides as `rlrecipes train`, so the labels
-    line up with the run's problem ids. Paper setting: 64 samples, T=1.0, top-p 1, 3072 tokens.
-    """
-    parser = argparse.ArgumentParser(prog="python -m rlrecipes.rewards.spurious", description=main.__doc__)
-    parser.add_argument("out", help="labels file to write (.jsonl)")
-    parser.add_argument("overrides", nargs="*", help="train config overrides (model=..., data=...)")
-    parser.add_argument("--samples", type=int, default=64)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="default: trainer.max_completion_length")
-    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
-    parser.add_argument("--batch-size", type=int, default=64, help="hf: prompts x samples per generate call")
-    args = parser.parse_args(argv)
-    rows = label_problems(
-        args.overrides,
-        samples=args.samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_new_tokens=args.max_new_tokens,
-        backend=args.backend,
-        batch_size=args.batch_size,
-    )
-    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    wrong = sum(not r["majority_correct"] for r in rows)
-    print(f"wrote {len(rows)} labels to {args.out} ({wrong} with a wrong majority answer)")
-
-
-def label_problems(
-    overrides: Sequence[str],
-    *,
-    samples: int = 64,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    max_new_tokens: int | None = None,
-    backend: str = "hf",
-    batch_size: int = 64,
-) -> list[dict]:
-    from rlrecipes.config import compose_config
-    from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.data.templates import render_prompt
-    from rlrecipes.eval.backends import HFBackend, Sampling, VLLMBackend, stable_seed
-    from rlrecipes.models import load_model, resolve_model_path
-
-    cfg = compose_config("train", list(overrides))
-    problems = load_problem_set(cfg.data)
-    path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
-    model, tokenizer = load_model(path, cfg.model)
-    prompts = [
-        render_prompt(p["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for p in problems.train
-    ]
-    sampling = Sampling(
-        n=samples,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens or cfg.trainer.max_completion_length,
-    )
-    engine = (
-        VLLMBackend(path, dtype=cfg.model.dtype, seed=cfg.seed)
-        if backend == "vllm"
-        else HFBackend(model, tokenizer, batch_size)
-    )
-    chunk = engine.chunk_size(sampling)
-    texts: list[list[str]] = []
-    for start in range(0, len(prompts), chunk):
-        seeds = [stable_seed(cfg.seed, p["id"]) for p in problems.train[start : start + chunk]]
-        out = engine.generate(prompts[start : start + chunk], sampling, seeds)
-        texts.extend([c.text for c in group] for group in out)
-    return build_labels(problems.train, texts, style=cfg.data.answer_style, verify=problems.verify)
-
-
-if __name__ == "__main__":
-    main()

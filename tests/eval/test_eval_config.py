@@ -7,7 +7,7 @@ import pytest
 from rlrecipes.config import ConfigError, compose_config
 from rlrecipes.config.compose import conf_dir
 from rlrecipes.eval.benchmarks import BENCHMARKS, SUITES, resolve_benchmarks
-from rlrecipes.eval.command import rewrite_benchmark_list
+from rlrecipes.commands.evaluate import rewrite_benchmark_list
 
 
 @pytest.mark.parametrize(

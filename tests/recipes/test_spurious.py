@@ -110,7 +110,7 @@ def test_presets_carry_the_papers_numbers(size, model):
 
 @pytest.mark.slow
 def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_path):
-    from rlrecipes.rewards.spurious import label_problems
+    from rlrecipes.commands.spurious_labels import label_problems
     from rlrecipes.train import train
 
     few = ["data.max_examples=8"]

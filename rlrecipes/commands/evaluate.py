@@ -1,0 +1,77 @@
+"""`rlrecipes eval`: the Hydra job around `rlrecipes.eval.runner.run_eval`.
+
+``benchmark=a,b`` without ``-m`` means "these benchmarks in one run" (rewritten to
+``benchmark=a benchmark.names=[a,b]``); with ``-m`` it stays a Hydra sweep, one run per
+benchmark, like any other comma list (checkpoints, protocols, seeds).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import typer
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+from rlrecipes.commands.common import OVERRIDES, console, run_job
+from rlrecipes.config.hydra_app import run_hydra
+from rlrecipes.eval.report import print_eval_summary, write_report
+from rlrecipes.eval.rundir import discard_if_empty, log_resume, open_run_dir
+from rlrecipes.eval.runner import prepare, run_eval
+from rlrecipes.rundir import MARKER, drop_hydra_job_dir, write_manifest
+
+
+def eval_(
+    ctx: typer.Context,
+    multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
+) -> None:
+    """Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."""
+    run_hydra("eval", eval_job, rewrite_benchmark_list(list(ctx.args), multirun), multirun)
+
+
+def rewrite_benchmark_list(overrides: Sequence[str], multirun: bool) -> list[str]:
+    """`benchmark=a,b` without -m: one run on both (`benchmark=a benchmark.names=[a,b]`)."""
+    out: list[str] = []
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if not multirun and sep and key == "benchmark" and "," in value and not value.startswith(("[", "glob(")):
+            names = [v.strip() for v in value.split(",") if v.strip()]
+            out += [f"benchmark={names[0]}", f"benchmark.names=[{','.join(names)}]"]
+        else:
+            out.append(ov)
+    return out
+
+
+def eval_job(cfg: Any) -> float | None:
+    """The Hydra task: one eval run; returns the headline average (for sweepers)."""
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    opened: dict[str, Path] = {}  # the run directory, once this job created (not reopened) it
+
+    def body() -> dict:
+        prepared = prepare(cfg)  # inputs first: a mistake must not leave a run directory
+        run_dir = open_run_dir(cfg, hc.job.num if multirun else None, hc.sweep.dir if multirun else None)
+        if multirun:
+            drop_hydra_job_dir(run_dir)
+        if (run_dir / MARKER).exists():
+            log_resume(run_dir)
+        else:
+            opened["fresh"] = run_dir
+            write_manifest(run_dir, cfg)
+        console.rule(f"[bold]eval[/] {', '.join(cfg.benchmark.names)} -> {run_dir}")
+        summary = run_eval(cfg, run_dir, log=console.log, prepared=prepared)
+        write_report(run_dir, summary)
+        print_eval_summary(summary, run_dir, console)
+        return summary
+
+    def discard() -> Optional[Path]:  # a crash before the first sample leaves nothing to keep
+        if "fresh" in opened:
+            discard_if_empty(opened["fresh"])
+
+    summary = run_job(body, discard)
+    return summary["average"]["headline"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval", context_settings=OVERRIDES)(eval_)

@@ -1,0 +1,46 @@
+"""`rlrecipes select`: one-shot RLVR's data selection from an accuracy history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from rlrecipes.commands.common import console
+from rlrecipes.selection import load_history, rows_for, select, selection_records, write_jsonl
+
+
+def select_command(
+    history: Annotated[Path, typer.Argument(help="accuracy history json (id -> list of accuracies)")],
+    method: Annotated[str, typer.Option(help="score to rank by: variance | std")] = "variance",
+    top: Annotated[int, typer.Option(help="how many examples to keep (π1..πK)")] = 1,
+    data: Annotated[Optional[Path], typer.Option(help="dataset the history indexes; write its rows")] = None,
+    id_field: Annotated[
+        Optional[str], typer.Option(help="column holding the history's ids (default: row index)")
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option(help="output .jsonl (default: ./selected_METHOD_topK.jsonl)")] = None,
+) -> None:
+    """Rank examples by the variance of their accuracy history and write the top K.
+
+    With --data, writes the chosen examples' full rows (a dataset to train on);
+    otherwise their ids with their scores.
+    """
+    chosen = select(load_history(history), top, method)
+    records = selection_records(chosen, method)
+    rows = rows_for(chosen, data, id_field) if data is not None else records
+    target = out or Path(f"selected_{method}_top{top}.jsonl")
+    write_jsonl(target, rows)
+    table = Table(title=f"top {top} of {Path(history).name} by {method}")
+    for col in ("rank", "id", method, "samples"):
+        table.add_column(col, justify="right")
+    for c in chosen[:20]:
+        table.add_row(f"π{c.rank}", c.id, f"{c.score:.6f}", str(c.samples))
+    console.print(table)
+    what = "rows" if data is not None else "ids and scores"
+    console.print(f"wrote {len(rows)} {what} to {target}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("select")(select_command)

@@ -1,0 +1,100 @@
+"""`rlrecipes train`: the Hydra job around the training job (`rlrecipes.train`)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from rich.table import Table
+
+from rlrecipes.commands.common import OVERRIDES, console, fail, run_job
+from rlrecipes.config.hydra_app import run_hydra
+from rlrecipes.data.problems import data_label
+from rlrecipes.errors import UserError
+from rlrecipes.rundir import (
+    create_run_dir,
+    discard_unstarted_run,
+    drop_hydra_job_dir,
+    is_main_process,
+    shared_run_dir,
+    write_manifest,
+)
+from rlrecipes.train import TrainingInterrupted, reopen_run_dir
+from rlrecipes.train import train as run_training
+
+
+def train(
+    ctx: typer.Context,
+    multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
+) -> None:
+    """Train with RL (no arguments: the CPU quick-start). Takes Hydra overrides key=value."""
+    run_hydra("train", train_job, list(ctx.args), multirun)
+
+
+def train_job(cfg: Any) -> Optional[float]:
+    """The Hydra task: one training run; returns the held-out accuracy after (for sweepers)."""
+    hc = HydraConfig.get()
+    is_multirun = hc.mode == RunMode.MULTIRUN
+    main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
+
+    def create():
+        if cfg.resume:  # the same run directory, continued from its last complete checkpoint
+            return reopen_run_dir(cfg)
+        run_dir = create_run_dir(
+            cfg.run_dir,
+            cfg.output_root,
+            f"{cfg.recipe.name}-{data_label(cfg.data)}",
+            job_num=hc.job.num if is_multirun else None,
+            sweep_dir=hc.sweep.dir if is_multirun else None,
+        )
+        if is_multirun:
+            drop_hydra_job_dir(run_dir)
+        write_manifest(run_dir, cfg)
+        return run_dir
+
+    try:
+        run_dir = shared_run_dir(create, cpu=bool(cfg.trainer.use_cpu))
+    except UserError as exc:
+        fail(str(exc))
+
+    def body() -> dict:
+        if main:
+            console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
+        try:
+            return run_training(cfg, run_dir, log=console.log)
+        except TrainingInterrupted as exc:  # SIGINT/SIGTERM: a checkpoint was saved, keep the run
+            if main:
+                console.print(f"[bold yellow]interrupted:[/] {exc}", highlight=False, soft_wrap=True)
+            raise SystemExit(128 + exc.signal) from None
+
+    def discard() -> None:  # a crash (or Ctrl-C) before the first step leaves nothing to keep
+        if main and not cfg.resume:
+            discard_unstarted_run(run_dir)
+
+    summary = run_job(body, discard)
+    if main:
+        print_summary(summary, run_dir)
+    return summary.get("accuracy_after")
+
+
+def print_summary(summary: dict, run_dir: Any) -> None:
+    table = Table(title=f"run {run_dir}")
+    table.add_column("held-out accuracy (greedy)")
+    table.add_column("value", justify="right")
+    for key in ("accuracy_before", "accuracy_after"):
+        if key in summary:
+            table.add_row(key.replace("_", " "), "n/a" if summary[key] is None else f"{summary[key]:.3f}")
+    if summary.get("accuracy_before") is not None and summary.get("accuracy_after") is not None:
+        gain = 100 * (summary["accuracy_after"] - summary["accuracy_before"])
+        table.add_row("gain (points)", f"{gain:+.1f}")
+    for name, result in summary.get("final_eval", {}).items():  # final_eval=[...]: RUN/eval/
+        value = "n/a" if result["value"] is None else f"{result['value']:.3f}"
+        table.add_row(f"final eval: {name} {result['metric']}", value)
+    table.add_row("wall seconds", f"{summary.get('wall_seconds', 0):.0f}")
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(context_settings=OVERRIDES)(train)
