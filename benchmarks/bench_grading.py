@@ -300,7 +300,7 @@ def _timed_votes(groups: list[list[str]], fast_reject: bool) -> tuple[float, lis
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     import rlrecipes.grading.equivalence as equivalence
-    from rlrecipes.metrics import majority_vote
+    from rlrecipes.grading.vote import majority_vote
 
     if not fast_reject:
         equivalence._clearly_different = lambda *args: False

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rlrecipes.errors import UserError
+from rlrecipes.eval.report import build_report, cell, column_labels, find_runs, group_rows, is_run, load_runs
 
 Series = list[tuple[float, float]]  # (step, accuracy)
 
@@ -158,9 +159,7 @@ def _mean_band(curves: list[Series]) -> tuple[list[float], list[float], list[flo
 
 
 def _label(report, row: dict, keys: list[str]) -> str:
-    from rlrecipes.eval.report import _labels, cell
-
-    labels = _labels(keys)
+    labels = column_labels(keys)
     return ", ".join(f"{labels[k]}={cell(report, row, k)}" for k in keys)
 
 
@@ -172,8 +171,6 @@ def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tupl
         raise UserError(
             "comparison plots need matplotlib: pip install matplotlib (or pip install -e '.[plots]')"
         ) from None
-    from rlrecipes.eval.report import build_report, group_rows, load_runs
-
     runs = [r for r in load_runs(paths) if r.kind == "train"]
     if not runs:
         raise UserError("nothing to plot: no training runs (metrics.jsonl) among the given folders")
@@ -241,10 +238,8 @@ def default_out_dir(paths) -> Path:
     """Next to the report's table: the one folder given, else the folder the runs share."""
     import os
 
-    from rlrecipes.eval.report import _is_run, find_runs
-
     given = [Path(p).expanduser() for p in paths]
-    if len(given) == 1 and given[0].is_dir() and not _is_run(given[0]):
+    if len(given) == 1 and given[0].is_dir() and not is_run(given[0]):
         return given[0]
     runs = find_runs(paths)
     return Path(os.path.commonpath([str(r.resolve()) for r in runs])) if len(runs) > 1 else runs[0]

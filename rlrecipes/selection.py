@@ -1,5 +1,5 @@
 """One-shot RLVR's example selection: rank training examples by the variance of their
-accuracy history and keep the top K (recipes.md §1(a) steps 2-3).
+accuracy history and keep the top K (one-shot RLVR, Wang et al. 2025, §2: the historical variance score).
 
 A history maps an example's id to the accuracies it scored each time it was sampled:
 `{id: [acc, acc, ...]}`. Both our own `accuracy_history.json` (engine/history.py) and the
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from rlrecipes.data.loader import get_field, read_records
 from rlrecipes.errors import UserError
 
 History = dict[str, list[float]]
@@ -108,7 +109,6 @@ def rows_for(chosen: Sequence[Ranked], data: str | Path, id_field: Optional[str]
     histories use row positions for files without an id column) unless `id_field`
     (dotted, e.g. `extra_info.index`) says which column holds the id.
     """
-    from rlrecipes.data.loader import get_field, read_records
 
     rows, source = read_records(str(data))
     if id_field:

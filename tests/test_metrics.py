@@ -5,7 +5,8 @@ from math import comb
 
 import pytest
 
-from rlrecipes.metrics import avg_at_k, default_ks, maj_at_k, majority_vote, pass_at_k
+from rlrecipes.grading.vote import majority_vote
+from rlrecipes.metrics import avg_at_k, default_ks, maj_at_k, pass_at_k
 
 
 @pytest.mark.parametrize(
@@ -104,7 +105,8 @@ def test_default_ks():
 
 
 def test_vote_groups_and_tie_rules_by_hand():
-    from rlrecipes.metrics import vote_groups, vote_score
+    from rlrecipes.grading.vote import vote_groups
+    from rlrecipes.metrics import vote_score
 
     groups = vote_groups(["3", "4", "\\frac{8}{2}", "3", "5", None])
     assert groups == [("3", 2), ("4", 2), ("5", 1)]  # 4 and 8/2 are one group; None votes for nobody

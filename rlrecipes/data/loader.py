@@ -8,6 +8,8 @@ or answer are counted and reported, never silently dropped or trained on.
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -76,13 +78,28 @@ def get_field(row: dict, name: str) -> Any:
     return value
 
 
-def normalise_answer(value: Any) -> str | None:
-    """Gold answers as strings; lists (OlympiadBench) joined; empty → None."""
-    if value is None:
+def gold_text(value: Any) -> str | None:
+    """A dataset gold answer as a string: floats like 27.0 -> "27", lists joined.
+
+    OlympiadBench stores ``final_answer`` as a list (sometimes a stringified one,
+    "['2']"); several answers are joined with ", ".
+    """
+    if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\[.*\]\s*", value, re.S):
+        try:  # a repr()'d list of strings; literal_eval reads literals only, runs nothing
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            parsed = None
+        if isinstance(parsed, list):
+            value = parsed
     if isinstance(value, (list, tuple)):
-        parts = [str(v).strip() for v in value if str(v).strip()]
-        return ", ".join(parts) if parts else None
+        parts = [p for p in (gold_text(v) for v in value) if p]
+        return ", ".join(p.strip().strip("$").strip() for p in parts) or None
     text = str(value).strip()
     return text or None
 
@@ -108,7 +125,7 @@ def to_problems(
     seen: set[str] = set()
     for index, row in enumerate(rows):
         problem = get_field(row, problem_field)
-        answer = normalise_answer(get_field(row, answer_field)) if answer_field else None
+        answer = gold_text(get_field(row, answer_field)) if answer_field else None
         if not isinstance(problem, str) or not problem.strip():
             out.skipped.append((index, f"no {problem_field}"))
             continue

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from rlrecipes.data.loader import LoadedProblems, read_records, to_problems
 from rlrecipes.data.synthetic import SyntheticTask, make_task
 from rlrecipes.errors import UserError
+from rlrecipes.grading import grade
 
 
 @dataclass
@@ -74,7 +75,6 @@ def answer_verifier(style: str) -> Callable[[str, Any], bool]:
     """Verifier for math datasets: extract the final answer in `style`, then grade it."""
 
     def verify(completion: str, gold: Any) -> bool:
-        from rlrecipes.grading import grade
 
         return grade(completion, str(gold), style=style)
 

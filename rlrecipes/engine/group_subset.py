@@ -1,6 +1,6 @@
 """Train on a fixed subset of each group: the first `keep` of its `num_generations` rows.
 
-TTRL votes with 64 samples per prompt but trains on the first 32 (recipes.md §2(a)):
+TTRL votes with 64 samples per prompt but trains on the first 32 (TTRL, Zuo, Zhang et al. 2025, §3 and its verl code):
 every sample shapes the reward, only the subset enters the loss. Any recipe can ask
 for this with `GroupSubset(keep)` in its hooks.
 

@@ -30,6 +30,7 @@ import torch
 
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
+from rlrecipes.grading import take_grading_counts
 
 
 class RewardTimeout(Exception):
@@ -104,7 +105,6 @@ class RewardGuard(EngineHook):
     def _log_grading_failures(trainer: Any) -> None:
         """The grader's timeouts and errors since the last step (a timed-out comparison grades a
         completion wrong without raising, so the reward itself never sees it fail)."""
-        from rlrecipes.grading import take_grading_counts
 
         counts = take_grading_counts()
         local = torch.tensor([counts.errors, counts.timeouts], dtype=torch.long, device=trainer.accelerator.device)

@@ -10,6 +10,17 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from rlrecipes.rundir import append_line, write_lines
+
+
+def format_duration(seconds: float) -> str:
+    """``1h05m``, ``3m07s`` or ``42s``: elapsed times and ETAs of the progress lines."""
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
 # TRL's metric names -> the names rlrecipes documents in metrics.jsonl
 _RENAMES = {
     "reward": "reward_mean",
@@ -46,8 +57,6 @@ class MetricsWriter(TrainerCallback):
     def resume_at(self, step: int, rewrite: bool) -> None:
         """Continue a run from its checkpoint at `step`: keep the rows up to it and, on the
         process that writes, rewrite the file without the later ones (they are run again)."""
-        from rlrecipes.rundir import write_lines
-
         rows = []
         if self.path.is_file():
             for line in self.path.read_text(errors="replace").splitlines():
@@ -82,8 +91,6 @@ class MetricsWriter(TrainerCallback):
             row.setdefault("kl", None)  # TRL computes KL only when recipe.beta > 0: null = not computed
         self._last_time, self._last_step, self._last_tokens = now, state.global_step, tokens
         self.rows.append(row)
-        from rlrecipes.rundir import append_line
-
         append_line(self.path, json.dumps(row, default=_jsonable))  # whole records only
 
 
@@ -176,15 +183,13 @@ class RichProgress(TrainerCallback):
 
     def line(self, step: int, total: int, row: dict[str, Any]) -> str:
         """``train step 40/120 (33%): reward 0.512  acc 0.500  ...  1.20s/step, 48s elapsed, ETA 1m36s``"""
-        from rlrecipes.eval.progress import _duration
-
         elapsed = time.monotonic() - self._started
         per_step = elapsed / max(step - self._start_step, 1)
-        eta = _duration(per_step * max(total - step, 0))
+        eta = format_duration(per_step * max(total - step, 0))
         pct = 100 * step / total if total else 100.0
         return (
             f"train step {step}/{total} ({pct:.0f}%): {'  '.join(self._stats(row))}, "
-            f"{_duration(elapsed)} elapsed, ETA {eta}"
+            f"{format_duration(elapsed)} elapsed, ETA {eta}"
         )
 
     def on_train_end(self, args, state, control, **kwargs):

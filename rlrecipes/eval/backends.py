@@ -12,31 +12,13 @@ from the problem id (independent of batching).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from rlrecipes.engine.vllm_sync import on_vllm_cpu
 from rlrecipes.errors import UserError
-
-
-@dataclass(frozen=True)
-class Sampling:
-    n: int = 1
-    temperature: float = 0.0  # 0 = greedy
-    top_p: float = 1.0
-    top_k: int = 0  # 0 = off
-    max_new_tokens: int = 3072
-    stop: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature <= 0
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    num_tokens: int
-    finish_reason: str  # "stop" (EOS or a stop string) | "length" (hit max_new_tokens)
+from rlrecipes.generation import Completion, Sampling, hf_generate
+from rlrecipes.models import load_model
+from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
 
 
 class Backend(Protocol):
@@ -56,12 +38,6 @@ def stable_seed(*parts: Any) -> int:
     return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
-def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    """``text`` up to the first stop string, and whether one was found."""
-    hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return (text[: min(hits)], True) if hits else (text, False)
-
-
 class HFBackend:
     """Batched ``model.generate`` with left padding, on CPU or GPU."""
 
@@ -73,55 +49,10 @@ class HFBackend:
     def chunk_size(self, sampling: Sampling) -> int:
         return max(1, self.batch_size // sampling.n)
 
-    def _eos_ids(self) -> list[int]:
-        """The tokenizer's EOS plus the model's generation-config EOS ids (chat models list
-        several, e.g. <|im_end|> and <|endoftext|>; vLLM stops on all of them too)."""
-        ids = self.model.generation_config.eos_token_id
-        ids = [] if ids is None else ([ids] if isinstance(ids, int) else list(ids))
-        return sorted({*ids, self.tokenizer.eos_token_id} - {None})
-
     def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
-        import torch
-        from transformers import GenerationConfig
-
-        tok, model = self.tokenizer, self.model
-        tok.padding_side = "left"
-        model.eval()
-        device = next(model.parameters()).device
-        eos = self._eos_ids()
-        # A complete GenerationConfig, so the model's own defaults (Qwen's instruct models
-        # ship top_k=20, repetition_penalty=1.05, ...) never leak in: only `sampling` counts.
-        config = GenerationConfig(
-            max_new_tokens=sampling.max_new_tokens,
-            num_return_sequences=sampling.n,
-            do_sample=not sampling.greedy,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=eos,
-            repetition_penalty=1.0,
-            stop_strings=list(sampling.stop) or None,
-            **(
-                {}
-                if sampling.greedy
-                else dict(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
-            ),
-        )
-        if sampling.greedy:
-            config.temperature = config.top_p = config.top_k = None
-        torch.manual_seed(seeds[0] if seeds else 0)
-        with torch.no_grad():
-            enc = tok(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            out = model.generate(**enc, generation_config=config, tokenizer=tok if sampling.stop else None)
-        new = out[:, enc["input_ids"].shape[1] :]
-        stop_ids = {*eos, tok.pad_token_id} - {None}
-        completions = []
-        for row in new.tolist():
-            end = next((i for i, t in enumerate(row) if t in stop_ids), None)
-            ids = row if end is None else row[:end]
-            text, hit = cut_at_stop(tok.decode(ids, skip_special_tokens=True), sampling.stop)
-            truncated = end is None and not hit and len(ids) >= sampling.max_new_tokens
-            completions.append(Completion(text, len(ids), "length" if truncated else "stop"))
-        n = sampling.n
-        return [completions[i : i + n] for i in range(0, len(completions), n)]
+        # one seed per chunk: chunks are fixed by problem position, so a resumed eval
+        # regenerates exactly what an uninterrupted one would
+        return hf_generate(self.model, self.tokenizer, prompts, sampling, seed=seeds[0] if seeds else 0)
 
 
 class VLLMBackend:
@@ -149,8 +80,6 @@ class VLLMBackend:
     ) -> None:
         check_backend("vllm")
         from vllm import LLM
-
-        from rlrecipes.engine.vllm_sync import on_vllm_cpu
 
         cpu = on_vllm_cpu()
         if cpu and (problem := cpu_attention_problem(model_path)):
@@ -228,8 +157,6 @@ def cpu_attention_problem(model_path: str) -> str | None:
     from transformers import AutoConfig
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
 
-    from rlrecipes.models.lora import adapter_base, is_adapter_folder
-
     if is_adapter_folder(model_path):  # a LoRA run's RUN/model: the base's shape is the model's
         model_path = adapter_base(model_path)
     try:
@@ -251,7 +178,6 @@ def resolve_backend(name: str, model_path: str) -> str:
         return name
     if importlib.util.find_spec("vllm") is None:
         return "hf"
-    from rlrecipes.engine.vllm_sync import on_vllm_cpu
 
     return "hf" if on_vllm_cpu() and cpu_attention_problem(model_path) else "vllm"
 
@@ -261,8 +187,6 @@ def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Ba
     its ``name`` says which one it is."""
     name = resolve_backend(gen_cfg.backend, model_path)
     if name == "vllm":
-        from rlrecipes.models.lora import merged_model_path
-
         # vLLM loads full checkpoints: a LoRA adapter folder is merged into its base once (cached)
         return VLLMBackend(
             merged_model_path(model_path, model_cfg),
@@ -277,8 +201,6 @@ def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Ba
         )
     check_backend(name)
     import torch
-
-    from rlrecipes.models import load_model
 
     device = gen_cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     model, tokenizer = load_model(model_path, model_cfg, device=device)

@@ -17,28 +17,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from rlrecipes.config.schema import SyntheticTaskConfig
 from rlrecipes.data.files import read_rows
-from rlrecipes.errors import DataError as BenchmarkError
+from rlrecipes.data.loader import read_records, to_problems
+from rlrecipes.data.synthetic import make_task
+from rlrecipes.errors import DataError
 from rlrecipes.eval.items import (
     BenchmarkItem,
     BenchmarkItems,
     BenchmarkSpec,
     SkippedRow,
-    gold_to_str,
     items_from_rows,
 )
+from rlrecipes.grading.extract import last_boxed
 
 __all__ = [
     "BENCHMARKS",
     "SUITES",
-    "BenchmarkError",
     "BenchmarkItem",
     "BenchmarkItems",
     "BenchmarkSpec",
     "SkippedRow",
     "benchmark_names",
     "find_local_file",
-    "gold_to_str",
     "items_from_rows",
     "load_benchmark",
     "register_benchmark",
@@ -185,7 +186,7 @@ def resolve_benchmarks(names: str | Iterable[str]) -> list[str]:
         for member in SUITES.get(name, (name,)):
             if member not in BENCHMARKS:
                 valid = ", ".join(benchmark_names() + sorted(SUITES))
-                raise BenchmarkError(f"unknown benchmark {member!r}; valid: {valid}")
+                raise DataError(f"unknown benchmark {member!r}; valid: {valid}")
             if member not in out:
                 out.append(member)
     return out
@@ -202,7 +203,7 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
     if root.is_file():
         return root
     if not root.is_dir():
-        raise BenchmarkError(f"data_dir {str(root)!r} does not exist")
+        raise DataError(f"data_dir {str(root)!r} does not exist")
     for rel in spec.local_files:
         parts = Path(rel).parts
         for k in range(len(parts)):
@@ -215,7 +216,7 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
                 return candidate
     other = _benchmark_folder_of(root)
     if other is not None and other not in _layout_folders(spec):
-        raise BenchmarkError(
+        raise DataError(
             f"data_dir {str(root)!r} is the folder of benchmark {other!r}, not of {spec.name!r}; "
             "pass the shared data root or the file itself"
         )
@@ -223,7 +224,7 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
     if len(found) == 1:
         return found[0]
     hint = f"; files there: {', '.join(p.name for p in found)}" if found else ""
-    raise BenchmarkError(
+    raise DataError(
         f"no file for benchmark {spec.name!r} under {str(root)!r} (looked for "
         f"{', '.join(spec.local_files) or 'a single .jsonl/.json/.parquet'}){hint}; "
         f"pass the file itself as data_dir=PATH"
@@ -247,7 +248,7 @@ def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:
         return load_dataset(spec.hub_id, spec.hub_config, split=spec.split)
     except Exception as exc:  # offline, gated, renamed: one clear line instead
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BenchmarkError(
+        raise DataError(
             f"could not load benchmark {spec.name!r} from the hub ({spec.hub_id}, "
             f"split {spec.split}): {first}; pass data_dir=DIR_OR_FILE to use local files"
         ) from exc
@@ -255,9 +256,6 @@ def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:
 
 def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:
     from omegaconf import OmegaConf
-
-    from rlrecipes.config.schema import SyntheticTaskConfig
-    from rlrecipes.data.synthetic import make_task
 
     base = OmegaConf.structured(SyntheticTaskConfig) if synthetic_cfg is None else synthetic_cfg
     task = make_task(OmegaConf.merge(base, {"task": name}))
@@ -270,16 +268,14 @@ def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:
 
 def _from_data(data: Any) -> BenchmarkItems:
     """Your own test set through the training data's field mapping (``rlrecipes.data``)."""
-    from rlrecipes.data.loader import read_records, to_problems
-    from rlrecipes.grading.extract import last_boxed
 
     if data is None or not data.path:  # a local file or a hub id, whatever data.source says
-        raise BenchmarkError(
+        raise DataError(
             "benchmark=data evaluates your own test set: set data.path=FILE_OR_HUB_ID "
             "(and data.problem_field, data.answer_field, data.split as needed)"
         )
     if not data.answer_field:
-        raise BenchmarkError("benchmark=data needs gold answers: data.answer_field is null")
+        raise DataError("benchmark=data needs gold answers: data.answer_field is null")
     rows, source = read_records(data.path, data.subset, data.split)
     loaded = to_problems(rows, source, data.problem_field, data.answer_field, data.id_field)
     items = []
@@ -305,7 +301,7 @@ def load_benchmark(
     """
     if name not in BENCHMARKS:
         valid = ", ".join(benchmark_names())
-        raise BenchmarkError(f"unknown benchmark {name!r}; valid: {valid}")
+        raise DataError(f"unknown benchmark {name!r}; valid: {valid}")
     spec = BENCHMARKS[name]
     if spec.from_data:
         items = _from_data(data)

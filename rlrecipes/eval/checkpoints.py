@@ -2,7 +2,7 @@
 checkpoint with the best suite average alongside the last one.
 
 One-shot RLVR reports the checkpoint with the best six-benchmark average (paper Tab. 8,
-recipes.md §1(c)): MATH-500, Minerva Math and OlympiadBench greedy; AIME24, AIME25 and
+one-shot RLVR §3.1, App. B.5): MATH-500, Minerva Math and OlympiadBench greedy; AIME24, AIME25 and
 AMC23 as avg@8 at temperature 0.6. Test accuracy keeps rising long after training
 accuracy saturates, so the last checkpoint and the best one can differ.
 
@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from omegaconf import OmegaConf, open_dict
+
+from rlrecipes.config.compose import compose_config
+from rlrecipes.engine.checkpoints import MARKER
+from rlrecipes.engine.progress import format_duration
 from rlrecipes.errors import UserError
+from rlrecipes.eval.benchmarks import SUITES
+from rlrecipes.eval.runner import run_eval
+from rlrecipes.eval.scoring import headline
+from rlrecipes.rundir import write_manifest
 
 
 @dataclass(frozen=True)
@@ -37,12 +46,12 @@ class Part:
         return f"{benchmark}[{self.tag}]" if self.tag else benchmark
 
 
-SUITES: dict[str, tuple[Part, ...]] = {
-    # recipes.md §1(c): Qwen2.5-Math CoT prompt, 3072 tokens, seed 0.
-    "paper": (
-        Part(("math500", "minerva_math", "olympiadbench"), ("protocol=qwen_math_cot",)),
-        Part(("aime24", "aime25", "amc23"), ("protocol=avg8_t06",)),
-    ),
+# `--suite NAME`: the evaluations run on every checkpoint (the benchmark suites themselves
+# are `rlrecipes.eval.benchmarks.SUITES`).
+CHECKPOINT_SUITES: dict[str, tuple[Part, ...]] = {
+    # One-shot RLVR's six benchmarks (paper Tab. 8) under its protocol (§3.1, App. B.5):
+    # Qwen2.5-Math CoT prompt, 3072 tokens; greedy, but avg@8 at temperature 0.6 on AIME/AMC.
+    "paper": (Part(SUITES["paper_suite"], ("protocol=one_shot_rlvr",)),),
     # The same two settings on the synthetic held-out split (CPU runs, the bench).
     "synthetic": (
         Part(("arithmetic",), ("protocol=default",), tag="greedy"),
@@ -88,8 +97,6 @@ def find_checkpoints(
     run = Path(run_dir).expanduser()
     if not (run / "config.yaml").is_file():
         raise UserError(f"{run} is not a training run directory (no config.yaml)")
-    from rlrecipes.engine.checkpoints import MARKER
-
     found: dict[int, str] = {}
     folders = sorted((run / "checkpoints").glob("checkpoint-*"))
     # runs from before the completion marker have none; a run that writes it has it on every
@@ -190,8 +197,6 @@ def sweep(
 
     A line before each evaluation says where the sweep is (a log file shows it at once);
     a torn checkpoint folder is skipped with a note."""
-    from rlrecipes.eval.progress import _duration
-
     scores: dict[int, dict[str, float]] = {}
     total, done, started = len(checkpoints) * len(parts), 0, time.monotonic()
     for i, ckpt in enumerate(checkpoints, 1):
@@ -204,11 +209,11 @@ def sweep(
         scores[ckpt.step] = {}
         for k, part in enumerate(parts):
             elapsed = time.monotonic() - started
-            eta = _duration(elapsed / done * (total - done)) if done else "-"
+            eta = format_duration(elapsed / done * (total - done)) if done else "-"
             log(
                 f"checkpoint {i}/{len(checkpoints)} (step {ckpt.step}), part {k + 1}/{len(parts)} "
                 f"[{', '.join(part.benchmarks)}]: {done}/{total} evaluations done, "
-                f"{_duration(elapsed)} elapsed, ETA {eta}"
+                f"{format_duration(elapsed)} elapsed, ETA {eta}"
             )
             result = evaluate(ckpt, part, out_dir / f"step-{ckpt.step}" / f"part-{k}")
             done += 1
@@ -220,10 +225,6 @@ def sweep(
 def eval_config_for(train_cfg: Any, model_path: str | None, eval_overrides: Sequence[str]) -> Any:
     """The `rlrecipes eval` config for a model trained with `train_cfg`: the model as trained
     (dtype, tokenizer...) and, for synthetic suites, its task; `model_path` None = the base."""
-    from omegaconf import OmegaConf, open_dict
-
-    from rlrecipes.config.compose import compose_config
-
     cfg = compose_config("eval", list(eval_overrides))
     with open_dict(cfg):
         cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
@@ -240,12 +241,6 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
     A part folder already holding a `summary.json` from the same settings is reused;
     one from other settings is an error rather than a silent mix of two protocols.
     """
-    from omegaconf import OmegaConf
-
-    from rlrecipes.eval.runner import run_eval
-    from rlrecipes.eval.scoring import headline
-    from rlrecipes.rundir import write_manifest
-
     train_cfg = OmegaConf.load(run_dir / "config.yaml")
 
     def evaluate(ckpt: Checkpoint, part: Part, part_dir: Path) -> dict[str, float]:
@@ -282,16 +277,14 @@ def eval_checkpoints(
     every: int = 1,
     log: Callable[[str], None] = print,
 ) -> Selection:
-    from rlrecipes.config.compose import compose_config
-
-    if suite not in SUITES:
-        raise UserError(f"--suite {suite!r} is unknown; valid: {', '.join(SUITES)}")
+    if suite not in CHECKPOINT_SUITES:
+        raise UserError(f"--suite {suite!r} is unknown; valid: {', '.join(CHECKPOINT_SUITES)}")
     run = Path(run_dir).expanduser()
     out_dir = Path(out).expanduser() if out else run / f"checkpoint_eval_{suite}"
     checkpoints = find_checkpoints(run, include_base, every, log=log)
-    for part in SUITES[suite]:  # a bad key fails now, not after the first checkpoint
+    for part in CHECKPOINT_SUITES[suite]:  # a bad key fails now, not after the first checkpoint
         compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides])
-    selection = sweep(checkpoints, SUITES[suite], out_dir, eval_with_runner(run, overrides, log), log=log)
+    selection = sweep(checkpoints, CHECKPOINT_SUITES[suite], out_dir, eval_with_runner(run, overrides, log), log=log)
     (out_dir / "checkpoint_eval.json").write_text(
         json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n"
     )

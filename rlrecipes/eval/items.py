@@ -8,11 +8,11 @@ look, first match wins. Rows without a problem or a usable gold are reported.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from rlrecipes.data.loader import get_field, gold_text
 from rlrecipes.grading.extract import last_boxed
 
 
@@ -114,18 +114,9 @@ class BenchmarkSpec:
         return tuple(k for k, f in (("subject", self.subject_fields), ("level", self.level_fields)) if f)
 
 
-def _get(row: dict[str, Any], dotted: str) -> Any:
-    value: Any = row
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def _first(row: dict[str, Any], fields: Iterable[str]) -> Any:
     for f in fields:
-        v = _get(row, f)
+        v = get_field(row, f)
         if v is not None and not (isinstance(v, str) and not v.strip()):
             return v
     return None
@@ -140,38 +131,12 @@ def _as_problem(value: Any) -> str | None:
     return None
 
 
-def gold_to_str(value: Any) -> str | None:
-    """A dataset gold answer as a string: floats like 27.0 -> "27", lists joined.
-
-    OlympiadBench stores ``final_answer`` as a list (sometimes a stringified one,
-    "['2']"); several answers are joined with ", ".
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*\[.*\]\s*", value, re.S):
-        try:  # a repr()'d list of strings; literal_eval reads literals only, runs nothing
-            parsed = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, list):
-            value = parsed
-    if isinstance(value, (list, tuple)):
-        parts = [p for p in (gold_to_str(v) for v in value) if p]
-        return ", ".join(p.strip().strip("$").strip() for p in parts) or None
-    text = str(value).strip()
-    return text or None
-
-
 def _gold(spec: BenchmarkSpec, row: dict[str, Any]) -> tuple[str | None, str]:
     if spec.gold_from == "solution_boxed":
-        gold = gold_to_str(_first(row, spec.gold_fields))
+        gold = gold_text(_first(row, spec.gold_fields))
         if gold:
             return gold, ""
-        solution = _get(row, "solution")
+        solution = get_field(row, "solution")
         if not isinstance(solution, str):
             return None, "no answer field and no 'solution' to take the last \\boxed{} from"
         boxed = last_boxed(solution)
@@ -183,7 +148,7 @@ def _gold(spec: BenchmarkSpec, row: dict[str, Any]) -> tuple[str | None, str]:
             raw = m.group(1).replace(",", "")
         elif len(raw.split()) > 1:  # a solution text without its "#### answer" line, not an answer
             return None, "no '#### answer' line in the answer field"
-    gold = gold_to_str(raw)
+    gold = gold_text(raw)
     if gold is None:
         return None, f"no gold answer (looked for {', '.join(spec.gold_fields)})"
     return gold, ""

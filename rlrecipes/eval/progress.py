@@ -19,6 +19,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from rlrecipes.engine.progress import format_duration
+
 
 class RateColumn(ProgressColumn):
     """Problems per second (rich's own speed columns assume bytes)."""
@@ -26,13 +28,6 @@ class RateColumn(ProgressColumn):
     def render(self, task: Any) -> Text:
         speed = task.finished_speed or task.speed
         return Text("- problems/s" if speed is None else f"{speed:.2f} problems/s", style="cyan")
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
 class EvalProgress:
@@ -86,11 +81,11 @@ class EvalProgress:
         """``eval math500: 50/500 problems (10%), 0.12 problems/s, 6m58s elapsed, ETA 1h02m``"""
         elapsed = time.monotonic() - self._started
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = _duration((self.total - self.done) / rate) if rate > 0 else "-"
+        eta = format_duration((self.total - self.done) / rate) if rate > 0 else "-"
         pct = 100 * self.done / self.total if self.total else 100.0
         return (
             f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
-            f"{rate:.2f} problems/s, {_duration(elapsed)} elapsed, ETA {eta}"
+            f"{rate:.2f} problems/s, {format_duration(elapsed)} elapsed, ETA {eta}"
         )
 
     def __exit__(self, *exc: object) -> None:

@@ -139,7 +139,7 @@ class Report:
     percent: set[str] = field(default_factory=set)  # metric columns that are fractions
 
 
-def _is_run(path: Path) -> bool:
+def is_run(path: Path) -> bool:
     return (
         (path / "summary.json").is_file()
         or (path / "metrics.jsonl").is_file()
@@ -165,13 +165,13 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
         if not matches:
             raise UserError(f"{raw}: no such run directory (the pattern matches nothing)")
         for p in matches:
-            if _is_run(p):
+            if is_run(p):
                 runs.append(p)
             elif p.is_dir():
                 found = []
                 for folder, subdirs, _ in os.walk(p):
                     here = Path(folder)
-                    if here != p and _is_run(here):
+                    if here != p and is_run(here):
                         found.append(here)
                         subdirs[:] = []
                     subdirs.sort()
@@ -475,7 +475,7 @@ SHORT = {
 }
 
 
-def _labels(columns: Sequence[str]) -> dict[str, str]:
+def column_labels(columns: Sequence[str]) -> dict[str, str]:
     """Terminal headers: a dotted key by its last part where that is unambiguous."""
     tails = [c.rsplit(".", 1)[-1] for c in columns]
     # "_" as a space: a header may wrap between words instead of taking a value's room
@@ -507,7 +507,7 @@ def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    labels = _labels(shown)
+    labels = column_labels(shown)
     if "state" in shown and "steps" in shown and not report.grouped:
         shown_cols = [c for c in shown if c != "state"]
     else:
@@ -633,34 +633,3 @@ def write_exports(
 def comparison_table(paths: Sequence[str | Path]) -> Table:
     """One row per run (see `build_report`), as a rich table."""
     return rich_table(make_report(paths))
-
-
-try:  # Hydra is a dependency, but this module must stay importable without it for tools
-    from hydra.experimental.callback import Callback as _HydraCallback
-except ImportError:  # pragma: no cover
-    _HydraCallback = object  # type: ignore[misc,assignment]
-
-
-class SweepReport(_HydraCallback):
-    """At the end of `rlrecipes train -m`: report.{csv,json,md} and comparison.{png,svg} in
-    the sweep folder. A failure here is one line, never a failed sweep (the runs are done)."""
-
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        from rlrecipes.rundir import is_main_process
-
-        sweep = Path(str(config.hydra.sweep.dir))
-        if not is_main_process() or not sweep.is_dir():
-            return
-        from rlrecipes.plots import plot_comparison
-
-        written: list[Path] = []
-        for what, make in (
-            ("table", lambda: write_exports(make_report([sweep]), sweep)),
-            ("plot", lambda: plot_comparison([sweep])[1]),
-        ):
-            try:
-                written += make()
-            except (UserError, OSError, ValueError) as exc:
-                print(f"sweep {what} not written: {exc}", flush=True)
-        if written:
-            print(f"sweep report: {', '.join(str(p) for p in written)}", flush=True)

@@ -26,8 +26,10 @@ from typing import Any, Callable
 from rlrecipes.errors import UserError
 from rlrecipes.eval.benchmarks import BENCHMARKS, resolve_benchmarks
 from rlrecipes.eval.items import BenchmarkItems
+from rlrecipes.eval.plan import plan_benchmark
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_generations
 from rlrecipes.eval.scoring import compute_metrics, grade_records
+from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
 from rlrecipes.grading import STYLES, GradingCounts
 from rlrecipes.grading.equivalence import gold_answer
 
@@ -54,7 +56,6 @@ class RescoreJob:
 
 
 def prepare_rescore(cfg: Any) -> RescoreJob:
-    from rlrecipes.eval.runner import plan_benchmark
 
     name = _benchmark(cfg)
     rows = list(read_generations(cfg.generations))
@@ -126,16 +127,7 @@ def _answers_from(cfg: Any, rows: list[tuple[int, dict[str, Any]]], style: str) 
 
 def rescore(cfg: Any, run_dir: Path, job: RescoreJob, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Grade the job's completions; write ``samples.jsonl`` and ``summary.json``."""
-    from rlrecipes.eval.runner import build_summary
-
     started = time.time()
-    from rlrecipes.eval.runner import (
-        check_failure_rate,
-        count_failures_into,
-        failure_report,
-        make_pool,
-    )
-
     started = time.time()
     how = describe(job)
     log(f"re-scoring {len(job.records)} problems from {cfg.generations} as {job.name}: {how}")

@@ -9,84 +9,31 @@ and grades completions produced elsewhere (see ``rescore.py``).
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable
 
-from omegaconf import OmegaConf
+import torch
 
+from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, Sampling, check_backend, make_backend, stable_seed
-from rlrecipes.eval.benchmarks import BENCHMARKS, load_benchmark, resolve_benchmarks
-from rlrecipes.eval.items import BenchmarkItems
+from rlrecipes.eval.backends import Backend, check_backend, make_backend, stable_seed
+from rlrecipes.eval.benchmarks import resolve_benchmarks
+from rlrecipes.eval.plan import Plan, plan_benchmark
 from rlrecipes.eval.progress import EvalProgress
+from rlrecipes.eval.rescore import prepare_rescore, rescore
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
-from rlrecipes.eval.scoring import compute_metrics, grade_records, headline
-from rlrecipes.grading import STYLES, GradingCounts, GradingPool, grading_counts
+from rlrecipes.eval.scoring import compute_metrics, grade_records
+from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
+from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.metrics import TIE_RULES
-
-
-@dataclass
-class Plan:
-    """One benchmark with the protocol resolved against its defaults."""
-
-    name: str
-    items: BenchmarkItems
-    template: str
-    system_prompt: str | None
-    style: str
-    sampling: Sampling
-    ks: list[int]
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "source": self.items.report(),
-            "template": self.template,
-            "answer_style": self.style,
-            "sampling": self.sampling.__dict__ | {"stop": list(self.sampling.stop)},
-        }
-
-
-def plan_benchmark(cfg: Any, name: str) -> Plan:
-    from rlrecipes.data.templates import TEMPLATES
-
-    spec, p = BENCHMARKS[name], cfg.protocol
-    items = load_benchmark(name, cfg.data_dir, cfg.limit, synthetic=cfg.data.synthetic, data=cfg.data)
-    if not items:
-        why = f"limit={cfg.limit}" if cfg.limit is not None and cfg.limit <= 0 else items.report()
-        raise UserError(f"benchmark {name}: no problems to evaluate ({why})")
-    if spec.synthetic or spec.from_data:  # the prompt and answer format of the data config
-        template = p.template or cfg.data.template
-        system = p.system_prompt if p.system_prompt is not None else cfg.data.system_prompt
-        default_style = cfg.data.answer_style
-    else:
-        template, system, default_style = p.template or spec.template, p.system_prompt, spec.answer_style
-    style = cfg.benchmark.answer_style or p.answer_style or default_style
-    if style not in STYLES:
-        raise UserError(f"answer style {style!r}; valid: {', '.join(STYLES)}")
-    if template not in TEMPLATES:
-        raise UserError(f"protocol.template={template!r}; valid: {', '.join(TEMPLATES)}")
-    over = {k: v for k, v in p.per_benchmark[name].items() if v is not None}
-    knobs = {k: over.get(k, p[k]) for k in ("num_samples", "temperature", "top_p", "top_k", "max_new_tokens")}
-    if knobs["num_samples"] < 1:
-        raise UserError(f"protocol.num_samples={knobs['num_samples']} for {name}; must be at least 1")
-    sampling = Sampling(
-        n=knobs["num_samples"],
-        temperature=knobs["temperature"],
-        top_p=knobs["top_p"],
-        top_k=knobs["top_k"],
-        max_new_tokens=knobs["max_new_tokens"] or spec.max_new_tokens,
-        stop=tuple(p.stop),
-    )
-    return Plan(name, items, template, system, style, sampling, list(p.ks))
+from rlrecipes.models import check_model_location, resolve_model_path
 
 
 def _load_backend(cfg: Any, log: Callable[[str], None]) -> tuple[Backend, str]:
-    from rlrecipes.data.synthetic import make_task
-    from rlrecipes.models import resolve_model_path
-
     task = make_task(cfg.data.synthetic) if cfg.model.builder == "toy" and not cfg.model.name_or_path else None
     path = resolve_model_path(cfg.model, task, cfg.data.synthetic, cfg.cache_dir, log)
     backend = make_backend(cfg.generation, cfg.model, path, cfg.seed)
@@ -105,8 +52,6 @@ def _generate(
     progress: EvalProgress,
     timing: dict[str, float],
 ) -> None:
-    from rlrecipes.data.templates import render_prompt
-
     tokenizer = getattr(backend, "tokenizer", None)
     if tokenizer is None:
         tokenizer = _tokenizer_of(backend)
@@ -172,13 +117,9 @@ def prepare(cfg: Any) -> Any:
     if cfg.threads is not None and cfg.threads < 1:
         raise UserError(f"threads={cfg.threads}; valid: a number of CPU threads (at least 1), or null")
     if cfg.generations:
-        from rlrecipes.eval.rescore import prepare_rescore
-
         return prepare_rescore(cfg)
     check_backend(cfg.generation.backend)
     if cfg.model.name_or_path:
-        from rlrecipes.models import check_model_location
-
         check_model_location(cfg.model.name_or_path)
     return [plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))]
 
@@ -187,8 +128,6 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepar
     """Evaluate, write ``samples.jsonl`` and ``summary.json`` in ``run_dir``, return the summary."""
     prepared = prepare(cfg) if prepared is None else prepared
     if cfg.generations:
-        from rlrecipes.eval.rescore import rescore
-
         return rescore(cfg, run_dir, prepared, log)
     started, plans = time.time(), prepared
     for plan in plans:
@@ -243,59 +182,10 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepar
     return summary
 
 
-def make_pool(cfg: Any) -> GradingPool | None:
-    if cfg.grading.workers == 0:
-        return None
-    return GradingPool(cfg.grading.workers, timeout_s=cfg.grading.timeout_s, rel_tol=cfg.grading.rel_tol)
-
-
-class count_failures_into:  # noqa: N801 (a context manager used like a function)
-    """Add the grading timeouts and errors counted inside the block to ``into``."""
-
-    def __init__(self, into: GradingCounts) -> None:
-        self.into = into
-
-    def __enter__(self) -> None:
-        self.before = grading_counts()
-
-    def __exit__(self, *exc: object) -> None:
-        after = grading_counts()
-        self.into.add(after.errors - self.before.errors, after.timeouts - self.before.timeouts)
-
-
-def failure_report(counts: GradingCounts, records: list[ProblemRecord], verify: Any) -> dict[str, Any]:
-    """``summary.json``'s per-benchmark grading line: answers graded, timeouts, errors."""
-    graded = 0 if verify is not None else sum(len(r.answers) for r in records)
-    return {
-        "answers": graded,
-        "timeouts": counts.timeouts,
-        "errors": counts.errors,
-        "failure_rate": round((counts.timeouts + counts.errors) / graded, 6) if graded else 0.0,
-    }
-
-
-def check_failure_rate(cfg: Any, results: dict[str, dict[str, Any]]) -> None:
-    """One line, after the results are written, when grading failed too often."""
-    limit = cfg.grading.max_failure_rate
-    for name, m in results.items():
-        g = m.get("grading") or {}
-        if g.get("answers") and g["failure_rate"] > limit:
-            raise UserError(
-                f"{name}: grading timed out or failed on {g['timeouts'] + g['errors']} of "
-                f"{g['answers']} answers ({g['failure_rate']:.1%} > grading.max_failure_rate="
-                f"{limit}); they count as wrong in summary.json. Raise grading.timeout_s "
-                "or the limit to accept the run"
-            )
-
-
 def set_threads(threads: int | None) -> int:
     """Set torch's CPU threads for generation: ``threads``, or half the CPUs this
     process may use (at least 1). torch's default (every core) lost 7x on a loaded
     2-core machine: its threads spin while waiting for cores other processes hold."""
-    import os
-
-    import torch
-
     if threads is not None and threads < 1:
         raise UserError(f"threads={threads}; valid: a number of CPU threads (at least 1), or null")
     try:
@@ -309,36 +199,3 @@ def set_threads(threads: int | None) -> int:
 
 def _configured_model(cfg: Any) -> str:
     return str(cfg.model.name_or_path or f"{cfg.model.name} (builder {cfg.model.builder})")
-
-
-def build_summary(
-    cfg: Any,
-    results: dict[str, dict[str, Any]],
-    settings: dict[str, Any],
-    model: str | None,
-    started: float,
-    timing: dict[str, float],
-    run_dir: Path,
-    backend: str | None = None,
-) -> dict[str, Any]:
-    from rlrecipes.rundir import versions, write_json
-
-    heads = [headline(m)[1] for m in results.values() if m.get("problems")]
-    summary = {
-        "kind": "eval",
-        "model": model,
-        "generation_backend": backend,  # None: nothing generated this time
-        "protocol": OmegaConf.to_container(cfg.protocol, resolve=True),
-        "seed": cfg.seed,
-        "benchmarks": results,
-        "average": {"headline": round(sum(heads) / len(heads), 6) if heads else None, "benchmarks": len(heads)},
-        "settings": settings,
-        "generations": cfg.generations,
-        "data_dir": cfg.data_dir,
-        "limit": cfg.limit,
-        "wall_seconds": round(time.time() - started, 2),
-        **{k: round(v, 2) for k, v in timing.items()},
-        "versions": versions(),
-    }
-    write_json(run_dir / "summary.json", summary)
-    return summary

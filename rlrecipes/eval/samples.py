@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from rlrecipes.data.files import iter_jsonl
-from rlrecipes.errors import DataError as BenchmarkError
+from rlrecipes.data.loader import gold_text
+from rlrecipes.errors import DataError
+from rlrecipes.rundir import write_lines
 
 # Our name -> the names other harnesses write (first found wins).
 # A single string (e.g. "response") is one completion.
@@ -89,7 +91,7 @@ def read_samples(path: Path) -> list[ProblemRecord]:
         except (json.JSONDecodeError, TypeError) as exc:
             if lineno == len(lines):  # killed mid-write: regenerate that problem
                 break
-            raise BenchmarkError(
+            raise DataError(
                 f"{path}:{lineno}: not a samples record ({exc}); delete the file to start the eval afresh"
             ) from None
     return records
@@ -99,7 +101,6 @@ class SampleWriter:
     """Appends records to ``samples.jsonl``, one flushed line per problem."""
 
     def __init__(self, path: Path, keep: list[ProblemRecord]) -> None:
-        from rlrecipes.rundir import write_lines
 
         self.path = path
         # Rewrite what is kept, so a torn last line never sits before new records; atomically,
@@ -116,9 +117,8 @@ class SampleWriter:
 def _str_or_none(value: Any) -> str | None:
     if value is None:
         return None
-    from rlrecipes.eval.items import gold_to_str
 
-    return gold_to_str(value)
+    return gold_text(value)
 
 
 def _as_list(value: Any) -> list | None:
@@ -132,7 +132,7 @@ def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     our field names (``row["ignored"]`` lists the fields that were not read)."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise BenchmarkError(f"generations file {str(path)!r} does not exist")
+        raise DataError(f"generations file {str(path)!r} does not exist")
     known = {name for names in GENERATION_FIELDS.values() for name in names}
     for lineno, raw in iter_jsonl(path):
         row: dict[str, Any] = {"ignored": sorted(set(raw) - known)}
@@ -140,18 +140,18 @@ def read_generations(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row[ours] = next((raw[n] for n in names if raw.get(n) is not None), None)
         comps, answers = _as_list(row["completions"]), _as_list(row["answers"])
         if comps is None and answers is None:
-            raise BenchmarkError(
+            raise DataError(
                 f"{path}:{lineno}: no completions or answers (keys here: "
                 f"{', '.join(sorted(raw)) or 'none'}); expected a key "
                 f"'completions' (or {', '.join(GENERATION_FIELDS['completions'][1:])}) "
                 f"or 'answers' (or {', '.join(GENERATION_FIELDS['answers'][1:])})"
             )
         if comps is not None and (not comps or not all(isinstance(c, str) for c in comps)):
-            raise BenchmarkError(f"{path}:{lineno}: key 'completions' must be a non-empty list of strings")
+            raise DataError(f"{path}:{lineno}: key 'completions' must be a non-empty list of strings")
         if answers is not None:
             answers = [None if a is None else _str_or_none(a) for a in answers]
             if comps is not None and len(answers) != len(comps):
-                raise BenchmarkError(
+                raise DataError(
                     f"{path}:{lineno}: {len(answers)} answers for {len(comps)} "
                     "completions; give one answer per completion"
                 )

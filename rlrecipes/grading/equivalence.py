@@ -38,6 +38,7 @@ import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Callable
 
 from rlrecipes.grading.extract import boxes, extract
 from rlrecipes.grading.normalize import MAX_ANSWER_CHARS, Answer, parse_answer
@@ -121,6 +122,20 @@ def quiet_math_verify() -> None:
         log.addHandler(_HANDLER)
     log.setLevel(logging.WARNING)
     log.propagate = False
+
+
+# math-verify's time limit is a signal alarm, which only the main thread can set; off it,
+# comparisons go to the grading pool's worker processes (hard limits there). pool.py
+# builds on this module, so it registers itself here when imported, which importing
+# anything under `rlrecipes.grading` does (the package's __init__ imports the pool).
+OffThreadGrader = Callable[[str, str, int, float], bool]
+_off_main_thread: OffThreadGrader | None = None
+
+
+def register_off_main_thread(grader: OffThreadGrader) -> None:
+    """Where `is_equivalent` sends a symbolic comparison made outside the main thread."""
+    global _off_main_thread
+    _off_main_thread = grader
 
 
 def _in_main_thread() -> bool:
@@ -330,11 +345,9 @@ def is_equivalent(
     verdict = fast_verdict(pred, gold, rel_tol) if fast else policy_verdict(pred, gold, rel_tol)
     if verdict is not None:
         return verdict
-    if _in_main_thread():
+    if _in_main_thread() or _off_main_thread is None:
         return _equivalent_here(pred, gold, timeout_s, rel_tol, fast)
-    from rlrecipes.grading.pool import default_pool
-
-    return default_pool(timeout_s=timeout_s, rel_tol=rel_tol).equivalent_many([pred], [gold])[0]
+    return _off_main_thread(pred, gold, timeout_s, rel_tol)
 
 
 def gold_answer(gold: str | None) -> str | None:

@@ -484,12 +484,19 @@ def _markers(text: str) -> list[tuple[int, int, bool]]:
     return sorted(set(found))
 
 
-def answer_line(text: str) -> str | None:
-    """DAPO: last ``Answer: ...`` match within the final 300 characters."""
+def raw_answer_line(text: str) -> str | None:
+    """DAPO's parser (verl ``math_dapo``): the text after the last ``Answer:`` within the
+    final 300 characters, up to the line end, untouched; None without one."""
     matches = _ANSWER_LINE_RE.findall(text[-ANSWER_LINE_WINDOW:])
-    if not matches:
+    return matches[-1] if matches else None
+
+
+def answer_line(text: str) -> str | None:
+    """``raw_answer_line`` without markdown emphasis or a wrapping maths environment."""
+    raw = raw_answer_line(text)
+    if raw is None:
         return None
-    answer = re.sub(r"^[*_\s]+|[*_\s]+$", "", matches[-1]).strip()
+    answer = re.sub(r"^[*_\s]+|[*_\s]+$", "", raw).strip()
     env = _first_env(answer)
     if env is not None and not answer[env[1] :].strip(" ."):
         answer = env[0].strip()

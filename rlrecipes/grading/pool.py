@@ -19,6 +19,7 @@ import atexit
 import math
 import multiprocessing as mp
 import os
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -30,7 +31,10 @@ from rlrecipes.grading.equivalence import (
     DEFAULT_TIMEOUT_S,
     answer_of,
     count_failures,
+    grade,
+    register_off_main_thread,
 )
+from rlrecipes.grading.vote import vote_groups
 from rlrecipes.grading.workers import (
     NeedsSymbolic,
     fallback,
@@ -105,9 +109,7 @@ class GradingPool:
         return self.equivalent_many([answer_of(p, style) for p in predictions], golds)
 
     def vote_many(self, answer_lists: Sequence[Sequence[str | None]]) -> list[list[tuple[str, int]]]:
-        """``metrics.vote_groups`` (grouping by equivalence) for each list of answers."""
-        from rlrecipes.metrics import vote_groups
-
+        """``vote.vote_groups`` (grouping by equivalence) for each list of answers."""
         out: list[list[tuple[str, int]] | None] = []
         for answers in answer_lists:
             try:  # most votes need no sympy: settle them here
@@ -310,6 +312,13 @@ def default_pool(
     return _DEFAULT
 
 
+def _equivalent_in_pool(pred: str, gold: str, timeout_s: int, rel_tol: float) -> bool:
+    return default_pool(timeout_s=timeout_s, rel_tol=rel_tol).equivalent_many([pred], [gold])[0]
+
+
+register_off_main_thread(_equivalent_in_pool)
+
+
 @atexit.register
 def _close_default() -> None:
     if _DEFAULT is not None:
@@ -331,11 +340,7 @@ def grade_many(
     In-process grading is only safe in the main thread (math-verify's alarms), so a
     call from another thread always uses a pool.
     """
-    import threading
-
     if workers == 0 and threading.current_thread() is threading.main_thread():
-        from rlrecipes.grading.equivalence import grade
-
         cache: dict[tuple, bool] = {}
         out = []
         for p, g in zip(predictions, golds, strict=True):

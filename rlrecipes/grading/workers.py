@@ -20,6 +20,8 @@ from rlrecipes.grading.equivalence import (
     quiet_math_verify,
     warm_up,
 )
+from rlrecipes.grading.normalize import normalize_answer
+from rlrecipes.grading.vote import vote_groups
 
 
 def _current_vm_bytes() -> int:
@@ -68,8 +70,6 @@ def run_task(kind: str, args: tuple, timeout_s: int, rel_tol: float = DEFAULT_RE
     if kind == "eq":
         return is_equivalent(args[0], args[1], timeout_s=timeout_s, rel_tol=rel_tol)
     if kind == "vote":
-        from rlrecipes.metrics import vote_groups
-
         return vote_groups(
             list(args[0]), equivalent=lambda p, g: is_equivalent(p, g, timeout_s=timeout_s, rel_tol=rel_tol)
         )
@@ -102,8 +102,5 @@ def worker_main(conn: Connection, timeout_s: int, memory_limit_mb: int, rel_tol:
 def fallback(kind: str, args: tuple) -> Any:
     """The verdict for a task that crashed or ran out of time."""
     if kind == "vote":  # vote by exact cleaned string only: no symbolic work at all
-        from rlrecipes.grading.normalize import normalize_answer
-        from rlrecipes.metrics import vote_groups
-
         return vote_groups(list(args[0]), equivalent=lambda p, g: normalize_answer(p) == normalize_answer(g))
     return False

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrecipes.errors import UserError
+from rlrecipes.models.cache import cache_root, cached_folder, digest
 
 BIASES = ("none", "all", "lora_only")
 
@@ -145,8 +146,6 @@ def merged_model_path(path: str, model_cfg: Any, cache_dir: str | None = None, l
         return path
     import hashlib
 
-    from rlrecipes.models import _cached, _digest, cache_root
-
     folder = Path(path).expanduser()
     files = sorted(f for f in folder.iterdir() if f.name.startswith("adapter_"))
     key = {
@@ -163,7 +162,7 @@ def merged_model_path(path: str, model_cfg: Any, cache_dir: str | None = None, l
         load_adapter_merged(str(folder), dtype).save_pretrained(str(tmp))
         AutoTokenizer.from_pretrained(str(folder)).save_pretrained(str(tmp))
 
-    return str(_cached(cache_root(cache_dir) / "merged" / _digest(key), key, build, log))
+    return str(cached_folder(cache_root(cache_dir) / "merged" / digest(key), key, build, log))
 
 
 def trainable_parameters(model: Any) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from rlrecipes.errors import UserError
+
 RewardFn = Callable[..., list]
 Verifier = Callable[[str, Any], bool]
 
@@ -26,6 +28,8 @@ class RewardContext:
     max_completion_length: int = 512
     seed: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)  # the recipe's config node
+    options: Mapping[str, Any] = field(default_factory=dict)  # this reward's `options` (its RewardSpec)
+    run_dir: Any = None  # the run directory (rewards that keep a log there), or None
 
 
 RewardFactory = Callable[[RewardContext], RewardFn]
@@ -60,8 +64,6 @@ def reward_names() -> list[str]:
 def build_reward(name: str, ctx: RewardContext) -> RewardFn:
     _load_builtin()
     if name not in _FACTORIES:
-        from rlrecipes.errors import UserError
-
         raise UserError(f"unknown reward {name!r} (recipe.rewards); valid: {', '.join(sorted(_FACTORIES))}")
     fn = _FACTORIES[name](ctx)
     fn.__name__ = name  # TRL logs rewards/<__name__>/mean
@@ -84,7 +86,7 @@ def __getattr__(name: str) -> Any:
         "accuracy_reward": "accuracy",
         "overlong_penalty": "overlong",
         "dapo_score": "dapo",
-        "normalize_final_answer": "dapo",
+        "minerva_normalize": "dapo",
         "self_certainty": "certainty",
         "format_reward": "spurious",
         "random_rewards": "spurious",

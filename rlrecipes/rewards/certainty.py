@@ -1,4 +1,4 @@
-"""Self-certainty (INTUITOR / RLIF, recipes.md §3): how far each next-token distribution
+"""Self-certainty (INTUITOR / RLIF, Zhao et al. 2025, §3; Kang et al. 2025): how far each next-token distribution
 of a response is from uniform, averaged over the response.
 
     SC(o | q) = 1/|o| * sum_t KL(U || p(. | q, o_<t))

@@ -5,8 +5,11 @@ The rule is that of verl's `math_dapo.compute_score`, which DAPO trained with:
 1. look only at the last 300 characters of the response (the longest MATH-500 answer
    has 159; this also keeps a stray early "Answer:" in the reasoning from counting);
 2. take the text after the *last* `Answer:` there (case-insensitive) up to the line end;
-3. normalise prediction and gold with Minerva's `normalize_final_answer`
-   (Lewkowycz et al. 2022, App. D) and compare the strings exactly.
+3. normalise prediction and gold with Minerva's normalisation (`minerva_normalize`, verl's
+   `normalize_final_answer`; Lewkowycz et al. 2022, App. D) and compare the strings exactly.
+
+Steps 1-2 are `rlrecipes.grading.extract.raw_answer_line`, the parser the `answer_line`
+answer style builds on.
 
 So a `\\boxed{}`-only answer scores -1: base models must be prompted with the DAPO
 instruction (`data.template=dapo`). Exact string equality is enough for DAPO-Math-17k,
@@ -20,10 +23,8 @@ import re
 from typing import Any
 
 from rlrecipes.errors import UserError
+from rlrecipes.grading.extract import raw_answer_line
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
-
-TAIL_CHARS = 300
-_ANSWER_LINE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
 
 # Minerva's normalisation tables, applied in this order (App. D of the Minerva paper).
 _SUBSTITUTIONS = (
@@ -94,7 +95,7 @@ _UNWRAP = (
 )
 
 
-def normalize_final_answer(answer: str) -> str:
+def minerva_normalize(answer: str) -> str:
     """Minerva's canonical form of a final answer: `"x = \\$1,000."` -> `"1000"`.
 
     Keeps the right-hand side of the last `=`, strips articles, spaces, units and
@@ -113,17 +114,11 @@ def normalize_final_answer(answer: str) -> str:
     return text.strip()
 
 
-def extract_answer_line(response: str) -> str | None:
-    """The text after the last `Answer:` in the last 300 characters, or None."""
-    matches = _ANSWER_LINE.findall(response[-TAIL_CHARS:])
-    return matches[-1] if matches else None
-
-
 def dapo_score(response: str, gold: str) -> tuple[float, bool, str | None]:
     """`(reward, correct, normalised prediction)`: reward is +1.0 if correct else -1.0."""
-    raw = extract_answer_line(response)
-    pred = None if raw is None else normalize_final_answer(raw)
-    correct = pred is not None and pred == normalize_final_answer(str(gold))
+    raw = raw_answer_line(response)
+    pred = None if raw is None else minerva_normalize(raw)
+    correct = pred is not None and pred == minerva_normalize(str(gold))
     return (1.0 if correct else -1.0), correct, pred
 
 

@@ -1,6 +1,6 @@
 """Majority-vote pseudo-labels: TTRL's online reward and Spurious Rewards' offline labels.
 
-TTRL (recipes.md §2(a)): per prompt, extract the answer of every sampled response,
+TTRL (Zuo, Zhang et al. 2025, §3): per prompt, extract the answer of every sampled response,
 take the most common answer as the label and reward each response 1 if it agrees with
 the label, else 0. Gold answers never enter the reward; when a dataset has them they
 only feed the paper's diagnostics (label accuracy, reward accuracy, majority ratio).
@@ -33,6 +33,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from rlrecipes.grading import extract_answer, normalize_answer
+from rlrecipes.grading.vote import majority_vote
 from rlrecipes.rewards import RewardContext, RewardFn, Verifier, register_reward
 
 
@@ -55,10 +57,7 @@ class Vote:
 def vote(answers: Sequence[str | None], exact: bool = False) -> tuple[str | None, int]:
     """The majority answer and its count (see the module doc for the two rules)."""
     if not exact:
-        from rlrecipes.metrics import majority_vote
-
         return majority_vote(answers)
-    from rlrecipes.grading import normalize_answer
 
     first: dict[str, str] = {}
     keys = []
@@ -77,7 +76,6 @@ def vote_rewards(
     completions: Sequence[str], *, style: str, verify: Verifier, exact: bool = False, gold: Any = None
 ) -> Vote:
     """TTRL's reward for one prompt's responses, with the diagnostics when `gold` is known."""
-    from rlrecipes.grading import extract_answer
 
     answers = [extract_answer(text, style) for text in completions]
     label, count = vote(answers, exact)

@@ -1,4 +1,5 @@
-"""The weak and spurious rewards of "Spurious Rewards" (Shao et al., 2025; recipes.md §5(a)).
+"""The weak and spurious rewards of "Spurious Rewards" (Shao et al., 2025, arXiv 2506.10947, §2;
+code/ttrl/verifier/auto_verify.py of the authors' repository).
 
 - `format`: 1 for a response with a non-empty final answer, correct or not. For
   boxed answers this is the code's `box_only_format`: the text contains "boxed" and
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlrecipes.errors import UserError
+from rlrecipes.grading import extract_answer, normalize_answer
+from rlrecipes.grading.vote import majority_vote
 from rlrecipes.rewards import RewardContext, RewardFn, Verifier, register_reward
 
 
@@ -47,7 +50,6 @@ def boxed_content(text: str) -> str | None:
 
 def format_reward(completions: Sequence[str], style: str = "boxed") -> list[float]:
     """1.0 where the response gives a non-empty final answer in `style`, else 0.0."""
-    from rlrecipes.grading import extract_answer, normalize_answer
 
     def has_answer(text: str) -> bool:
         if style in ("boxed", "auto"):
@@ -133,8 +135,6 @@ def build_labels(
     matches the gold answer; `incorrect`: the most common answer that is wrong (the
     majority itself when the majority is wrong, the paper's incorrect-label set).
     """
-    from rlrecipes.grading import extract_answer
-    from rlrecipes.metrics import majority_vote
 
     rows = []
     for item, texts in zip(problems, samples, strict=True):

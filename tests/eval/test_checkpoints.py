@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from rlrecipes.config.compose import compose_config
 from rlrecipes.errors import UserError
-from rlrecipes.eval.checkpoints import SUITES, Checkpoint, find_checkpoints, pick_best, sweep
+from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, Checkpoint, find_checkpoints, pick_best, sweep
 from tests.conftest import compose
 
 
@@ -32,11 +33,14 @@ def test_incomparable_checkpoints_are_refused():
         pick_best({})
 
 
-def test_paper_suite_is_the_six_benchmarks_with_their_protocols():
-    greedy, sampled = SUITES["paper"]
-    assert greedy.benchmarks == ("math500", "minerva_math", "olympiadbench")
-    assert greedy.overrides == ("protocol=qwen_math_cot",)
-    assert sampled.benchmarks == ("aime24", "aime25", "amc23") and sampled.overrides == ("protocol=avg8_t06",)
+def test_paper_suite_is_the_six_benchmarks_under_the_one_shot_protocol():
+    (part,) = CHECKPOINT_SUITES["paper"]
+    assert part.benchmarks == ("math500", "aime24", "amc23", "minerva_math", "olympiadbench", "aime25")
+    assert part.overrides == ("protocol=one_shot_rlvr",)
+    cfg = compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]"])
+    sampled = {name: dict(cfg.protocol.per_benchmark[name]) for name in ("aime24", "aime25", "amc23")}
+    assert all(s["num_samples"] == 8 and s["temperature"] == 0.6 for s in sampled.values())
+    assert cfg.protocol.num_samples == 1 and cfg.protocol.template == "qwen_math_cot"
 
 
 def fake_run(tmp_path, steps, final_step):
@@ -70,7 +74,7 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
         calls.append((ckpt.step, part.tag, out.relative_to(tmp_path).as_posix()))
         return {"arithmetic": ckpt.step / 10 + (0.05 if part.tag == "greedy" else 0.0)}
 
-    sel = sweep([Checkpoint(0, None), Checkpoint(2, "m")], SUITES["synthetic"], tmp_path, evaluate)
+    sel = sweep([Checkpoint(0, None), Checkpoint(2, "m")], CHECKPOINT_SUITES["synthetic"], tmp_path, evaluate)
     assert calls[1] == (0, "avg@8", "step-0/part-1")
     assert sel.scores[2] == {"arithmetic[greedy]": pytest.approx(0.25), "arithmetic[avg@8]": pytest.approx(0.2)}
     assert sel.best_step == 2

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rlrecipes.eval.backends import HFBackend, Sampling, cut_at_stop, stable_seed
+from rlrecipes.eval.backends import HFBackend, stable_seed
+from rlrecipes.generation import Sampling, cut_at_stop
 
 
 def test_cut_at_stop():

@@ -5,12 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from rlrecipes.eval.benchmarks import (
-    BenchmarkError,
-    gold_to_str,
-    load_benchmark,
-    resolve_benchmarks,
-)
+from rlrecipes.data.loader import gold_text
+from rlrecipes.errors import DataError
+from rlrecipes.eval.benchmarks import load_benchmark, resolve_benchmarks
 from rlrecipes.grading import grade
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -151,23 +148,23 @@ def test_chat_message_prompts(tmp_path):
         ("  ", None),
     ],
 )
-def test_gold_to_str(value, expected):
-    assert gold_to_str(value) == expected
+def test_gold_text(value, expected):
+    assert gold_text(value) == expected
 
 
 def test_bad_jsonl_row_names_file_and_line(tmp_path):
     f = tmp_path / "bad.jsonl"
     f.write_text('{"problem": "a", "answer": "1"}\n{"problem": oops}\n')
-    with pytest.raises(BenchmarkError, match=r"bad.jsonl:2: not valid JSON"):
+    with pytest.raises(DataError, match=r"bad.jsonl:2: not valid JSON"):
         load_benchmark("math500", data_dir=f)
 
 
 def test_missing_data_dir_and_unknown_benchmark(tmp_path):
-    with pytest.raises(BenchmarkError, match="does not exist"):
+    with pytest.raises(DataError, match="does not exist"):
         load_benchmark("math500", data_dir=tmp_path / "nope")
-    with pytest.raises(BenchmarkError, match="no file for benchmark 'math500'"):
+    with pytest.raises(DataError, match="no file for benchmark 'math500'"):
         load_benchmark("math500", data_dir=tmp_path)
-    with pytest.raises(BenchmarkError, match=r"unknown benchmark 'math5000'; valid: .*math500"):
+    with pytest.raises(DataError, match=r"unknown benchmark 'math5000'; valid: .*math500"):
         load_benchmark("math5000")
 
 
@@ -181,7 +178,7 @@ def test_resolve_benchmarks():
         "aime25",
     ]
     assert resolve_benchmarks("aime24, amc,aime24") == ["aime24", "amc"]
-    with pytest.raises(BenchmarkError, match="valid: .*paper_suite"):
+    with pytest.raises(DataError, match="valid: .*paper_suite"):
         resolve_benchmarks("aime24,nope")
 
 
@@ -192,17 +189,17 @@ def test_hub_failure_is_one_clear_line(monkeypatch):
         raise ConnectionError("Couldn't reach the Hub\nlong traceback text")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(BenchmarkError) as err:
+    with pytest.raises(DataError) as err:
         load_benchmark("aime24")
     msg = str(err.value)
     assert "\n" not in msg and "HuggingFaceH4/aime_2024" in msg and "data_dir=" in msg
 
 
 def test_a_benchmark_folder_never_serves_another_benchmark(shared_data):
-    from rlrecipes.eval.benchmarks import BENCHMARKS, BenchmarkError, find_local_file
+    from rlrecipes.eval.benchmarks import BENCHMARKS, DataError, find_local_file
 
     assert find_local_file(BENCHMARKS["math500"], shared_data / "math500").parent.parent.name == "math500"
     assert find_local_file(BENCHMARKS["aime24"], shared_data).parts[-3] == "aime24"
     for folder in (shared_data / "math500", shared_data / "math500" / "TTRL"):
-        with pytest.raises(BenchmarkError, match="is the folder of benchmark 'math500', not of 'aime24'"):
+        with pytest.raises(DataError, match="is the folder of benchmark 'math500', not of 'aime24'"):
             find_local_file(BENCHMARKS["aime24"], folder)

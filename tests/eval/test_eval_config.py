@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from rlrecipes.commands.evaluate import rewrite_benchmark_list
 from rlrecipes.config import ConfigError, compose_config
 from rlrecipes.config.compose import conf_dir
 from rlrecipes.eval.benchmarks import BENCHMARKS, SUITES, resolve_benchmarks
-from rlrecipes.commands.evaluate import rewrite_benchmark_list
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_protocol_presets(protocol, expected):
 
 
 def test_one_shot_rlvr_protocol_samples_aime_and_amc_only(shared_data):
-    from rlrecipes.eval.runner import plan_benchmark
+    from rlrecipes.eval.plan import plan_benchmark
 
     cfg = compose_config(
         "eval",
@@ -50,7 +50,7 @@ def test_one_shot_rlvr_protocol_samples_aime_and_amc_only(shared_data):
             "protocol.per_benchmark.math500.max_new_tokens=64",
         ],
     )
-    plans = {name: plan_benchmark(cfg, name) for name in cfg.benchmark.names}
+    plans = {name: plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))}
     assert {n: (p.sampling.n, p.sampling.temperature) for n, p in plans.items()} == {
         "math500": (1, 0.0),
         "aime24": (8, 0.6),
@@ -104,7 +104,7 @@ def test_comma_list_of_benchmarks_is_one_run_unless_multirun():
 
 
 def test_own_test_set_through_the_data_field_mapping(tmp_path):
-    from rlrecipes.eval.runner import plan_benchmark
+    from rlrecipes.eval.plan import plan_benchmark
 
     path = tmp_path / "mine.jsonl"
     path.write_text(

@@ -6,7 +6,7 @@ import pytest
 
 from rlrecipes.engine.checkpoints import MARKER
 from rlrecipes.errors import UserError
-from rlrecipes.eval.checkpoints import SUITES, find_checkpoints, sweep, torn_reason
+from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, find_checkpoints, sweep, torn_reason
 
 
 def weights(folder, truncate: bool = False):
@@ -54,7 +54,7 @@ def test_torn_checkpoints_are_skipped_with_one_line_each(run):
         evaluated.append(ckpt.step)
         return {"arithmetic": ckpt.step / 100}
 
-    selection = sweep(found, SUITES["synthetic"][:1], run / "out", evaluate, log=notes.append)
+    selection = sweep(found, CHECKPOINT_SUITES["synthetic"][:1], run / "out", evaluate, log=notes.append)
     assert evaluated == [0, 10, 50] and selection.steps == [0, 10, 50] and selection.best_step == 50
     skipped = [n for n in notes if n.startswith("skipping checkpoint ")]
     assert len(skipped) == 2 and all("\n" not in n for n in skipped)
@@ -85,7 +85,7 @@ def test_sharded_weights_with_a_missing_shard_are_torn(tmp_path):
 def test_progress_lines_count_the_evaluations_and_all_torn_is_one_line(run):
     lines: list[str] = []
     found = [c for c in find_checkpoints(run, log=lines.append) if c.step in (0, 10)]
-    sweep(found, SUITES["synthetic"], run / "out", lambda c, p, o: {"arithmetic": 0.5}, log=lines.append)
+    sweep(found, CHECKPOINT_SUITES["synthetic"], run / "out", lambda c, p, o: {"arithmetic": 0.5}, log=lines.append)
     progress = [line for line in lines if line.startswith("checkpoint ")]
     assert len(progress) == 4
     assert progress[0].startswith("checkpoint 1/2 (step 0), part 1/2 [arithmetic]: 0/4 evaluations done")
@@ -93,4 +93,6 @@ def test_progress_lines_count_the_evaluations_and_all_torn_is_one_line(run):
     assert all("elapsed, ETA" in line for line in progress)
     torn = [c for c in find_checkpoints(run, include_base=False, log=lambda _: None) if c.step in (30, 40)]
     with pytest.raises(UserError, match="no checkpoint was evaluated"):
-        sweep(torn, SUITES["synthetic"], run / "out", lambda c, p, o: {"arithmetic": 0.5}, log=lambda _: None)
+        sweep(
+            torn, CHECKPOINT_SUITES["synthetic"], run / "out", lambda c, p, o: {"arithmetic": 0.5}, log=lambda _: None
+        )

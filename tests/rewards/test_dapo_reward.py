@@ -1,13 +1,14 @@
 """DAPO's answer-line reward: the last "Answer:" in the last 300 characters, Minerva
 normalisation, exact equality, +1 / -1. Expected values worked out by hand from the
-rules in recipes.md §4(a).6 (verl math_dapo.py)."""
+rules of verl's math_dapo.py, which DAPO trained with (paper Eq. 7)."""
 
 import pytest
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
-from rlrecipes.rewards import RewardContext, build_reward, dapo_score, normalize_final_answer
-from rlrecipes.rewards.dapo import dapo_reward, extract_answer_line
+from rlrecipes.grading.extract import raw_answer_line
+from rlrecipes.rewards import RewardContext, build_reward, dapo_score, minerva_normalize
+from rlrecipes.rewards.dapo import dapo_reward
 
 
 @pytest.mark.parametrize(
@@ -22,13 +23,13 @@ from rlrecipes.rewards.dapo import dapo_reward, extract_answer_line
     ],
 )
 def test_answer_line_extraction(text, expected):
-    assert extract_answer_line(text) == expected
+    assert raw_answer_line(text) == expected
 
 
 def test_only_the_last_300_characters_are_read():
     early = "Answer: 12\n" + "x" * 300
-    assert extract_answer_line(early) is None
-    assert extract_answer_line("Answer: 12\n" + "x" * 288) == "12"  # 11 + 288 = 299 chars: in range
+    assert raw_answer_line(early) is None
+    assert raw_answer_line("Answer: 12\n" + "x" * 288) == "12"  # 11 + 288 = 299 chars: in range
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def test_only_the_last_300_characters_are_read():
     ],
 )
 def test_minerva_normalisation(raw, expected):
-    assert normalize_final_answer(raw) == expected
+    assert minerva_normalize(raw) == expected
 
 
 def test_score_is_plus_one_minus_one():

@@ -1,0 +1,34 @@
+"""The Hydra callback that ends every sweep (`conf/train.yaml`): a report and a figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from rlrecipes.errors import UserError
+from rlrecipes.eval.report import make_report, write_exports
+from rlrecipes.plots import plot_comparison
+from rlrecipes.rundir import is_main_process
+
+
+class SweepReport(Callback):
+    """At the end of `rlrecipes train -m`: report.{csv,json,md} and comparison.{png,svg} in
+    the sweep folder. A failure here is one line, never a failed sweep (the runs are done)."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        sweep = Path(str(config.hydra.sweep.dir))
+        if not is_main_process() or not sweep.is_dir():
+            return
+        written: list[Path] = []
+        for what, make in (
+            ("table", lambda: write_exports(make_report([sweep]), sweep)),
+            ("plot", lambda: plot_comparison([sweep])[1]),
+        ):
+            try:
+                written += make()
+            except (UserError, OSError, ValueError) as exc:
+                print(f"sweep {what} not written: {exc}", flush=True)
+        if written:
+            print(f"sweep report: {', '.join(str(p) for p in written)}", flush=True)

@@ -1,0 +1,143 @@
+"""The package's import graph: no loops, layers that only import downwards, and no
+function-local imports of rlrecipes modules (they hide the graph) except the listed ones."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rlrecipes"
+
+# What each part may not import: the engine and the plain building blocks sit below the
+# recipes, the evaluation, the training job and the commands.
+ABOVE = ("rlrecipes.recipes", "rlrecipes.eval", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli")
+FORBIDDEN = {
+    "rlrecipes.engine": ABOVE,
+    "rlrecipes.rewards": ABOVE + ("rlrecipes.engine",),
+    "rlrecipes.grading": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.metrics", "rlrecipes.data"),
+    "rlrecipes.data": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
+    "rlrecipes.models": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
+    "rlrecipes.recipes": ("rlrecipes.eval", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.train": ("rlrecipes.commands", "rlrecipes.cli"),
+}
+# function-local imports of rlrecipes modules that must stay local, and why
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def resolve(name: str) -> str:
+    """The module an imported dotted name lives in (`rlrecipes.grading.extract_answer` -> `rlrecipes.grading`)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports_of(name: str) -> list[tuple[str, int, bool]]:
+    """(imported module, line, inside a function) for every rlrecipes import of `name`,
+    leaving out `if TYPE_CHECKING:` blocks (annotations only, never executed)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    local = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            module = resolve(target) if target.startswith("rlrecipes") else ""
+            if module and module != name:
+                found.append((module, node.lineno, id(node) in local))
+    return found
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import loop as a path a -> b -> ... -> a, or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (loop := visit(nxt)):
+                return loop
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (loop := visit(start)):
+            return loop
+    return None
+
+
+def test_find_cycle_finds_a_loop_and_only_a_loop():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_loops():
+    edges = {name: {module for module, _, _ in found} for name, found in GRAPH.items()}
+    loop = find_cycle(edges)
+    assert loop is None, "import loop: " + " -> ".join(loop)
+
+
+def test_layers_only_import_downwards():
+    wrong = [
+        f"{name}:{line} imports {module}"
+        for name, found in GRAPH.items()
+        for module, line, _ in found
+        for part, banned in FORBIDDEN.items()
+        if (name == part or name.startswith(part + ".")) and module.startswith(banned)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_function_local_imports_of_rlrecipes_modules():
+    hidden = [
+        f"{name}:{line} imports {module} inside a function"
+        for name, found in GRAPH.items()
+        for module, line, local in found
+        if local and (name, module) not in LOCAL_IMPORTS_ALLOWED
+    ]
+    assert not hidden, "\n".join(hidden)
+
+
+def test_library_modules_do_not_import_typer():
+    """Commands hold the command-line signatures; the library is usable without them."""
+    offenders = [
+        name
+        for name, path in MODULES.items()
+        if not name.startswith(("rlrecipes.commands", "rlrecipes.cli"))
+        and any(
+            isinstance(node, (ast.Import, ast.ImportFrom))
+            and any((getattr(node, "module", None) or alias.name).split(".")[0] == "typer" for alias in node.names)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    ]
+    assert not offenders, offenders
