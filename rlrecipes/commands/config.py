@@ -6,8 +6,8 @@ import typer
 from omegaconf import OmegaConf
 
 from rlrecipes.commands.common import OVERRIDES
-from rlrecipes.commands.evaluate import rewrite_benchmark_list
 from rlrecipes.config.compose import compose_config
+from rlrecipes.eval.overrides import rewrite_benchmark_list
 
 config_app = typer.Typer(no_args_is_help=True, help="Inspect configurations.")
 

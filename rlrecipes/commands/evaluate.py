@@ -1,14 +1,13 @@
 """`rlrecipes eval`: the Hydra job around `rlrecipes.eval.runner.run_eval`.
 
-``benchmark=a,b`` without ``-m`` means "these benchmarks in one run" (rewritten to
-``benchmark=a benchmark.names=[a,b]``); with ``-m`` it stays a Hydra sweep, one run per
-benchmark, like any other comma list (checkpoints, protocols, seeds).
+``benchmark=a,b`` without ``-m`` means "these benchmarks in one run"; with ``-m`` it stays
+a Hydra sweep, one run per benchmark (`rlrecipes.eval.overrides`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import typer
 from hydra.core.hydra_config import HydraConfig
@@ -16,6 +15,7 @@ from hydra.types import RunMode
 
 from rlrecipes.commands.common import OVERRIDES, console, run_job
 from rlrecipes.config.hydra_app import run_hydra
+from rlrecipes.eval.overrides import rewrite_benchmark_list
 from rlrecipes.eval.report import print_eval_summary, write_report
 from rlrecipes.eval.rundir import discard_if_empty, log_resume, open_run_dir
 from rlrecipes.eval.runner import prepare, run_eval
@@ -28,19 +28,6 @@ def eval_(
 ) -> None:
     """Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."""
     run_hydra("eval", eval_job, rewrite_benchmark_list(list(ctx.args), multirun), multirun)
-
-
-def rewrite_benchmark_list(overrides: Sequence[str], multirun: bool) -> list[str]:
-    """`benchmark=a,b` without -m: one run on both (`benchmark=a benchmark.names=[a,b]`)."""
-    out: list[str] = []
-    for ov in overrides:
-        key, sep, value = ov.partition("=")
-        if not multirun and sep and key == "benchmark" and "," in value and not value.startswith(("[", "glob(")):
-            names = [v.strip() for v in value.split(",") if v.strip()]
-            out += [f"benchmark={names[0]}", f"benchmark.names=[{','.join(names)}]"]
-        else:
-            out.append(ov)
-    return out
 
 
 def eval_job(cfg: Any) -> float | None:

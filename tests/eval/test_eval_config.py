@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from rlrecipes.commands.evaluate import rewrite_benchmark_list
 from rlrecipes.config import ConfigError, compose_config
 from rlrecipes.config.compose import conf_dir
 from rlrecipes.eval.benchmarks import BENCHMARKS, SUITES, resolve_benchmarks
+from rlrecipes.eval.overrides import rewrite_benchmark_list
 
 
 @pytest.mark.parametrize(
