@@ -38,6 +38,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 
+from rlrecipes.engine.hooks import reward_column
 from rlrecipes.errors import UserError
 
 Batch = dict[str, Any]
@@ -193,12 +194,7 @@ class DynamicSampler:
         self.trainer = trainer
         self.settings = settings
         names = list(trainer.reward_func_names)
-        if settings.filter_reward not in names:
-            raise UserError(
-                f"recipe.dynamic_sampling_filter={settings.filter_reward!r} is not a reward of this run; "
-                f"valid: {', '.join(names)}"
-            )
-        self.column = names.index(settings.filter_reward)
+        self.column = reward_column(names, settings.filter_reward, "recipe.dynamic_sampling_filter")
         training = [n for n, w in zip(names, trainer.reward_weights.tolist()) if w != 0]
         if settings.filter_reward not in training:
             # a weight-0 reward is a monitor (e.g. gold-answer accuracy in a label-free recipe):

@@ -56,27 +56,34 @@ class RewardGuard(EngineHook):
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> list:  # TRL passes keywords: prompts, completions, columns
             completions = kwargs["completions"] if "completions" in kwargs else args[1]
-            self.calls[name] += len(completions)
-            try:
-                with cpu_time_limit(self.timeout_s):
-                    values = fn(*args, **kwargs)
-            except RewardTimeout:
-                self._failed(
-                    name, len(completions), f"used more than trainer.reward_timeout_s={self.timeout_s} s of CPU time"
-                )
-                return [self.fallback] * len(completions)
-            except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
-                self._failed(name, len(completions), f"{type(exc).__name__}: {str(exc)[:200]}")
-                return [self.fallback] * len(completions)
-            out = []
-            for value in values:
-                if value is not None and not math.isfinite(float(value)):
-                    self._failed(name, 1, f"returned {value}")
-                    value = self.fallback
-                out.append(value)
-            return out
+            values = self.protect(name, len(completions), lambda: fn(*args, **kwargs))
+            return self.finite(name, values if values is not None else [self.fallback] * len(completions))
 
         return guarded
+
+    def protect(self, name: str, count: int, compute: Callable[[], list]) -> list | None:
+        """`compute()` under the time limit, or None when it raised or ran out of time (then
+        its `count` completions are counted as failed). `count` is what this process scores:
+        a group reward computed on the whole gathered batch counts only its own share."""
+        self.calls[name] += count
+        try:
+            with cpu_time_limit(self.timeout_s):
+                return compute()
+        except RewardTimeout:
+            self._failed(name, count, f"used more than trainer.reward_timeout_s={self.timeout_s} s of CPU time")
+        except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
+            self._failed(name, count, f"{type(exc).__name__}: {str(exc)[:200]}")
+        return None
+
+    def finite(self, name: str, values: list) -> list:
+        """`values` with NaN/inf replaced by the fallback, each one counted as a failure."""
+        out = []
+        for value in values:
+            if value is not None and not math.isfinite(float(value)):
+                self._failed(name, 1, f"returned {value}")
+                value = self.fallback
+            out.append(value)
+        return out
 
     def _failed(self, name: str, count: int, error: str) -> None:
         self.failures[name] += count

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import torch
 
-from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.engine.hooks import EngineHook, reward_column
 
 
 class AccuracyHistory(EngineHook):
@@ -38,10 +38,8 @@ class AccuracyHistory(EngineHook):
         ids = [str(row["id"]) for row in trainer.last_inputs]
         if trainer.accelerator.num_processes > 1:
             ids = gather_object(ids)
-        names = list(trainer.reward_func_names)
-        if self.reward_name not in names:
-            raise RuntimeError(f"accuracy history needs the {self.reward_name!r} reward; the run has {names}")
-        record(self.history, ids, rewards[:, names.index(self.reward_name)].detach().cpu(), trainer.num_generations)
+        column = reward_column(trainer.reward_func_names, self.reward_name, "the accuracy history's reward")
+        record(self.history, ids, rewards[:, column].detach().cpu(), trainer.num_generations)
         if trainer.accelerator.is_main_process:
             write_atomic(self.path, self.history)
         return batch

@@ -13,7 +13,9 @@ A hook overrides only the methods it needs:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
+
+from rlrecipes.errors import UserError
 
 
 @dataclass
@@ -47,3 +49,12 @@ class EngineHook:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what `state_dict` returned, when a run resumes from a checkpoint."""
+
+
+def reward_column(names: Sequence[str], name: str, setting: str) -> int:
+    """The column of reward `name` in the reward tensors (TRL's `reward_func_names` order);
+    `setting` is the key that asked for it, named in the one-line error when the run has
+    no such reward."""
+    if name not in names:
+        raise UserError(f"{setting}={name!r} is not a reward of this run; valid: {', '.join(names)}")
+    return list(names).index(name)

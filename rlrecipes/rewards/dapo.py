@@ -20,6 +20,7 @@ data's own checker (math-verify, or a synthetic task's) for data where it is not
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rlrecipes.errors import UserError
@@ -130,9 +131,14 @@ def dapo_reward(completions: list[str], answer: list[Any], **_: Any) -> list[flo
 VERIFIERS = ("minerva", "task")
 
 
-@register_reward("dapo_answer")
+@dataclass(frozen=True)
+class DapoAnswerParams:
+    verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
+
+
+@register_reward("dapo_answer", params=DapoAnswerParams)
 def _dapo_answer(ctx: RewardContext) -> RewardFn:
-    verifier = (ctx.params.get("verifier") if ctx.params else None) or "minerva"
+    verifier = ctx.params.verifier
     if verifier not in VERIFIERS:
         raise UserError(f"recipe.verifier={verifier!r}; valid: {', '.join(VERIFIERS)}")
     if verifier == "minerva":

@@ -33,9 +33,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from rlrecipes.errors import UserError
 from rlrecipes.grading import extract_answer, normalize_answer
 from rlrecipes.grading.vote import majority_vote
-from rlrecipes.rewards import RewardContext, RewardFn, Verifier, register_reward
+from rlrecipes.rewards import Group, GroupRewardFn, MetricLog, RewardContext, Verifier, register_reward
 
 
 @dataclass
@@ -117,14 +118,36 @@ def diagnostics(votes: Sequence[Vote]) -> dict[str, float]:
     return out
 
 
-@register_reward("majority_vote", needs_answer=False)
-def _majority_vote(ctx: RewardContext) -> RewardFn:
-    """TTRL's pseudo-reward column. A vote needs the whole group, and TRL calls reward
-    functions on each process's slice, where a group may be split; so this column is
-    filled after gathering by the TTRL recipe's hook (`recipes/ttrl.py`), and the
-    per-process call only reserves it (None = not scored here)."""
+VOTE_RULES = ("exact", "equivalence")
 
-    def reward(completions: list[str], **_: Any) -> list[float | None]:
-        return [None] * len(completions)
 
-    return reward
+@dataclass(frozen=True)
+class VoteParams:
+    vote: str = "exact"  # exact: the TTRL code's Counter over answer strings | equivalence
+
+
+@register_reward("majority_vote", needs_answer=False, scope="group", params=VoteParams)
+def _majority_vote(ctx: RewardContext) -> GroupRewardFn:
+    """TTRL's pseudo-reward, scored per group (a vote needs every answer of its prompt);
+    logs `ttrl/label_accuracy`, `ttrl/reward_accuracy` and `ttrl/majority_ratio` when the
+    data has gold answers (used for nothing else)."""
+    if ctx.params.vote not in VOTE_RULES:
+        raise UserError(f"recipe.vote={ctx.params.vote!r}; valid: {', '.join(VOTE_RULES)}")
+    exact = ctx.params.vote == "exact"
+
+    def score(groups: Sequence[Group], log: MetricLog) -> list[list[float]]:
+        votes = [
+            vote_rewards(
+                g.completions,
+                style=ctx.answer_style,
+                verify=ctx.verify,
+                exact=exact,
+                gold=(g.columns.get("answer") or [None])[0],
+            )
+            for g in groups
+        ]
+        for name, value in diagnostics(votes).items():
+            log(f"ttrl/{name}", value)
+        return [v.rewards for v in votes]
+
+    return score

@@ -10,6 +10,7 @@ being treated as a failure. Lengths are in tokens, EOS included (verl's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rlrecipes.errors import UserError
@@ -32,13 +33,16 @@ def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
     return (expected - length) / cache_length
 
 
-@register_reward("overlong", needs_answer=False)
+@dataclass(frozen=True)
+class OverlongParams:
+    overlong_buffer_length: int  # L_cache: the penalty window, in tokens (DAPO Eq. 13)
+
+
+@register_reward("overlong", needs_answer=False, params=OverlongParams)
 def _overlong(ctx: RewardContext) -> RewardFn:
     """Soft overlong punishment over `trainer.max_completion_length` with window
     `recipe.overlong_buffer_length`; logs the share of completions inside the window."""
-    cache = ctx.params.get("overlong_buffer_length") if ctx.params else None
-    if cache is None:
-        raise UserError("the overlong reward needs recipe.overlong_buffer_length (the penalty window in tokens)")
+    cache = ctx.params.overlong_buffer_length
     max_length = ctx.max_completion_length
     if not 0 <= cache <= max_length:
         raise UserError(

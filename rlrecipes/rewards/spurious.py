@@ -22,8 +22,9 @@ writes the labels file (rlrecipes/commands/spurious_labels.py).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from rlrecipes.errors import UserError
 from rlrecipes.grading import extract_answer, normalize_answer
@@ -80,9 +81,14 @@ def random_rewards(count: int, gamma: float, key: Sequence[int]) -> list[float]:
     return (draws < gamma).astype(float).tolist()
 
 
-@register_reward("random", needs_answer=False)
+@dataclass(frozen=True)
+class RandomParams:
+    gamma: float = 0.5  # P(reward = 1): the paper's random0.5
+
+
+@register_reward("random", needs_answer=False, params=RandomParams)
 def _random(ctx: RewardContext) -> RewardFn:
-    gamma = float(ctx.params.get("gamma", 0.5)) if ctx.params else 0.5
+    gamma = float(ctx.params.gamma)
     random_rewards(0, gamma, [0])  # a bad gamma fails when the run starts, not at step 1
     calls: dict[int, int] = {}
 
@@ -103,26 +109,31 @@ def label_reward(completions: Sequence[str], labels: Sequence[Any], verify: Veri
     return [None if label is None else float(verify(text, label)) for text, label in zip(completions, labels)]
 
 
+@dataclass(frozen=True)
+class LabelParams:
+    labels: Optional[str] = None  # the labels file (recipe.labels of recipe=spurious)
+
+
 def _label_factory(ctx: RewardContext) -> RewardFn:
-    if not (ctx.params and ctx.params.get("labels")):
+    if not ctx.params.labels:
         raise UserError(
             "reward=majority|incorrect grades against stored labels: use recipe=spurious "
-            "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)"
+            "with recipe.labels=FILE.jsonl (built by `rlrecipes spurious-labels FILE`)"
         )
 
     def reward(completions: list[str], label: list[Any] | None = None, **_: Any) -> list[float | None]:
         if label is None:
             raise UserError(
                 "this reward reads the `label` column; use it through recipe=spurious "
-                "with recipe.labels=FILE.jsonl (built by python -m rlrecipes.rewards.spurious)"
+                "with recipe.labels=FILE.jsonl (built by `rlrecipes spurious-labels FILE`)"
             )
         return label_reward(completions, label, ctx.verify)
 
     return reward
 
 
-register_reward("majority_label", needs_answer=False)(_label_factory)
-register_reward("incorrect_label", needs_answer=False)(_label_factory)
+register_reward("majority_label", needs_answer=False, params=LabelParams)(_label_factory)
+register_reward("incorrect_label", needs_answer=False, params=LabelParams)(_label_factory)
 
 
 def build_labels(

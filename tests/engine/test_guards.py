@@ -85,10 +85,11 @@ def test_past_the_rate_the_run_stops_with_one_line():
 
 
 def test_the_graders_timeouts_and_errors_are_logged_per_step(monkeypatch):
-    import rlrecipes.grading as grading
+    import rlrecipes.engine.guards as guards
+    from rlrecipes.grading import GradingCounts
 
-    counts = iter([grading.GradingCounts(errors=2, timeouts=1), grading.GradingCounts(errors=0, timeouts=0)])
-    monkeypatch.setattr(grading, "take_grading_counts", lambda: next(counts))
+    counts = iter([GradingCounts(errors=2, timeouts=1), GradingCounts(errors=0, timeouts=0)])
+    monkeypatch.setattr(guards, "take_grading_counts", lambda: next(counts))
     guard, trainer = RewardGuard(), fake_trainer()
     guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)
     assert (trainer.logged["grading/errors"], trainer.logged["grading/timeouts"]) == (2, 1)

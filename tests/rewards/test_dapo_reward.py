@@ -66,7 +66,7 @@ def test_reward_function_skips_rows_without_gold():
 
 def _ctx(verifier):
     return RewardContext(
-        verify=lambda text, gold: text.endswith(str(gold)), params=OmegaConf.create({"verifier": verifier})
+        verify=lambda text, gold: text.endswith(str(gold)), recipe=OmegaConf.create({"verifier": verifier})
     )
 
 

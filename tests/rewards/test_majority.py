@@ -12,6 +12,7 @@ Exact vote (the TTRL code): keys \\frac{1}{2}, 0.5, 3, "", 3, 1/2 -> "3" has 2, 
 import pytest
 
 from rlrecipes.data.problems import answer_verifier
+from rlrecipes.errors import UserError
 from rlrecipes.rewards.majority import Vote, diagnostics, vote, vote_rewards
 
 GROUP = ["so \\boxed{\\frac{1}{2}}", "\\boxed{0.5}", "it is \\boxed{3}", "I give up", "\\boxed{3}.", "\\boxed{1/2}"]
@@ -84,8 +85,22 @@ def test_diagnostics_average_over_groups_and_skip_unlabelled_ones():
     assert d["reward_accuracy"] == pytest.approx(6 / 8)  # a: 4 of 4 agree, b: 2 of 4
 
 
-def test_the_registered_column_is_only_reserved_per_process():
-    from rlrecipes.rewards import RewardContext, build_reward
+def test_majority_vote_is_a_group_reward_with_the_recipe_vote_rule():
+    from rlrecipes.rewards import Group, GroupReward, RewardContext, build_reward, reward_scope
 
-    fn = build_reward("majority_vote", RewardContext(verify=VERIFY))
-    assert fn(completions=["x", "y"], answer=["1", "1"]) == [None, None]
+    assert reward_scope("majority_vote") == "group"
+    # "1/2" and "0.5" split the exact vote (the TTRL code's Counter) but not the equivalence one
+    group = Group("p", ["\\boxed{1/2}", "\\boxed{0.5}", "\\boxed{3}", "\\boxed{3}"], {"answer": ["3"] * 4})
+    logged = {}
+    exact = build_reward("majority_vote", RewardContext(verify=VERIFY, answer_style="boxed", recipe={"vote": "exact"}))
+    assert isinstance(exact, GroupReward) and exact.__name__ == "majority_vote"
+    # exact strings: "3" has two votes, "1/2" and "0.5" one each -> label 3 (right)
+    assert exact.score([group], logged.__setitem__) == [[0.0, 0.0, 1.0, 1.0]]
+    assert logged["ttrl/majority_ratio"] == 0.5 and logged["ttrl/label_accuracy"] == 1.0
+    equivalent = build_reward(
+        "majority_vote", RewardContext(verify=VERIFY, answer_style="boxed", recipe={"vote": "equivalence"})
+    )
+    # by equivalence 1/2 = 0.5 ties with 3 at two votes, and the group written first wins
+    assert equivalent.score([group], lambda *_: None) == [[1.0, 1.0, 0.0, 0.0]]
+    with pytest.raises(UserError, match="recipe.vote='plurality'; valid: exact, equivalence"):
+        build_reward("majority_vote", RewardContext(verify=VERIFY, recipe={"vote": "plurality"}))

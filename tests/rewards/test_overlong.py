@@ -44,7 +44,7 @@ def ctx(buffer, max_length=16):
     return RewardContext(
         verify=lambda c, g: False,
         max_completion_length=max_length,
-        params=OmegaConf.create({"overlong_buffer_length": buffer}),
+        recipe=OmegaConf.create({"overlong_buffer_length": buffer}),
     )
 
 

@@ -60,7 +60,7 @@ def test_random_reward_is_bernoulli_gamma():
 
 
 def test_random_reward_is_independent_of_the_text_and_seeded():
-    ctx = RewardContext(verify=VERIFY, seed=3, params={"gamma": 0.5})
+    ctx = RewardContext(verify=VERIFY, seed=3, recipe={"gamma": 0.5})
     state = SimpleNamespace(global_step=4)
     texts = ["same text"] * 64
     first = build_reward("random", ctx)(completions=texts, trainer_state=state)
@@ -71,7 +71,7 @@ def test_random_reward_is_independent_of_the_text_and_seeded():
     round1, round2 = fn(completions=texts, trainer_state=state), fn(completions=texts, trainer_state=state)
     assert round1 == first and round2 != round1  # a second scoring round in the same step draws anew
     later = build_reward("random", ctx)(completions=texts, trainer_state=SimpleNamespace(global_step=5))
-    other_seed = build_reward("random", RewardContext(verify=VERIFY, seed=4, params={"gamma": 0.5}))(
+    other_seed = build_reward("random", RewardContext(verify=VERIFY, seed=4, recipe={"gamma": 0.5}))(
         completions=texts, trainer_state=state
     )
     assert later != first and other_seed != first
@@ -79,7 +79,7 @@ def test_random_reward_is_independent_of_the_text_and_seeded():
 
 def test_bad_gamma_fails_when_the_reward_is_built():
     with pytest.raises(UserError, match=r"recipe.gamma=1.5 must be a probability in \[0, 1\]"):
-        build_reward("random", RewardContext(verify=VERIFY, params={"gamma": 1.5}))
+        build_reward("random", RewardContext(verify=VERIFY, recipe={"gamma": 1.5}))
 
 
 # ------------------------------------------------------------------------ stored labels
@@ -123,4 +123,4 @@ def test_label_reward_grades_against_the_stored_label():
 
 def test_label_rewards_need_the_spurious_recipe_labels():
     with pytest.raises(UserError, match="recipe=spurious with recipe.labels"):
-        build_reward("majority_label", RewardContext(verify=VERIFY, params={}))
+        build_reward("majority_label", RewardContext(verify=VERIFY, recipe={}))
