@@ -412,11 +412,6 @@ def _joined_before(text: str, candidates: list[tuple[int, int, str]], k: int) ->
     return out
 
 
-def last_number(text: str) -> str | None:
-    """The last whole expression (kept for callers that ask for a number)."""
-    return last_math(text)
-
-
 # -- answer lines ----------------------------------------------------------------------
 def _first_env(tail: str) -> tuple[str, int] | None:
     m = _ENV_RE.match(tail)
@@ -616,8 +611,3 @@ def extract_answer(text: str | None, style: str = "auto") -> str | None:
     '7'
     """
     return extract(text, style).answer
-
-
-def has_answer_marker(text: str) -> bool:
-    """True when ``text`` contains an explicit final-answer marker (box, Answer:, ####)."""
-    return bool(_BOX_RE.search(text) or _markers(text) or "####" in text)
