@@ -6,11 +6,14 @@ on a teacher that forgets carries):
 1. history: the same recipe on a pool of `--pool` training problems (every problem, no
    duplication) with `trainer.record_accuracy_history=true`, about 20 epochs (the paper's
    500-step DSR-sub run, ~50 epochs);
-2. selection: `rank(history, "variance")`: π1 is the top example (also reported: the
-   lowest-variance one, the paper's π_last);
+2. selection: `rank(history, "variance")`: π1 is the top example;
 3. one-shot: `recipe=one_shot` on π1 duplicated to fill the batch, for seeds 0, 1, 2,
    held-out accuracy measured every `--eval-every` steps and before/after (greedy, the
    300 held-out problems), checkpoints saved every `--save-every` steps;
+   controls with the same budget (steps, rows, learning rate, seeds), as the paper compares
+   single examples from across its variance ranking (Sec. 3.2: π1 down to π1209, near the
+   bottom): the lowest-variance example of the pool and one drawn at random from the rest
+   (`--random-seed`), held-out greedy before/after;
 4. the suite command: `eval_checkpoints(run, "synthetic")` (greedy + avg@8 at t=0.6 on
    the held-out split) over base + saved checkpoints: best-average and last step.
 
@@ -18,16 +21,18 @@ Learning rate: `--lr` (4e-5) replaces the paper's 1e-6, which does not move a 0.
 toy model in 80 steps; at the CPU default 2e-4 the policy collapses onto the example within
 three steps. Everything else is the recipe's (bnpo, KL 0.001, entropy 0.001, temperature 0.6).
 
-Prints ONE JSON line. The baseline is the same model before training (difference in
-points, per seed, with mean and spread). `post_saturation_gain_points` is held-out
-accuracy gained after training accuracy on π1 first reached `--saturation` (the paper's
-post-saturation generalisation); the seed-0 plot goes to outputs/bench/one_shot_seed0.svg.
+Prints ONE JSON line. The baselines are the same model before training (difference in
+points, per seed, with mean and spread) and the two control examples trained the same
+way (`pi1_minus_random_points`, `pi1_minus_lowest_variance_points`).
+`post_saturation_gain_points` is held-out accuracy gained after training accuracy on π1
+first reached `--saturation` (the paper's post-saturation generalisation); the seed-0 plot goes to outputs/bench/one_shot_seed0.svg.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -65,7 +70,8 @@ def history_run(args: argparse.Namespace, workdir: Path) -> dict:
     return json.loads((run / "accuracy_history.json").read_text())
 
 
-def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path) -> dict:
+def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path, curves: bool = True) -> dict:
+    """One one-shot run; `curves` adds the held-out curve and checkpoints (π1's runs)."""
     from rlrecipes.rundir import write_manifest
     from rlrecipes.train import train
 
@@ -79,8 +85,8 @@ def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path) -
             f"trainer.max_steps={args.steps}",
             f"trainer.learning_rate={args.lr}",
             "trainer.temperature=0.6",
-            f"trainer.eval_every={args.eval_every}",
-            f"trainer.save_steps={args.save_every}",
+            f"trainer.eval_every={args.eval_every if curves else 'null'}",
+            f"trainer.save_steps={args.save_every if curves else 'null'}",
             "trainer.progress=false",
             f"seed={seed}",
             *args.overrides,
@@ -118,6 +124,7 @@ def main() -> None:
     parser.add_argument("--save-every", type=int, default=40)
     parser.add_argument("--saturation", type=float, default=0.9)
     parser.add_argument("--eval-limit", type=int, default=100, help="held-out problems per checkpoint eval")
+    parser.add_argument("--random-seed", type=int, default=0, help="draws the random control example")
     parser.add_argument("overrides", nargs="*", help="extra key=value for every run")
     args = parser.parse_args()
 
@@ -131,6 +138,7 @@ def main() -> None:
         history = history_run(args, workdir)
         ranked = rank(history, "variance")
         pi1, last = ranked[0], ranked[-1]
+        drawn = random.Random(args.random_seed).choice(sorted(x.id for x in ranked[1:-1]))
         print(f"π1 = {pi1.id} (variance {pi1.score:.4f}, history {history[pi1.id]})", file=sys.stderr)
         runs, sweeps, saturation = [], [], []
         for seed in args.seeds:
@@ -146,9 +154,25 @@ def main() -> None:
             print(
                 f"seed {seed}: {runs[-1]['accuracy_before']:.3f} -> {runs[-1]['accuracy_after']:.3f}", file=sys.stderr
             )
+        controls = {}
+        for name, example in (("lowest_variance", last.id), ("random", drawn)):
+            control_runs = [
+                one_shot_run(args, example, seed, workdir / f"{name}_seed{seed}", curves=False) for seed in args.seeds
+            ]
+            control_gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in control_runs]
+            controls[name] = {
+                "example": example,
+                "variance": round(next(x.score for x in ranked if x.id == example), 4),
+                "history": history[example],
+                "heldout_after": [round(r["accuracy_after"], 4) for r in control_runs],
+                "gain_points": stats(control_gains, 2),
+                "train_accuracy_final": [r["final_metrics"].get("accuracy") for r in control_runs],
+            }
+            print(f"{name} ({example}): gains {[round(g, 1) for g in control_gains]}", file=sys.stderr)
 
     gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
     post = [g for _, g in saturation if g is not None]
+    gains_mean = statistics.mean(gains)
     print(
         json.dumps(
             {
@@ -157,7 +181,6 @@ def main() -> None:
                     "pi1": pi1.id,
                     "variance": round(pi1.score, 4),
                     "history": history[pi1.id],
-                    "lowest_variance": last.id,
                     "pool": len(history),
                 },
                 "seeds": args.seeds,
@@ -170,6 +193,11 @@ def main() -> None:
                 "train_saturation_step": [s for s, _ in saturation],
                 "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
                 "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
+                "controls_same_budget": controls,
+                "pi1_minus_random_points": round(gains_mean - controls["random"]["gain_points"]["mean"], 2),
+                "pi1_minus_lowest_variance_points": round(
+                    gains_mean - controls["lowest_variance"]["gain_points"]["mean"], 2
+                ),
                 "suite_synthetic": {
                     "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
                     "problems": args.eval_limit,

@@ -1,102 +1,209 @@
-"""Quick-start RL gain over 3 seeds, and the SFT-only control.
+"""Quick-start GRPO against three supervised controls with the same budget, 3 seeds.
 
-Prints one JSON line:
-  rl:  held-out greedy accuracy before/after the default `rlrecipes train` for seeds
-       0, 1, 2 (mean and spread of the gain, in points), with wall time;
-  sft_control: the same warm-started model trained further by SFT on the same
-       teacher for the same wall-clock time as the median RL run; its gain is what
-       "more SFT" would have given. The RL advantage is rl_gain - sft_gain.
+Every method starts from the same warm-started toy model (arithmetic, flawed teacher)
+and takes the RL run's number of optimizer steps (`trainer.max_steps`, 120) with its
+optimizer (AdamW, betas, no weight decay, gradient clipping 1.0) and constant learning
+rate (`trainer.learning_rate`, 2e-4). Each step draws `prompts_per_rollout` (8) training
+problems; what differs is what the step learns from:
+
+  grpo:        the default `rlrecipes train`: 8 samples per problem (T=1.0), verifier reward;
+  rft:         rejection-sampling fine-tuning / online expert iteration (STaR, Zelikman et
+               al. 2022; RAFT, Dong et al. 2023; ReST-EM, Singh et al. 2023): the same 8
+               samples per problem from the current policy at the same temperature, and a
+               supervised step on the ones the verifier accepts (no step when none is);
+  sft_teacher: 8 fresh demonstrations per problem from the flawed teacher the warm-start
+               imitated ("more of the same SFT");
+  sft_correct: the correct answer to each problem (the ceiling: labels the others lack).
+
+So GRPO and RFT see the same number of sampled completions (64 per step) and the same
+verifier; the SFT controls see as many problems. Held-out accuracy is greedy on the
+300 held-out problems, the metric `rlrecipes train` prints.
+
+Prints one JSON line: per method, accuracy after training per seed and the gain in points
+(mean, sample stdev, min, max); `grpo_minus_rft_points` is the difference of the mean gains.
+Extra key=value arguments are passed to every run (e.g. data=countdown).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchkit import stats
+
 from rlrecipes.config import compose_config
 
+SEEDS = [0, 1, 2]
+CONTROLS = ("rft", "sft_teacher", "sft_correct")
 
-def rl_runs(seeds: list[int], extra: list[str]) -> list[dict]:
+
+def grpo_run(seed: int, extra: list[str]) -> dict:
     from rlrecipes.train import train
 
-    out = []
-    for seed in seeds:
-        cfg = compose_config("train", [f"seed={seed}", "trainer.progress=false", *extra])
-        with tempfile.TemporaryDirectory() as tmp:
-            out.append(train(cfg, Path(tmp), log=lambda _: None))
-    return out
+    cfg = compose_config("train", [f"seed={seed}", "trainer.progress=false", *extra])
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = train(cfg, Path(tmp), log=lambda _: None)
+    return {
+        "accuracy_before": summary["accuracy_before"],
+        "accuracy_after": summary["accuracy_after"],
+        "seconds": round(summary["train_seconds"], 1),
+    }
 
 
-def sft_control(seconds: float, extra: list[str]) -> dict:
-    """Continue the toy warm-start (same teacher, optimizer and lr) for `seconds`."""
+def sample(model, tokenizer, prompts: list[str], cfg) -> list[list[str]]:
+    """`num_generations` completions per prompt, as GRPO's rollout samples them (no top-k unless set)."""
+    import torch
+
+    t = cfg.trainer
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    model.eval()
+    with torch.no_grad():
+        ids = model.generate(
+            **enc,
+            max_new_tokens=t.max_completion_length,
+            do_sample=True,
+            temperature=t.temperature,
+            top_p=t.top_p,
+            top_k=t.top_k or 0,
+            num_return_sequences=t.num_generations,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    model.train()
+    texts = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    g = t.num_generations
+    return [texts[i : i + g] for i in range(0, len(texts), g)]
+
+
+def completion_loss(model, tokenizer, pairs: list[tuple[str, str]]):
+    """Token-mean cross-entropy on the completions (+ end of sequence); prompt tokens masked."""
+    import torch
+
+    seqs, starts = [], []
+    for prompt, completion in pairs:
+        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        seqs.append(p + c)
+        starts.append(len(p))
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id)
+    labels = torch.full((len(seqs), width), -100)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, (seq, start) in enumerate(zip(seqs, starts)):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        labels[i, start : len(seq)] = torch.tensor(seq[start:])
+        attn[i, : len(seq)] = 1
+    return model(input_ids=ids, attention_mask=attn, labels=labels).loss
+
+
+def control_run(kind: str, seed: int, extra: list[str]) -> dict:
+    """One supervised control with GRPO's steps, problems per step, optimizer and learning rate."""
     import torch
 
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import greedy_accuracy
     from rlrecipes.models import load_model, resolve_model_path
-    from rlrecipes.models.toy import _sft_loss
 
-    cfg = compose_config("train", extra)
+    cfg = compose_config("train", [f"seed={seed}", *extra])
+    t = cfg.trainer
+    torch.manual_seed(seed)
+    torch.set_num_threads(t.cpu_threads or 1)
     problems = load_problem_set(cfg.data)
-    path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+    task = problems.task
+    path = resolve_model_path(cfg.model, task, cfg.data.synthetic, log=lambda _: None)
     model, tok = load_model(path, cfg.model)
-    prompts = [render_prompt(it["problem"], "chat", tok) for it in problems.eval]
+
+    def prompt(it: dict) -> str:
+        return render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt)
+
+    heldout = [prompt(it) for it in problems.eval]
     answers = [it["answer"] for it in problems.eval]
 
     def accuracy() -> float:
-        return greedy_accuracy(
-            model, tok, prompts, answers, problems.verify, max_new_tokens=cfg.trainer.max_completion_length
-        )
+        return greedy_accuracy(model, tok, heldout, answers, problems.verify, max_new_tokens=t.max_completion_length)
 
     before = accuracy()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.model.toy.sft_learning_rate)
-    rng = random.Random(0)
-    items = problems.task.train
-    steps, start = 0, time.time()
-    while time.time() - start < seconds:
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=t.learning_rate, betas=(t.adam_beta1, t.adam_beta2), weight_decay=t.weight_decay
+    )
+    rng = random.Random(seed)
+    start, kept, idle = time.time(), 0, 0
+    for _ in range(t.max_steps):
+        batch = rng.sample(problems.train, t.prompts_per_rollout)
+        if kind == "rft":
+            groups = sample(model, tok, [prompt(it) for it in batch], cfg)
+            pairs = [
+                (prompt(it), c) for it, group in zip(batch, groups) for c in group if problems.verify(c, it["answer"])
+            ]
+        elif kind == "sft_teacher":
+            pairs = [(prompt(it), task.demonstration(it, rng)) for it in batch for _ in range(t.num_generations)]
+        elif kind == "sft_correct":
+            pairs = [(prompt(it), task.solution(it)) for it in batch]
+        else:
+            raise ValueError(kind)
+        kept += len(pairs)
+        if not pairs:  # no accepted sample: RFT has nothing to learn from this step
+            idle += 1
+            continue
         model.train()
-        loss = _sft_loss(model, tok, rng.sample(items, cfg.model.toy.sft_batch_size), problems.task, rng)
+        loss = completion_loss(model, tok, pairs)
         opt.zero_grad()
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
         opt.step()
-        steps += 1
-    return {
+    out = {
         "accuracy_before": before,
         "accuracy_after": accuracy(),
-        "steps": steps,
         "seconds": round(time.time() - start, 1),
+        "sequences_per_step": round(kept / t.max_steps, 2),
     }
+    if kind == "rft":
+        out["steps_without_accepted_sample"] = idle
+    return out
 
 
 def main() -> None:
     extra = sys.argv[1:]
-    runs = rl_runs([0, 1, 2], extra)
-    gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
-    median_train = statistics.median(r["train_seconds"] for r in runs)
-    control = sft_control(median_train, extra)
-    sft_gain = 100 * (control["accuracy_after"] - control["accuracy_before"])
+    started = time.time()
+    runs: dict[str, list[dict]] = {"grpo": [], **{k: [] for k in CONTROLS}}
+    for seed in SEEDS:
+        runs["grpo"].append(grpo_run(seed, extra))
+        for kind in CONTROLS:
+            runs[kind].append(control_run(kind, seed, extra))
+        done = {k: round(v[-1]["accuracy_after"], 3) for k, v in runs.items()}
+        print(f"seed {seed}: after {done}", file=sys.stderr)
+    cfg = compose_config("train", extra)
+    methods = {}
+    for kind, rs in runs.items():
+        gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in rs]
+        methods[kind] = {
+            "accuracy_after": [round(r["accuracy_after"], 4) for r in rs],
+            "gain_points": stats(gains, 2),
+            "seconds": [r["seconds"] for r in rs],
+            **{k: [r[k] for r in rs] for k in ("sequences_per_step", "steps_without_accepted_sample") if k in rs[0]},
+        }
+    befores = {round(r["accuracy_before"], 4) for rs in runs.values() for r in rs}
     print(
         json.dumps(
             {
-                "bench": "quickstart_rl_gain",
-                "seeds": [0, 1, 2],
-                "accuracy_before": [round(r["accuracy_before"], 4) for r in runs],
-                "accuracy_after": [round(r["accuracy_after"], 4) for r in runs],
-                "gain_points_mean": round(statistics.mean(gains), 2),
-                "gain_points_min": round(min(gains), 2),
-                "gain_points_max": round(max(gains), 2),
-                "gain_points_stdev": round(statistics.stdev(gains), 2),
-                "rl_train_seconds_median": round(median_train, 1),
-                "wall_seconds": [r["wall_seconds"] for r in runs],
-                "sft_control": control,
-                "sft_control_gain_points": round(sft_gain, 2),
-                "rl_minus_sft_points": round(statistics.mean(gains) - sft_gain, 2),
+                "bench": "quickstart_vs_controls",
+                "data": cfg.data.name,
+                "seeds": SEEDS,
+                "steps": cfg.trainer.max_steps,
+                "prompts_per_step": cfg.trainer.prompts_per_rollout,
+                "samples_per_prompt": cfg.trainer.num_generations,
+                "learning_rate": cfg.trainer.learning_rate,
+                "accuracy_before": sorted(befores),
+                **methods,
+                "grpo_minus_rft_points": round(
+                    methods["grpo"]["gain_points"]["mean"] - methods["rft"]["gain_points"]["mean"], 2
+                ),
+                "wall_seconds": round(time.time() - started, 1),
             }
         )
     )

@@ -33,15 +33,22 @@ def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None
 
 def sampled_accuracy(model_path: str, cfg, problems, samples: int = SAMPLES, temperature: float = 1.0) -> float:
     """Mean correctness of `samples` completions per held-out problem (avg@k)."""
+    outs = sample_completions(model_path, cfg, problems.eval, samples, temperature)
+    hits = [problems.verify(text, it["answer"]) for texts, it in zip(outs, problems.eval) for text in texts]
+    return sum(hits) / len(hits)
+
+
+def sample_completions(
+    model_path: str, cfg, items, samples: int = SAMPLES, temperature: float = 1.0
+) -> list[list[str]]:
+    """`samples` completions per problem in `items` (same prompts, length and seed as every bench)."""
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import generate_completions
     from rlrecipes.models import load_model
 
     model, tokenizer = load_model(model_path, cfg.model)
-    prompts = [
-        render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in problems.eval
-    ]
-    outs = generate_completions(
+    prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in items]
+    return generate_completions(
         model,
         tokenizer,
         prompts,
@@ -52,8 +59,6 @@ def sampled_accuracy(model_path: str, cfg, problems, samples: int = SAMPLES, tem
         seed=1234,
         batch_size=32,
     )
-    hits = [problems.verify(text, it["answer"]) for texts, it in zip(outs, problems.eval) for text in texts]
-    return sum(hits) / len(hits)
 
 
 def stats(values: list[float], digits: int = 4) -> dict[str, float]:

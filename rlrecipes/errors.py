@@ -5,5 +5,10 @@ class UserError(ValueError):
     """A mistake in the user's input (config key, data file, row, path) with a one-line message."""
 
 
+class ConfigError(UserError):
+    """A configuration mistake (unknown key or option, a value no run can use), found before
+    anything loads."""
+
+
 class DataError(UserError):
     """A data file, row or field that cannot be used (the message names which)."""

@@ -1,9 +1,14 @@
 """`train(cfg, run_dir)`: one RL run, from a resolved config to a finished run directory.
 
 The training job sits above the recipes and the engine and wires them together, in
-four phases: `setup` (data, recipe, rewards, TRL config, model), `build_trainer`,
+four phases: `setup` (every check, then data, recipe, rewards, model), `build_trainer`,
 `run` (held-out accuracy before, RL, held-out accuracy after) and `finish` (model,
 summary, final evaluation).
+
+`check_run(cfg)` is the one validation of a train config: every check that needs no model
+and no data, ending with the `trl.GRPOConfig` the run trains with. `rlrecipes train` runs it
+on every job of a sweep before the first starts, `setup` first thing, and `--dry-run`
+stops after it.
 
 Every process of a multi-process launch runs this same function on the same run
 directory (created once by the CLI). Work that is per-run rather than per-rank —
@@ -25,14 +30,33 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig
 
+from rlrecipes import rundir
+from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.data.templates import render_prompt
-from rlrecipes.errors import UserError
+from rlrecipes.engine.checkpoints import (
+    CheckpointKeeper,
+    GracefulStop,
+    last_complete_checkpoint,
+    load_engine_state,
+    remove_incomplete,
+)
+from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
+from rlrecipes.engine.group_rewards import GatheredGroupReward
+from rlrecipes.engine.grpo_args import build_grpo_config, plan_batches, rollout_steps
+from rlrecipes.engine.guards import RewardGuard
+from rlrecipes.engine.heldout import HeldOutAccuracy
+from rlrecipes.engine.history import AccuracyHistory
+from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
+from rlrecipes.engine.trainer import RecipeGRPOTrainer
+from rlrecipes.errors import ConfigError, UserError
+from rlrecipes.eval.checkpoints import eval_config_for
+from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.rewards import RewardContext, build_reward, needs_answer
-from rlrecipes.rundir import flatten_config, write_json
+from rlrecipes.rewards import GroupReward, RewardContext, Verifier, build_reward, needs_answer, reward_names
+from rlrecipes.rundir import MARKER, append_line, flatten_config, write_json, write_manifest
 
 Log = Callable[[str], None]
 
@@ -81,16 +105,123 @@ def train(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
     return job.summary
 
 
+# --------------------------------------------------------------------------- validate
+def check_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True) -> Any:
+    """Validate `cfg` without loading a model, a tokenizer or any data, and return the
+    `trl.GRPOConfig` the run trains with; the first mistake is a one-line `UserError`.
+
+    In order: the config's value rules (`rlrecipes.config.checks`), the reward names, the
+    recipe's own rules (`Recipe.validate`), the LoRA settings, the reward functions and
+    their weights, the batch plan and TRL's own checks. `run_dir` only names the output
+    folders in the GRPOConfig (nothing is created); `hardware=False` skips what depends on
+    this machine, not on the config (vLLM installed, bf16 on a GPU).
+    """
+    return plan_run(cfg, run_dir, hardware)[0]
+
+
+def plan_run(
+    cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
+) -> tuple[Any, list[tuple[str, float]]]:
+    """`check_run`'s work: the GRPOConfig and the run's (reward name, weight) pairs."""
+    check_train_values(cfg)
+    recipe_cls = get_recipe(cfg.recipe.name)
+    _check_reward_names(cfg.recipe)
+    recipe_cls.validate(cfg)
+    peft_config(cfg.model)
+    recipe = recipe_cls(cfg.recipe)
+    rewards = planned_rewards(recipe, reward_context(cfg, _not_scoring))
+    if cfg.recipe.dynamic_sampling and cfg.recipe.dynamic_sampling_filter not in [fn.__name__ for fn, _ in rewards]:
+        raise ConfigError(
+            f"recipe.dynamic_sampling_filter={cfg.recipe.dynamic_sampling_filter!r} is not one of this run's "
+            f"rewards; valid: {', '.join(fn.__name__ for fn, _ in rewards)}"
+        )
+    if run_dir is None:  # named in the GRPOConfig only: a dry run creates nothing
+        run_dir = Path(cfg.run_dir or Path(cfg.output_root) / f"{cfg.recipe.name}-{data_label(cfg.data)}")
+    args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in rewards], hardware=hardware)
+    return args, [(fn.__name__, w) for fn, w in rewards]
+
+
+def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
+    """`rlrecipes train --dry-run`: every check of `check_run`, then what the run would train
+    with, as (what, value) rows. Loads and writes nothing; the machine's own capabilities
+    (CUDA, bf16, vLLM) are left to the real run, so a GPU preset can be checked anywhere."""
+    args, rewards = plan_run(cfg, hardware=False)
+    t, world = cfg.trainer, args.world_size
+    plan = plan_batches(t, world)
+    clip = f"{args.epsilon}" if args.epsilon_high in (None, args.epsilon) else f"{args.epsilon} / {args.epsilon_high}"
+    kwargs = ", ".join(f"{k}={v}" for k, v in dict(args.lr_scheduler_kwargs or {}).items())
+    return [
+        ("recipe", cfg.recipe.name),
+        ("model", str(cfg.model.name_or_path or f"{cfg.model.name} (built: {cfg.model.builder})")),
+        ("data", data_label(cfg.data)),
+        ("loss", f"loss_type={args.loss_type} beta={args.beta} epsilon={clip} scale_rewards={args.scale_rewards}"),
+        ("rewards", ", ".join(f"{name}={weight:g}" for name, weight in rewards)),
+        (
+            "optimizer",
+            f"learning_rate={args.learning_rate:g} weight_decay={args.weight_decay:g} "
+            f"max_grad_norm={args.max_grad_norm:g}",
+        ),
+        (
+            "scheduler",
+            f"{t.lr_scheduler_type}{f' ({kwargs})' if kwargs else ''} over "
+            f"{getattr(args, 'scheduler_steps', None) or args.max_steps} steps, warmup_steps={t.warmup_steps} "
+            f"warmup_ratio={t.warmup_ratio:g}",
+        ),
+        (
+            "batch",
+            f"{t.prompts_per_rollout} prompts x {t.num_generations} completions = {plan.completions_per_rollout} per "
+            f"rollout step; {t.updates_per_rollout} update(s) of {plan.completions_per_update} "
+            f"({plan.per_device_batch} per device x {plan.grad_accum} accumulation x {world} process(es), WORLD_SIZE)",
+        ),
+        ("steps", f"max_steps={args.max_steps} (optimizer steps) num_iterations={args.num_iterations}"),
+        (
+            "generation",
+            f"max_completion_length={args.max_completion_length} temperature={args.temperature} "
+            f"rollout={cfg.rollout.backend}",
+        ),
+        ("precision", f"bf16={args.bf16} use_cpu={args.use_cpu} (CUDA, bf16 and vLLM are checked when the run starts)"),
+    ]
+
+
+def _check_reward_names(recipe_cfg: Any) -> None:
+    known = reward_names()
+    for spec in recipe_cfg.rewards:
+        if spec.name not in known:
+            raise ConfigError(f"unknown reward {spec.name!r} (recipe.rewards); valid: {', '.join(known)}")
+
+
+def _not_scoring(completion: str, gold: Any) -> bool:
+    raise RuntimeError("check_run builds the reward functions to check them; they score nothing")
+
+
+def reward_context(cfg: DictConfig, verify: Verifier, run_dir: Path | None = None) -> RewardContext:
+    """What the reward functions know of the run; `verify` comes with the data (its task's checker)."""
+    return RewardContext(
+        verify=verify,
+        answer_style=cfg.data.answer_style,
+        max_completion_length=cfg.trainer.max_completion_length,
+        seed=cfg.seed,
+        recipe=cfg.recipe,
+        run_dir=run_dir,
+    )
+
+
+def planned_rewards(recipe: Recipe, ctx: RewardContext) -> list:
+    """The recipe's reward functions with their weights, plus the accuracy monitor."""
+    return _with_accuracy_monitor(recipe.reward_functions(ctx), ctx)
+
+
 # ------------------------------------------------------------------------------ setup
 def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
-    """Data, recipe, rewards and the TRL config (every check that needs no model), then the model."""
+    """Every check (`check_run`), then the data, recipe, rewards and the model."""
     import warnings
 
     import torch
     from transformers.utils import logging as hf_logging
 
-    from rlrecipes.engine.grpo_args import build_grpo_config
-
+    # Built before anything loads: a setting TRL rejects fails at once, and under ZeRO-3 the
+    # config's DeepSpeed settings must exist for from_pretrained to load sharded.
+    args = check_run(cfg, run_dir)
     hf_logging.disable_progress_bar()  # our own display reports progress
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
     is_main = int(os.environ.get("RANK", "0")) == 0
@@ -98,20 +229,11 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
     if cfg.trainer.cpu_threads:
         torch.set_num_threads(cfg.trainer.cpu_threads)
     _seed_everything(cfg.seed)
-    problems = load_problem_set(cfg.data)
-    log(f"data: {problems.report}")
     recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
-    ctx = RewardContext(
-        verify=problems.verify,
-        answer_style=cfg.data.answer_style,
-        max_completion_length=cfg.trainer.max_completion_length,
-        seed=cfg.seed,
-        params=cfg.recipe,
-    )
-    reward_fns = _with_accuracy_monitor(recipe.reward_functions(ctx), ctx)
-    # Built before the model loads: a setting TRL rejects fails at once, and under ZeRO-3
-    # the config's DeepSpeed settings must exist for from_pretrained to load sharded.
-    args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in reward_fns])
+    problems = recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
+    log(f"data: {problems.report}")
+    ctx = reward_context(cfg, problems.verify, run_dir)
+    reward_fns = planned_rewards(recipe, ctx)
     job = TrainingJob(
         cfg=cfg,
         run_dir=run_dir,
@@ -155,12 +277,12 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
 def _load_model(job: TrainingJob) -> None:
     from accelerate import PartialState
 
-    from rlrecipes.models import load_model, resolve_model_path
-
     cfg = job.cfg
     # the main process builds (toy warm-start, GGUF conversion) while the others wait, then they read its cache
     with PartialState().main_process_first():
-        job.model_path = resolve_model_path(cfg.model, job.problems.task, cfg.data.synthetic, cfg.cache_dir, job.log)
+        job.model_path = resolve_model_path(
+            cfg.model, job.problems.task, job.recipe.warm_start_key(cfg.data), cfg.cache_dir, job.log
+        )
     job.model, job.tokenizer = load_model(job.model_path, cfg.model)
     job.log(f"model: {job.model_path}")
 
@@ -177,15 +299,6 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     from datasets import Dataset
     from transformers import PrinterCallback
 
-    from rlrecipes.engine.checkpoints import CheckpointKeeper, GracefulStop
-    from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
-    from rlrecipes.engine.grpo_args import rollout_steps
-    from rlrecipes.engine.guards import RewardGuard
-    from rlrecipes.engine.heldout import HeldOutAccuracy
-    from rlrecipes.engine.history import AccuracyHistory
-    from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
-    from rlrecipes.engine.trainer import RecipeGRPOTrainer
-
     cfg, t = job.cfg, job.cfg.trainer
     writer = MetricsWriter(job.run_dir / "metrics.jsonl")
     callbacks: list[Any] = [writer]
@@ -195,7 +308,11 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         from omegaconf import OmegaConf
 
         callbacks.append(
-            TrackerConfig(OmegaConf.to_container(cfg, resolve=True), list(cfg.report_to), job.run_dir / "tensorboard")
+            TrackerConfig(
+                OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
+                list(cfg.report_to),
+                job.run_dir / "tensorboard",
+            )
         )
     heldout = HeldOutAccuracy(
         [_prompt(job, it) for it in job.problems.eval],
@@ -223,7 +340,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     stop = GracefulStop(rollout_steps(t), notify=job.log)
     trainer = RecipeGRPOTrainer(
         model=job.model,
-        reward_funcs=[guard.wrap(fn) for fn, _ in job.reward_fns],
+        reward_funcs=[as_trl_reward(fn, guard) for fn, _ in job.reward_fns],
         args=job.args,
         peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
         train_dataset=Dataset.from_list(job.train_rows),
@@ -279,7 +396,6 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
 
 def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path:
     """Restore the engine's state and the metrics log to the last complete checkpoint."""
-    from rlrecipes.engine.checkpoints import load_engine_state
 
     checkpoint = resume_checkpoint(job.run_dir)
     values = load_engine_state(trainer, checkpoint)
@@ -293,7 +409,6 @@ def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path:
 
 def resume_checkpoint(run_dir: Path) -> Path:
     """The last complete checkpoint of `run_dir` (incomplete ones, left by a crash, are removed)."""
-    from rlrecipes.engine.checkpoints import last_complete_checkpoint
 
     checkpoint = last_complete_checkpoint(run_dir / "checkpoints")
     if checkpoint is None:
@@ -321,9 +436,6 @@ def reopen_run_dir(cfg: DictConfig) -> Path:
     with this config: the first config.yaml is kept, the resume appended to resumes.log."""
     from omegaconf import OmegaConf
 
-    from rlrecipes.engine.checkpoints import remove_incomplete
-    from rlrecipes.rundir import MARKER, append_line
-
     if not cfg.run_dir:
         raise UserError("resume=true needs run_dir=RUN (the run to continue)")
     run_dir = Path(cfg.run_dir).expanduser()
@@ -346,13 +458,11 @@ def reopen_run_dir(cfg: DictConfig) -> Path:
     checkpoint = resume_checkpoint(run_dir)
     import shlex
 
-    from rlrecipes.rundir import invocation
-
     append_line(
         run_dir / "resumes.log",
         f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name}"
         f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
-        f"{shlex.join(invocation or sys.argv)}",
+        f"{shlex.join(rundir.invocation or sys.argv)}",  # read now: the CLI sets it at start-up
     )
     return run_dir
 
@@ -376,7 +486,6 @@ def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
 # ----------------------------------------------------------------------------- finish
 def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
     """The model (every process takes part: ZeRO-3 gathers its shards to save) and summary.json."""
-    from rlrecipes.models import lora
 
     # with LoRA: the adapter (RUN/model) and, on request, a merged copy (RUN/model_merged)
     out = job.run_dir / "model"
@@ -385,7 +494,6 @@ def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
     except Exception as exc:  # disk full, quota, a vanished mount: say what survived and how to finish
         if not _is_storage_error(exc):
             raise
-        from rlrecipes.engine.checkpoints import last_complete_checkpoint
 
         kept = last_complete_checkpoint(job.run_dir / "checkpoints")
         then = (
@@ -454,7 +562,6 @@ def _release_generation_memory(trainer: Any) -> None:
 def _final_eval_config(cfg: DictConfig, run_dir: Path) -> DictConfig | None:
     if not cfg.final_eval:
         return None
-    from rlrecipes.eval.checkpoints import eval_config_for
 
     return eval_config_for(cfg, str(run_dir / "model"), list(cfg.final_eval))
 
@@ -463,8 +570,6 @@ def _run_final_eval(eval_cfg: DictConfig, out_dir: Path, log: Log) -> dict[str, 
     """Run the evaluation of `eval_cfg` (written to out_dir/config.yaml) in a child process;
     returns each benchmark's headline metric."""
     import json
-
-    from rlrecipes.rundir import write_manifest
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(out_dir, eval_cfg)
@@ -533,6 +638,12 @@ def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) ->
             f"{', '.join(graded)} grades against them; label-free choices: recipe=ttrl, "
             "recipe=intuitor, reward=format|random"
         )
+
+
+def as_trl_reward(fn: Any, guard: Any) -> Any:
+    """What TRL is given for a reward: a group reward scored on the gathered batch, any
+    other behind the guard (both count failures and never stop the run by themselves)."""
+    return GatheredGroupReward(fn, guard) if isinstance(fn, GroupReward) else guard.wrap(fn)
 
 
 def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:

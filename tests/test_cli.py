@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.competent_toy import COMPETENT, competent_toy
 from tests.conftest import TINY
 
 
@@ -61,14 +62,17 @@ def test_mistakes_are_one_line_errors(args, needle):
 
 
 @pytest.mark.slow
-def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
+def test_train_writes_a_complete_run_directory(tmp_path):
     run = tmp_path / "run"
-    out = rlrecipes("train", *TINY, f"run_dir={run}", cwd=tmp_path)
+    base = competent_toy()  # right about half the time: accuracies that could be wrong
+    out = rlrecipes("train", *TINY, *COMPETENT, f"run_dir={run}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     for name in ("config.yaml", "metrics.jsonl", "summary.json", "versions.json", "model/model.safetensors"):
         assert (run / name).is_file(), name
     summary = json.loads((run / "summary.json").read_text())
-    assert 0.0 <= summary["accuracy_before"] <= 1.0 and 0.0 <= summary["accuracy_after"] <= 1.0
+    # the summary's held-out accuracies are the starting model's and the saved model's
+    assert summary["accuracy_before"] == heldout_greedy_accuracy(base) > 0
+    assert summary["accuracy_after"] == heldout_greedy_accuracy(run / "model") > 0
     assert summary["wall_seconds"] > 0 and summary["steps"] == 2
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
@@ -91,6 +95,24 @@ def test_train_writes_a_complete_run_directory(toy_model_dir, tmp_path):
     # the same run_dir again is refused: runs are never overwritten
     again = rlrecipes("train", *TINY, f"run_dir={run}", cwd=tmp_path)
     assert again.returncode == 2 and "already holds a run" in again.stdout + again.stderr
+
+
+def heldout_greedy_accuracy(model_dir: Path) -> float:
+    """Greedy accuracy of a model folder on the COMPETENT task's held-out problems, measured here."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.generation import greedy_accuracy
+    from rlrecipes.models import load_model
+    from tests.conftest import compose
+
+    cfg = compose(*COMPETENT)
+    problems = load_problem_set(cfg.data)
+    model, tok = load_model(str(model_dir), cfg.model)
+    prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt) for it in problems.eval]
+    answers = [it["answer"] for it in problems.eval]
+    return greedy_accuracy(
+        model, tok, prompts, answers, problems.verify, max_new_tokens=cfg.trainer.max_completion_length
+    )
 
 
 @pytest.mark.slow

@@ -22,7 +22,14 @@ FORBIDDEN = {
     "rlrecipes.train": ("rlrecipes.commands", "rlrecipes.cli"),
 }
 # function-local imports of rlrecipes modules that must stay local, and why
-LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    # Hydra's ConfigStore must hold every recipe's schema before a config composes, and the
+    # schemas live next to their recipes, a layer above config (which they import for
+    # RecipeConfig); the store reads the registries when a config is first composed.
+    ("rlrecipes.config.store", "rlrecipes.recipes"): "recipe schemas live with their recipes",
+    ("rlrecipes.config.store", "rlrecipes.config.eval_schema"): "its per-benchmark fields need the registry",
+    ("rlrecipes.config.eval_schema", "rlrecipes.eval.benchmarks"): "one protocol field per registered benchmark",
+}
 
 
 def module_name(path: Path) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.competent_toy import COMPETENT, competent_toy
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,16 +82,18 @@ def test_two_processes_share_one_run_dir_and_measure_held_out_accuracy_once(toy_
     assert len(errors) == 1 and "already holds a run" in errors[0]
 
 
-def test_held_out_accuracy_does_not_depend_on_the_process_count(toy_model_dir, tmp_path):
+def test_held_out_accuracy_does_not_depend_on_the_process_count(tmp_path):
     """Each process generates for its share of the held-out problems; the gathered verdicts
-    must give the single-process number (64 problems: 32 per process)."""
+    must give the single-process number (20 problems: 10 per process), on a model right about
+    half the time (on one that is never right, half the verdicts lost would read the same)."""
+    competent_toy()
     runs = {}
     for n in (1, 2):
-        out = launch(n, "trainer.max_steps=1", f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        out = launch(n, *COMPETENT, "trainer.max_steps=1", f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         runs[n] = json.loads((tmp_path / str(n) / "summary.json").read_text())
         assert runs[n]["world_size"] == n
-    assert runs[1]["accuracy_before"] == runs[2]["accuracy_before"]
+    assert runs[1]["accuracy_before"] == runs[2]["accuracy_before"] > 0.2
 
 
 def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_dir, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Optional
 
 import typer
@@ -10,7 +11,7 @@ from hydra.types import RunMode
 from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console, fail, run_job
-from rlrecipes.config.hydra_app import run_hydra
+from rlrecipes.config.hydra_app import compose_jobs, run_hydra
 from rlrecipes.data.problems import data_label
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import (
@@ -21,16 +22,37 @@ from rlrecipes.rundir import (
     shared_run_dir,
     write_manifest,
 )
-from rlrecipes.train import TrainingInterrupted, reopen_run_dir
+from rlrecipes.train import TrainingInterrupted, check_run, dry_run, reopen_run_dir
 from rlrecipes.train import train as run_training
 
 
 def train(
     ctx: typer.Context,
     multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
+    dry: bool = typer.Option(
+        False, "--dry-run", help="Run every check and print the run's plan; load nothing, write nothing."
+    ),
 ) -> None:
     """Train with RL (no arguments: the CPU quick-start). Takes Hydra overrides key=value."""
-    run_hydra("train", train_job, list(ctx.args), multirun)
+    if dry:
+        print_plans(list(ctx.args), multirun)
+        return
+    # every job of a sweep is checked before the first starts; the machine (CUDA, vLLM) by the
+    # job itself, which may run elsewhere (a Slurm launcher)
+    run_hydra("train", train_job, list(ctx.args), multirun, check=partial(check_run, hardware=False))
+
+
+def print_plans(overrides: list[str], multirun: bool) -> None:
+    """`--dry-run`: each job's plan (`rlrecipes.train.dry_run`) as a table."""
+    jobs = compose_jobs("train", overrides, multirun)
+    for job, cfg in jobs:
+        table = Table(title=f"rlrecipes train --dry-run {' '.join(job)}".rstrip(), show_header=False)
+        table.add_column(style="bold")
+        table.add_column(overflow="fold")
+        for what, value in dry_run(cfg):
+            table.add_row(what, value)
+        console.print(table)
+    console.print(f"checked {len(jobs)} run(s): nothing was loaded or written", highlight=False)
 
 
 def train_job(cfg: Any) -> Optional[float]:

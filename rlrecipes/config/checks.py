@@ -1,19 +1,19 @@
-"""Value checks the types cannot express, run when a train config is composed.
+"""Value rules of a train config that the types cannot express (part of
+`rlrecipes.train.check_run`, which runs before anything loads).
 
-A bad value (`recipe.loss_type=foo`, `trainer.temperature=0`) would otherwise surface as
-a traceback from deep inside TRL, often after the model has loaded; here it fails at
-start-up with one line naming the key and what is valid.
+A bad value (`trainer.temperature=0`, `recipe.epsilon_high` below `recipe.epsilon`) would
+otherwise surface as a traceback from deep inside TRL, often after the model has loaded;
+here it fails at start-up with one line naming the key and what is valid. Values outside
+a fixed set (`recipe.loss_type=foo`) are refused earlier, by the schema's `Choice` types.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlrecipes.config.compose import ConfigError
+from rlrecipes.config.compose import compose_config
+from rlrecipes.errors import ConfigError
 
-# TRL 1.16's GRPOConfig.loss_type values
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
-SCALE_REWARDS = ("group", "batch", "none")
 NEEDS_MIN_LR = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")
 
 
@@ -26,14 +26,8 @@ def scheduler_types() -> list[str]:
 def check_train_values(cfg: Any) -> None:
     """Raise `ConfigError` for the first value of `cfg` that cannot work."""
     t, r = cfg.trainer, cfg.recipe
-    choices = [
-        ("recipe.loss_type", r.loss_type, LOSS_TYPES),
-        ("recipe.scale_rewards", r.scale_rewards, SCALE_REWARDS),
-        ("trainer.lr_scheduler_type", t.lr_scheduler_type, scheduler_types()),
-    ]
-    for key, value, valid in choices:
-        if value not in valid:
-            raise ConfigError(f"{key}={value!r}; valid: {', '.join(valid)}")
+    if t.lr_scheduler_type not in scheduler_types():  # transformers' list, too slow to import for the schema
+        raise ConfigError(f"trainer.lr_scheduler_type={t.lr_scheduler_type!r}; valid: {', '.join(scheduler_types())}")
     at_least = [
         ("trainer.max_steps", t.max_steps, 1),
         ("trainer.prompts_per_rollout", t.prompts_per_rollout, 1),
@@ -66,6 +60,20 @@ def check_train_values(cfg: Any) -> None:
         )
     if t.save_steps is not None and t.save_steps < 1:
         raise ConfigError(f"trainer.save_steps={t.save_steps} must be at least 1 (or null for no checkpoints)")
+    if t.eval_every is not None and t.eval_every < 1:
+        raise ConfigError(f"trainer.eval_every={t.eval_every} must be at least 1 (or null: before and after only)")
+    if r.dynamic_sampling and r.max_generation_rounds < 1:
+        raise ConfigError(f"recipe.max_generation_rounds={r.max_generation_rounds} must be at least 1")
+    if r.dynamic_sampling and r.prompts_per_generation_round is not None and r.prompts_per_generation_round < 1:
+        raise ConfigError(
+            f"recipe.prompts_per_generation_round={r.prompts_per_generation_round} must be at least 1 (or null)"
+        )
+    longest = cfg.rollout.vllm_max_model_length
+    if cfg.rollout.backend == "vllm" and longest is not None and longest <= t.max_completion_length:
+        raise ConfigError(
+            f"rollout.vllm_max_model_length={longest} leaves no room for a prompt before "
+            f"trainer.max_completion_length={t.max_completion_length} tokens; raise it (or null: the model's own)"
+        )
     if not 0 < t.top_p <= 1:
         raise ConfigError(f"trainer.top_p={t.top_p} must be in (0, 1]")
     if r.epsilon_high is not None and r.epsilon_high < r.epsilon:
@@ -81,8 +89,6 @@ def check_train_values(cfg: Any) -> None:
             "+trainer.lr_scheduler_kwargs.min_lr=..."
         )
     if cfg.final_eval:
-        from rlrecipes.config.compose import compose_config
-
         try:
             compose_config("eval", list(cfg.final_eval))
         except ConfigError as exc:

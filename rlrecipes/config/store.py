@@ -25,23 +25,13 @@ def register_configs() -> None:
     cs.store(group="trainer", name="trainer_schema", node=schema.TrainerConfig)
     cs.store(group="rollout", name="rollout_schema", node=schema.RolloutConfig)
 
+    # Local imports, on purpose: the recipes' schemas live next to their code, a layer above
+    # this package (which they import for RecipeConfig), and the eval schema lists the
+    # registered benchmarks; both are read when a config is first composed, never at import.
+    from rlrecipes.config import eval_schema
     from rlrecipes.recipes import load_all
 
     for name, recipe_cls in load_all().items():
         cs.store(group="recipe", name=f"{name}_schema", node=recipe_cls.config_cls)
-
-    _register_extensions(cs)
+    eval_schema.register(cs)
     _registered = True
-
-
-def _register_extensions(cs: ConfigStore) -> None:
-    """Schemas of other commands (eval) register themselves if their module exists."""
-    import importlib
-
-    try:
-        module = importlib.import_module("rlrecipes.config.eval_schema")
-    except ModuleNotFoundError:
-        return
-    register = getattr(module, "register", None)
-    if register is not None:
-        register(cs)

@@ -37,6 +37,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
+from transformers import TrainerCallback
 
 from rlrecipes.engine.hooks import reward_column
 from rlrecipes.errors import UserError
@@ -65,6 +66,7 @@ class DynamicSamplingSettings:
     filter_reward: str = "accuracy"
     max_rounds: int = 10
     prompts_per_round: int | None = None  # None: as many as the batch needs (verl gen_batch_size)
+    max_batches: int | None = None  # the run's budget of generation rounds (verl's epoch of batches)
 
     @classmethod
     def from_recipe(cls, recipe: Any) -> DynamicSamplingSettings | None:
@@ -76,7 +78,10 @@ class DynamicSamplingSettings:
         per_round = recipe.get("prompts_per_generation_round")
         if per_round is not None and per_round < 1:
             raise UserError(f"recipe.prompts_per_generation_round={per_round} must be at least 1 (or null)")
-        return cls(recipe.dynamic_sampling_filter, recipe.max_generation_rounds, per_round)
+        budget = recipe.get("max_generation_batches")
+        if budget is not None and budget < 1:
+            raise UserError(f"recipe.max_generation_batches={budget} must be at least 1 (or null)")
+        return cls(recipe.dynamic_sampling_filter, recipe.max_generation_rounds, per_round, budget)
 
 
 def mixed_groups(values: torch.Tensor) -> torch.Tensor:
@@ -183,12 +188,19 @@ class DynamicSampler:
     """Generate -> filter -> refill -> truncate, around one round of TRL's scoring."""
 
     def state_dict(self) -> dict[str, Any]:
-        """The refill stream's position, for an exact resume."""
-        return {"generator": self.refill.generator.get_state(), "pending": list(self.refill.pending)}
+        """The refill stream's position and the generation budget spent, for an exact resume."""
+        return {
+            "generator": self.refill.generator.get_state(),
+            "pending": list(self.refill.pending),
+            "batches_generated": self.batches_generated,
+            "stop_at_step": self.stop_at_step,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.refill.generator.set_state(state["generator"])
         self.refill.pending = list(state["pending"])
+        self.batches_generated = int(state.get("batches_generated", 0))
+        self.stop_at_step = state.get("stop_at_step")
 
     def __init__(self, trainer: Any, settings: DynamicSamplingSettings):
         self.trainer = trainer
@@ -219,6 +231,8 @@ class DynamicSampler:
         # A stream distinct from TRL's own sampler (seeded with args.seed), so a refill
         # round does not replay the prompts of the batch it is refilling.
         self.refill = RefillPrompts(trainer.train_dataset, g, args.seed + 1)
+        self.batches_generated = 0  # generation rounds of the whole run so far
+        self.stop_at_step: int | None = None  # the last optimizer step once the budget is spent
 
     def generate(self, inputs: list[dict[str, Any]], score_one_round: Callable[[list], Batch]) -> Batch:
         t, s = self.trainer, self.settings
@@ -259,13 +273,38 @@ class DynamicSampler:
         out = merge_batches(kept, t._tokenizer.pad_token_id)
         loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
         out["num_items_in_batch"] = t.accelerator.gather(loss_mask.sum()).sum()
+        self.spend(rounds)
         t.log_metric("dynamic_sampling/rounds", rounds)
+        t.log_metric("dynamic_sampling/generation_batches", self.batches_generated)
         t.log_metric("dynamic_sampling/prompts_generated", generated)
         t.log_metric("dynamic_sampling/prompts_kept", target * procs)
         t.log_metric("dynamic_sampling/filtered_fraction", sum(uniform.values()) / generated)
         t.log_metric("dynamic_sampling/surplus_discarded", sum(map(sum, counts)) - target * procs)
         t.log_metric("dynamic_sampling/groups_moved", sum(k.source != k.destination for k in plan))
         return out
+
+    def spend(self, rounds: int) -> None:
+        """Count this step's generation rounds; once the run's budget is reached, training
+        stops after this rollout's updates (the step that crosses the budget still trains:
+        verl would have dropped its part-filled batch, at most max_generation_rounds - 1 over)."""
+        self.batches_generated += rounds
+        budget = self.settings.max_batches
+        if budget is not None and self.stop_at_step is None and self.batches_generated >= budget:
+            t = self.trainer
+            self.stop_at_step = t.state.global_step + t.args.steps_per_generation * t.args.num_iterations
+
+
+class GenerationBudget(TrainerCallback):
+    """Stops training at the optimizer step the dynamic sampler's budget set (`spend`)."""
+
+    def __init__(self, sampler: DynamicSampler):
+        self.sampler = sampler
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        stop = self.sampler.stop_at_step
+        if stop is not None and state.global_step >= stop:
+            control.should_training_stop = True
+        return control
 
 
 def _exchange(

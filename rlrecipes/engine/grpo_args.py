@@ -8,11 +8,31 @@ relies on is set here from the resolved config instead of being left to TRL.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from contextlib import nullcontext
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-from rlrecipes.errors import UserError
+from trl import GRPOConfig
+
+from rlrecipes.errors import ConfigError, UserError
+
+
+@dataclass
+class EngineGRPOConfig(GRPOConfig):
+    """TRL's GRPOConfig plus the settings `RecipeGRPOTrainer` adds (a module-level class, so
+    the config pickles into every checkpoint's training_args.bin like TRL's own)."""
+
+    scheduler_steps: Optional[int] = field(
+        default=None, metadata={"help": "Length of the LR schedule in optimizer steps; None = max_steps."}
+    )
+    loss_without_old_logps: bool = field(
+        default=False,
+        metadata={
+            "help": "Old log-probs taken as 0 in the loss, so the ratio pi/pi_old becomes pi "
+            "(Spurious Rewards' --use_policy_loss_wo_old_log_probs, with epsilon=inf)."
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -30,16 +50,16 @@ def plan_batches(trainer: Any, num_processes: int = 1) -> BatchPlan:
     """Derive TRL's batch fields from prompts x generations x updates (verl's vocabulary)."""
     total = trainer.prompts_per_rollout * trainer.num_generations
     if trainer.num_generations < 2:
-        raise UserError("trainer.num_generations must be at least 2 (advantages are relative to the group)")
+        raise ConfigError("trainer.num_generations must be at least 2 (advantages are relative to the group)")
     if total % trainer.updates_per_rollout:
-        raise UserError(
+        raise ConfigError(
             f"trainer.updates_per_rollout={trainer.updates_per_rollout} must divide the "
             f"{total} completions of a rollout step (prompts_per_rollout x num_generations)"
         )
     per_update = total // trainer.updates_per_rollout
     per_device = min(trainer.micro_batch_size, per_update // num_processes)
     if per_device < 1 or per_update % (per_device * num_processes):
-        raise UserError(
+        raise ConfigError(
             f"trainer.micro_batch_size={trainer.micro_batch_size} x {num_processes} processes must divide "
             f"the {per_update} completions of each optimizer update"
         )
@@ -93,9 +113,23 @@ def tracking_args(cfg: Any, run_dir: Path) -> dict[str, Any]:
     return {"report_to": names or "none", "run_name": Path(run_dir).name}
 
 
-def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any], reward_weights: list[float]) -> Any:
-    from trl import GRPOConfig
+def scheduler_horizon(trainer: Any) -> int | None:
+    """`trainer.scheduler_steps`, checked: a schedule shorter than the run would restart its cosine."""
+    steps = trainer.get("scheduler_steps")
+    if steps is not None and steps < trainer.max_steps:
+        raise ConfigError(
+            f"trainer.scheduler_steps={steps} is shorter than trainer.max_steps={trainer.max_steps}; "
+            "use at least max_steps (or null: the schedule spans max_steps)"
+        )
+    return steps
 
+
+def build_grpo_config(
+    cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any], reward_weights: list[float], hardware: bool = True
+) -> Any:
+    """The `trl.GRPOConfig` of a run. `hardware=False` leaves out what depends on this machine
+    rather than on the config (vLLM installed, bf16 on a GPU), for checking a GPU run's
+    config on a CPU-only machine (`rlrecipes train --dry-run`)."""
     t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
     plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
@@ -109,6 +143,7 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
         save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
         max_steps=t.max_steps,
+        scheduler_steps=scheduler_horizon(t),
         learning_rate=t.learning_rate,
         lr_scheduler_type=t.lr_scheduler_type,
         lr_scheduler_kwargs=dict(t.lr_scheduler_kwargs or {}),
@@ -131,16 +166,16 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         use_cpu=t.use_cpu,
         remove_unused_columns=False,  # reward functions need the answer/id columns
         dataloader_num_workers=0,
-        loss_type=r.loss_type,
+        loss_type=str(r.loss_type),  # the plain string: the schema's Choice is a str subclass
         beta=r.beta,
         epsilon=r.epsilon,
         epsilon_high=r.epsilon_high,
-        scale_rewards=r.scale_rewards,
+        scale_rewards=str(r.scale_rewards),
         mask_truncated_completions=r.mask_truncated_completions,
         entropy_coef=r.entropy_coef,
         reward_weights=reward_weights,
         use_vllm=ro.backend == "vllm",
-        vllm_mode=ro.vllm_mode,
+        vllm_mode=str(ro.vllm_mode),
         vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
         vllm_tensor_parallel_size=ro.vllm_tensor_parallel_size,
         vllm_server_host=ro.vllm_server_host,
@@ -152,7 +187,7 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
         use_bias_correction_kl=False,
     )
     # transformers 5 renamed gradient_checkpointing; set whichever this version has
-    known = {f.name for f in fields(GRPOConfig)}
+    known = {f.name for f in fields(EngineGRPOConfig)}
     ckpt_field = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
     args[ckpt_field] = t.gradient_checkpointing
     if t.warmup_ratio:
@@ -165,14 +200,21 @@ def build_grpo_config(cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any],
     unknown = sorted(set(args) - known)
     if unknown:
         raise UserError(f"this TRL version has no GRPOConfig field(s) {', '.join(unknown)}")
-    if ro.backend == "vllm":
+    if ro.backend == "vllm" and hardware:
         _require_vllm(ro.vllm_mode)
-    if ro.backend not in ("hf", "vllm"):
-        raise UserError(f"rollout.backend={ro.backend!r}; valid: hf, vllm")
     try:
-        return GRPOConfig(**args)
+        with nullcontext() if hardware else _bf16_gpu_assumed():
+            return EngineGRPOConfig(**args)
     except ValueError as exc:  # TRL/transformers check combinations of values when the config is built
-        raise UserError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
+        raise ConfigError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _bf16_gpu_assumed() -> Any:
+    """transformers refuses `bf16=True` without a bf16-capable GPU on this machine; a config
+    checked for another machine assumes that machine has one."""
+    from unittest import mock
+
+    return mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True)
 
 
 def _require_vllm(mode: str) -> None:

@@ -13,7 +13,10 @@ import torch
 from trl import GRPOTrainer
 
 from rlrecipes.engine import vllm_sync
+from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
+from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.hooks import EngineHook, RolloutView
+from rlrecipes.engine.paired_batches import KeepRowsTogether
 
 
 class RecipeGRPOTrainer(GRPOTrainer):
@@ -27,11 +30,14 @@ class RecipeGRPOTrainer(GRPOTrainer):
         self.last_inputs: list[dict[str, Any]] | None = None  # local dataset rows, one per completion
         self.dynamic_sampling = None
         if dynamic_sampling is not None:  # a DynamicSamplingSettings (None: off)
-            from rlrecipes.engine.dynamic_sampling import DynamicSampler
-
             self.dynamic_sampling = DynamicSampler(self, dynamic_sampling)
+            if dynamic_sampling.max_batches is not None:
+                self.add_callback(GenerationBudget(self.dynamic_sampling))
         for hook in self.hooks:
             hook.bind(self)
+        for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator
+            if isinstance(reward, GatheredGroupReward):
+                reward.bind(self)
 
     # ------------------------------------------------------------------ rewards
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -56,6 +62,14 @@ class RecipeGRPOTrainer(GRPOTrainer):
             local_columns = {k: gather_object(v) for k, v in local_columns.items()}
         return RolloutView(list(prompts), texts, local_columns, self.num_generations, list(self.reward_func_names))
 
+    # ------------------------------------------------------------------ sampling
+    def _get_train_sampler(self, dataset=None):
+        sampler = super()._get_train_sampler(dataset)
+        for hook in self.hooks:  # rows a recipe needs in one rollout batch (paired_batches.py)
+            if isinstance(hook, KeepRowsTogether):
+                sampler = hook.sampler(sampler)
+        return sampler
+
     # ----------------------------------------------------------------- scoring
     def _generate_and_score_completions(self, inputs):
         if self.dynamic_sampling is not None and self.model.training:
@@ -68,7 +82,28 @@ class RecipeGRPOTrainer(GRPOTrainer):
             batch = hook.after_scoring(self, batch, self.last_rewards)
         return batch
 
+    # ---------------------------------------------------------- loss and schedule
+    # (EngineGRPOConfig's fields; a plain trl.GRPOConfig has neither and gets TRL's behaviour)
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if getattr(self.args, "loss_without_old_logps", False):
+            inputs = without_old_logps(inputs)
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        # the schedule may be sized longer than the run (OpenRLHF sizes it from the data);
+        # the warm-up share is taken of that horizon too, as OpenRLHF does
+        horizon = getattr(self.args, "scheduler_steps", None) or num_training_steps
+        return super().create_scheduler(horizon, optimizer)
+
     def log_metric(self, name: str, value: float) -> None:
         """Log a scalar with this step's TRL metrics (metrics.jsonl and the progress display)."""
         mode = "train" if self.model.training else "eval"
         self._metrics[mode][name].append(float(value))
+
+
+def without_old_logps(inputs: dict[str, Any]) -> dict[str, Any]:
+    """`inputs` with every old log-prob 0, so TRL's ratio exp(logp - old) is the policy's own
+    probability pi: with epsilon=inf the surrogate is -pi * A per token (Spurious Rewards'
+    PolicyLossWoOldLogProbs), whose gradient -pi * A * grad(log pi) is pi_old times the
+    unclipped ratio's."""
+    return {**inputs, "old_per_token_logps": torch.zeros_like(inputs["completion_mask"], dtype=torch.float32)}

@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 
 from rlrecipes.eval.samples import ProblemRecord
 from rlrecipes.grading import DEFAULT_REL_TOL, GradingPool, extract, is_equivalent
-from rlrecipes.metrics import default_ks, pass_at_k, vote_groups, vote_score
+from rlrecipes.grading.vote import vote_groups
+from rlrecipes.metrics import default_ks, pass_at_k, vote_score
 
 
 def extract_records(records: Sequence[ProblemRecord], style: str) -> None:

@@ -8,27 +8,20 @@ transformers loading code used for every model, local or hub.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
+from rlrecipes.models import lora, smollm2, toy
+from rlrecipes.models.cache import cache_root, cached_folder, digest
 
-TOY_BUILD_VERSION = 1  # bump when the toy builder changes what it produces
+# 2: the warm-start plateau must lie above the untrained model's dev accuracy (version 1
+#    could stop at step 500 with dev accuracy 0.02, before the model had learned anything)
+TOY_BUILD_VERSION = 2  # bump when the toy builder changes what it produces
 # 2: config.json without GGUF's quantization_config (version 1 folders could not be trained)
 SMOLLM2_BUILD_VERSION = 2
-
-
-def cache_root(cache_dir: str | None = None) -> Path:
-    root = cache_dir or os.environ.get("RLRECIPES_CACHE") or Path.home() / ".cache" / "rlrecipes"
-    return Path(root).expanduser()
 
 
 def resolve_model_path(
@@ -52,91 +45,16 @@ def resolve_model_path(
             "task": OmegaConf.to_container(synthetic_cfg),
             "version": TOY_BUILD_VERSION,
         }
-        folder = cache_root(cache_dir) / "toy" / _digest(key)
-        from rlrecipes.models.toy import build_toy
-
-        return str(_cached(folder, key, lambda tmp: build_toy(tmp, model_cfg, task, log), log))
+        folder = cache_root(cache_dir) / "toy" / digest(key)
+        return str(cached_folder(folder, key, lambda tmp: toy.build_toy(tmp, model_cfg, task, log), log))
     if model_cfg.builder == "smollm2_gguf":
-        from rlrecipes.models.smollm2 import convert_gguf, gguf_path
-
         folder = cache_root(cache_dir) / "smollm2-135m-instruct"
-        key = {"gguf": str(gguf_path()), "version": SMOLLM2_BUILD_VERSION}
-        return str(_cached(folder, key, convert_gguf, log))
+        key = {"gguf": str(smollm2.gguf_path()), "version": SMOLLM2_BUILD_VERSION}
+        return str(cached_folder(folder, key, smollm2.convert_gguf, log))
     raise UserError(
         f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
         "valid builders: toy, smollm2_gguf (or set model.name_or_path)"
     )
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _cached(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
-    """`folder` if already built from `key`; otherwise build into a temp dir and move it in atomically.
-
-    A lock file serialises concurrent builders (parallel tests, sweeps): the second one
-    waits and then finds the finished folder instead of training the same model again.
-    A folder whose recorded key differs (an older builder version) is rebuilt, so a
-    fixed builder reaches caches made before the fix.
-    """
-    if _is_current(folder, key):
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_current(folder, key):
-            return folder
-        if folder.exists():
-            log(f"rebuilding {folder}: it was built by an older version of its builder, or its weights are damaged")
-            stale = Path(tempfile.mkdtemp(prefix=folder.name + ".stale.", dir=folder.parent))
-            folder.rename(stale / folder.name)  # out of the way at once; deleted below
-            shutil.rmtree(stale, ignore_errors=True)
-        return _build(folder, key, build, log)
-
-
-def _is_current(folder: Path, key: Any) -> bool:
-    record = folder / "rlrecipes_build.json"
-    if not (folder / "config.json").is_file() or not record.is_file():
-        return False
-    try:
-        same = json.loads(record.read_text()) == json.loads(json.dumps(key, default=str))
-    except ValueError:  # a torn record: rebuild
-        return False
-    return same and _weights_readable(folder)
-
-
-def _weights_readable(folder: Path) -> bool:
-    """Every safetensors file's header parses and the file is as long as the header says: a
-    truncated or overwritten cache entry is rebuilt instead of breaking every later run."""
-    files = list(folder.glob("*.safetensors"))
-    try:
-        for path in files:
-            with open(path, "rb") as f:
-                header_size = int.from_bytes(f.read(8), "little")
-                header = json.loads(f.read(header_size))
-            data_end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-            if path.stat().st_size != 8 + header_size + data_end:
-                return False
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a safetensors file any more
-        return False
-    return True  # (a folder with other weight files is not checked here)
-
-
-def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-    try:
-        build(tmp)
-        (tmp / "rlrecipes_build.json").write_text(json.dumps(key, indent=2, default=str))
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process finished first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    log(f"cached model at {folder}")
-    return folder
 
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "auto": "auto"}
@@ -159,8 +77,6 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
     dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
     kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
     check_model_location(name_or_path)
-    from rlrecipes.models import lora
-
     adapter = lora.is_adapter_folder(name_or_path)  # a LoRA run's RUN/model: its base + the adapter
     quantized = lora.quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
     if quantized and adapter:

@@ -7,9 +7,11 @@ is one module (a `Recipe` subclass with `@register_recipe`) plus one YAML file i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.data.problems import ProblemSet
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
 
 if TYPE_CHECKING:
@@ -28,9 +30,21 @@ class Recipe:
     def __init__(self, cfg: Any):
         self.cfg = cfg  # the resolved `recipe` config node
 
+    @classmethod
+    def validate(cls, cfg: Any) -> None:
+        """Refuse, with a one-line `ConfigError`, settings this recipe cannot train with.
+
+        `cfg` is the whole train config (recipe, trainer, data, ...); nothing has been loaded.
+        `rlrecipes.train.check_run` calls it with every other check before a run starts, so
+        a recipe's own rules (TTRL: the vote reward; one-shot: rows per example) fail at once.
+        """
+
     def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
         """Reward functions with their weights, from `recipe.rewards` by default."""
-        return [(build_reward(spec.name, ctx), float(spec.weight)) for spec in self.cfg.rewards]
+        return [
+            (build_reward(spec.name, replace(ctx, options=spec.get("options") or {})), float(spec.weight))
+            for spec in self.cfg.rewards
+        ]
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
         """Engine hooks this recipe needs (group-aware rewards, advantage edits...)."""
@@ -43,6 +57,15 @@ class Recipe:
     def input_files(self) -> list[str]:
         """Files besides the data that the run's result depends on (copied into the run directory)."""
         return []
+
+    def problem_set(self, data_cfg: Any) -> ProblemSet | None:
+        """The problems to train and evaluate on when the recipe makes them itself (J1's
+        judge prompts from preference pairs); None: the `data` config's problems."""
+        return None
+
+    def warm_start_key(self, data_cfg: Any) -> Any:
+        """What the toy model's warm-start depends on besides the model config (its cache key)."""
+        return data_cfg.synthetic
 
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows TRL trains on, from the loaded ones (one-shot RLVR duplicates a few)."""

@@ -1,4 +1,5 @@
-"""DAPO: Decoupled Clip and Dynamic sAmpling Policy Optimization (Yu et al., 2025), recipes.md §4.
+"""DAPO: Decoupled Clip and Dynamic sAmpling Policy Optimization (Yu et al., 2025, arXiv 2503.14476),
+paper §3 and the authors' verl recipe (recipe/dapo).
 
 GRPO without a KL term or reference model, plus five changes, each its own switch so
 the paper's ablation ladder (Tab. 1) is a sweep:
@@ -31,21 +32,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.config.schema import Choice, RecipeConfig
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
 
 
+class Verifier(Choice):
+    """How `dapo_answer` checks the "Answer:" line (rlrecipes/rewards/dapo.py)."""
+
+    minerva = "minerva"  # DAPO's exact match after Minerva normalisation
+    task = "task"  # the data's own checker (e.g. countdown's expression parser)
+
+
 @dataclass
 class DAPOConfig(RecipeConfig):
     name: str = "dapo"
+    # Soft overlong punishment (Eq. 13), added to the reward: 0 up to max_completion_length -
+    # overlong_buffer_length tokens, then linear to -1 at max_completion_length.
     soft_overlong_punishment: bool = True
-    # L_cache: the penalty ramps over the last this-many tokens of the budget (paper: 4096 of
-    # 20480; conf/recipe/dapo.yaml sets the quick-start's, whose budget leaves no room)
-    overlong_buffer_length: int = 4096
+    # L_cache, a share of the budget, so set per scale. Paper: 4096 of 20480 tokens
+    # (experiment=dapo_paper). CPU quick-start: 4 of trainer.max_completion_length=16, so the
+    # ramp covers tokens 13-16 and never touches a correct answer (the longest, "Answer: 198"
+    # + EOS, is 12 tokens).
+    overlong_buffer_length: int = 4
     overlong_penalty_factor: float = 1.0  # verl overlong_buffer.penalty_factor
-    verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
+    verifier: Verifier = Verifier.minerva
 
 
 @register_recipe

@@ -1,4 +1,5 @@
-"""GRPO baseline (DeepSeekMath; DeepSeek-R1-Zero style), recipes.md §0.1.
+"""GRPO baseline (DeepSeekMath; DeepSeek-R1-Zero style): DeepSeekMath
+(Shao et al., 2024, arXiv 2402.03300) §4.1.
 
 Everything GRPO needs is the shared `RecipeConfig` mapped onto TRL: group-normalised
 advantages, clipped surrogate, optional k3 KL (`beta`), and `loss_type: grpo`, the

@@ -1,4 +1,5 @@
-"""INTUITOR / RLIF (Zhao, Kang, Feng, Levine, Song, 2025, arXiv 2505.19590), recipes.md §3.
+"""INTUITOR / RLIF (Zhao, Kang, Feng, Levine, Song, 2025, arXiv 2505.19590), paper §3;
+the authors' open-r1 fork (sunblaze-ucb/Intuitor).
 
 GRPO whose only reward is the policy's own confidence: the self-certainty of each
 response, the mean over its tokens of KL(Uniform || p(. | prompt, previous tokens)),
@@ -13,7 +14,7 @@ logged. `recipe.scorer=online` scores with the current policy (the paper; with o
 PPO epoch per rollout it is the policy that sampled the batch); `offline` with a
 frozen copy of the initial model, the ablation the paper shows being reward-hacked.
 
-Where this differs from the paper's TRL fork, on purpose (recipes.md §3(e)): the
+Where this differs from the paper's TRL fork, on purpose: the
 fork took the logits without the one-position shift and without dividing by the
 sampling temperature; here self-certainty uses exactly the distributions TRL's
 log-probs use (shifted, divided by trainer.temperature), as the verl variant does.
@@ -24,18 +25,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.config.schema import Choice, RecipeConfig
 from rlrecipes.engine.hooks import EngineHook
-from rlrecipes.errors import UserError
+from rlrecipes.engine.policy_score import PolicyScoreAdvantage, sharded
+from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext
+from rlrecipes.rewards.certainty import policy_self_certainty
+
+
+class Scorer(Choice):
+    """Which model's self-certainty is the reward (rlrecipes/engine/policy_score.py)."""
+
+    online = "online"  # the current policy (the paper)
+    offline = "offline"  # a frozen copy of the initial model (the ablation the paper shows reward-hacked)
 
 
 @dataclass
 class IntuitorConfig(RecipeConfig):
     name: str = "intuitor"
-    scorer: str = "online"  # online: the current policy | offline: frozen initial model (hacked ablation)
+    scorer: Scorer = Scorer.online
     # Memory knobs of the self-certainty pass (results do not depend on them): completions
     # per forward pass, and completion positions per LM-head chunk ([chunk, vocab] floats).
     score_batch_size: int = 8
@@ -45,9 +55,6 @@ class IntuitorConfig(RecipeConfig):
 def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int, chunk_tokens: int) -> Any:
     """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py);
     through the model's own forward when the trainer shards it (FSDP, ZeRO-3)."""
-    from rlrecipes.engine.policy_score import sharded
-    from rlrecipes.rewards.certainty import policy_self_certainty
-
     mask = batch["completion_mask"]
     if "tool_mask" in batch:
         mask = mask * batch["tool_mask"]
@@ -72,13 +79,13 @@ class Intuitor(Recipe):
     config_cls = IntuitorConfig
     progress_keys = ("self_certainty/mean",)
 
-    def hooks(self, ctx: RewardContext) -> list[EngineHook]:
-        from rlrecipes.engine.policy_score import SCORERS, PolicyScoreAdvantage
+    @classmethod
+    def validate(cls, cfg: Any) -> None:
+        for key in ("score_batch_size", "score_chunk_tokens"):
+            if cfg.recipe[key] < 1:
+                raise ConfigError(f"recipe.{key}={cfg.recipe[key]} must be at least 1")
 
-        if self.cfg.scorer not in SCORERS:
-            raise UserError(f"recipe.scorer={self.cfg.scorer!r}; valid: {', '.join(SCORERS)}")
-        if self.cfg.score_batch_size < 1 or self.cfg.score_chunk_tokens < 1:
-            raise UserError("recipe.score_batch_size and recipe.score_chunk_tokens must be positive")
+    def hooks(self, ctx: RewardContext) -> list[EngineHook]:
         size, chunk = int(self.cfg.score_batch_size), int(self.cfg.score_chunk_tokens)
 
         def score(model: Any, batch: dict[str, Any], trainer: Any) -> Any:

@@ -1,4 +1,5 @@
-"""One-shot RLVR (Wang et al., 2025, arXiv 2504.20571), recipes.md §1.
+"""One-shot RLVR (Wang et al., 2025, arXiv 2504.20571), paper §2;
+the authors' verl fork (ypwang61/One-Shot-RLVR, scripts/train/).
 
 RLVR on a single training example (or a few): the example is duplicated to fill the
 rollout batch (`recipe.rows`, the paper's "r128"), and every copy is its own GRPO group,
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional
 
 from rlrecipes.config.schema import RecipeConfig
-from rlrecipes.errors import UserError
+from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 
@@ -36,16 +37,17 @@ class OneShotConfig(RecipeConfig):
     # index, e.g. [124] = π1). null = the whole training set as it is (the DSR-sub
     # baseline; also a data file that already holds the duplicated rows).
     examples: Optional[List[str]] = None
-    # The chosen examples are duplicated to this many rows, split evenly (π1+π13: 64 + 64).
+    # The chosen examples are duplicated to this many rows, split evenly (π1+π13: 64 + 64);
+    # 128 = the paper's verl batch (drop_last).
     rows: int = 128
 
 
 def copies_per_example(num_examples: int, rows: int) -> int:
     """How often each example appears so that `num_examples` fill `rows` evenly."""
     if num_examples < 1:
-        raise UserError("recipe.examples selects no training problem")
+        raise ConfigError("recipe.examples selects no training problem")
     if rows < 1 or rows % num_examples:
-        raise UserError(
+        raise ConfigError(
             f"recipe.rows={rows} must be a positive multiple of the {num_examples} "
             "chosen examples (recipe.examples), so each is repeated equally often"
         )
@@ -55,9 +57,7 @@ def copies_per_example(num_examples: int, rows: int) -> int:
 def pick(rows: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
     """The rows whose `id` is in `ids`, in the order `ids` gives."""
     by_id = {str(row["id"]): row for row in rows}
-    wanted = [str(i) for i in ids]
-    if len(set(wanted)) != len(wanted):
-        raise UserError(f"recipe.examples={wanted} names an example twice; use recipe.rows to repeat it")
+    wanted = distinct_ids(ids)
     missing = [i for i in wanted if i not in by_id]
     if missing:
         sample = ", ".join(list(by_id)[:3])
@@ -66,6 +66,14 @@ def pick(rows: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
             f"({len(rows)} problems; ids look like: {sample})"
         )
     return [by_id[i] for i in wanted]
+
+
+def distinct_ids(ids: list[Any]) -> list[str]:
+    """`recipe.examples` as strings (the data's id column), each named once."""
+    wanted = [str(i) for i in ids]
+    if len(set(wanted)) != len(wanted):
+        raise ConfigError(f"recipe.examples={wanted} names an example twice; use recipe.rows to repeat it")
+    return wanted
 
 
 def duplicate(pool: list[dict[str, Any]], rows: int) -> list[dict[str, Any]]:
@@ -81,6 +89,11 @@ class OneShot(Recipe):
     idea = "RLVR on one high-variance example duplicated to fill the batch; PG + KL - entropy"
     config_cls = OneShotConfig
     progress_keys = ("heldout_accuracy", "entropy")
+
+    @classmethod
+    def validate(cls, cfg: Any) -> None:
+        if cfg.recipe.examples is not None:  # which ids exist is known once the data loads (`pick`)
+            copies_per_example(len(distinct_ids(list(cfg.recipe.examples))), cfg.recipe.rows)
 
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.cfg.examples is None:

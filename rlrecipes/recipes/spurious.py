@@ -1,4 +1,5 @@
-"""Spurious Rewards: "Rethinking Training Signals in RLVR" (Shao et al., 2025, arXiv 2506.10947), recipes.md §5.
+"""Spurious Rewards: "Rethinking Training Signals in RLVR" (Shao et al., 2025, arXiv 2506.10947;
+code: github.com/ruixin31/Spurious_Rewards, an OpenRLHF fork).
 
 Plain GRPO where only the reward changes, chosen with `reward=` (conf/reward/, which
 sets `recipe.rewards`, so the same rewards also combine with any other recipe's loss):
@@ -12,11 +13,17 @@ sets `recipe.rewards`, so the same rewards also combine with any other recipe's 
     format        1 for a non-empty \\boxed{} answer, right or wrong
     random        Bernoulli(recipe.gamma) per response, seeded (rerunnable)
 
-The paper attributes the random-reward gains to the clipped objective: `recipe.clip=false`
-removes the clipping (TRL's epsilon and epsilon_high become infinite, so
-clip(ratio, 1 - eps, 1 + eps) = ratio and the surrogate is ratio * A), making the finding
-a sweep: `rlrecipes train -m recipe=spurious reward=random recipe.clip=true,false`.
-Labels for `majority` / `incorrect`: `python -m rlrecipes.rewards.spurious labels.jsonl
+The paper attributes the random-reward gains to the clipped objective (§4.4.2); the
+ablation is a sweep: `rlrecipes train -m recipe=spurious reward=random recipe.clip=true,false`.
+`recipe.clip=false` trains the objective of the authors' flag for it,
+`--use_policy_loss_wo_old_log_probs` (code/ttrl/models/loss.py, PolicyLossWoOldLogProbs):
+the per-token loss -pi_theta * A, with no old log-probs and no clip, whose gradient
+-pi_theta * A * grad(log pi_theta) weighs each token by its own probability. The textbook
+unclipped surrogate -(pi_theta / pi_old) * A, whose gradient is 1 / pi_old times larger
+per token, is `recipe.no_clip_objective=ratio`. Both set TRL's epsilon and epsilon_high
+to infinity (clip(r, 1 - eps, 1 + eps) = r); `authors` also takes the old log-probs as 0
+(the engine's `loss_without_old_logps`), so TRL's ratio exp(log pi - 0) is pi itself.
+Labels for `majority` / `incorrect`: `rlrecipes spurious-labels labels.jsonl
 [same model/data overrides]`, then `recipe.labels=labels.jsonl`; this recipe attaches
 each problem's label to its training row (the `label` column the reward reads).
 """
@@ -24,16 +31,22 @@ each problem's label to its training row (the `label` column the reward reads).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
-from rlrecipes.config.schema import RecipeConfig
-from rlrecipes.errors import UserError
+from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.rewards import RewardContext
+from rlrecipes.rewards.spurious import load_labels
 
 LABELLED = {"majority_label": "majority", "incorrect_label": "incorrect"}  # reward -> its label column
-LABEL_BUILD = "python -m rlrecipes.rewards.spurious labels.jsonl <the run's model/data overrides>"
+LABEL_BUILD = "rlrecipes spurious-labels labels.jsonl <the run's model/data overrides>"
+
+
+class NoClipObjective(Choice):
+    authors = "authors"  # -pi * A: the authors' --use_policy_loss_wo_old_log_probs
+    ratio = "ratio"  # -(pi / pi_old) * A: the clipped surrogate without its clip
 
 
 @dataclass
@@ -45,6 +58,17 @@ class SpuriousConfig(RecipeConfig):
     # false: every problem where the model wrote a wrong answer, labelled with the commonest one
     incorrect_majority_only: bool = True
     clip: bool = True  # false: no PPO clipping at all (the paper's clipping ablation)
+    no_clip_objective: NoClipObjective = NoClipObjective.authors  # what recipe.clip=false trains
+
+
+def label_kind(recipe: Any) -> str | None:
+    """Which stored label the configured rewards read ("majority" / "incorrect"), if any."""
+    kinds = {LABELLED[spec.name] for spec in recipe.rewards if spec.name in LABELLED}
+    if len(kinds) > 1:
+        raise ConfigError("recipe.rewards mixes majority_label and incorrect_label; a problem has one label")
+    if kinds and not recipe.labels:
+        raise ConfigError(f"reward={next(iter(kinds))} needs recipe.labels=FILE.jsonl; build it with: {LABEL_BUILD}")
+    return next(iter(kinds), None)
 
 
 def attach_labels(
@@ -75,20 +99,15 @@ class Spurious(Recipe):
     config_cls = SpuriousConfig
     progress_keys = ("accuracy", "clip_ratio_region")
 
-    def _labelled(self) -> str | None:
-        """Which stored label the configured rewards read ("majority" / "incorrect"), if any."""
-        kinds = {LABELLED[spec.name] for spec in self.cfg.rewards if spec.name in LABELLED}
-        if len(kinds) > 1:
-            raise UserError("recipe.rewards mixes majority_label and incorrect_label; a problem has one label")
-        if kinds and not self.cfg.labels:
-            raise UserError(f"reward={next(iter(kinds))} needs recipe.labels=FILE.jsonl; build it with: {LABEL_BUILD}")
-        return next(iter(kinds), None)
+    @classmethod
+    def validate(cls, cfg: Any) -> None:
+        if not cfg.recipe.rewards:
+            raise ConfigError("recipe=spurious needs a reward: reward=ground_truth|majority|format|incorrect|random")
+        if label_kind(cfg.recipe) and not Path(cfg.recipe.labels).expanduser().is_file():
+            raise ConfigError(f"recipe.labels={cfg.recipe.labels} does not exist; build it with: {LABEL_BUILD}")
 
-    def reward_functions(self, ctx: RewardContext) -> list:
-        if not self.cfg.rewards:
-            raise UserError("recipe=spurious needs a reward: reward=ground_truth|majority|format|incorrect|random")
-        self._labelled()
-        return super().reward_functions(ctx)
+    def _labelled(self) -> str | None:
+        return label_kind(self.cfg)
 
     def input_files(self) -> list[str]:
         return [self.cfg.labels] if self._labelled() else []
@@ -97,7 +116,6 @@ class Spurious(Recipe):
         kind = self._labelled()
         if kind is None:
             return rows
-        from rlrecipes.rewards.spurious import load_labels
 
         kept = attach_labels(rows, load_labels(self.cfg.labels), kind, self.cfg.incorrect_majority_only)
         if not kept:
@@ -111,4 +129,7 @@ class Spurious(Recipe):
     def grpo_overrides(self) -> dict[str, Any]:
         if self.cfg.clip:
             return {}
-        return {"epsilon": float("inf"), "epsilon_high": float("inf")}
+        unclipped = {"epsilon": float("inf"), "epsilon_high": float("inf")}
+        if self.cfg.no_clip_objective == NoClipObjective.ratio:
+            return unclipped
+        return {**unclipped, "loss_without_old_logps": True}

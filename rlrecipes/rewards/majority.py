@@ -24,7 +24,7 @@ label also score 1 under either rule.
 
 Spurious Rewards' "majority" and "incorrect" labels are the same vote run once,
 offline, on samples of the model before RL (`rlrecipes.rewards.spurious.build_labels`,
-`python -m rlrecipes.rewards.spurious`), stored in a file next to the data.
+`rlrecipes spurious-labels`), stored in a file next to the data.
 """
 
 from __future__ import annotations

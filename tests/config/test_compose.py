@@ -23,26 +23,23 @@ def test_overrides_apply_with_types():
         ("trainer.lerning_rate=1", "unknown key 'trainer.lerning_rate'; valid keys here: adam_beta1"),
         ("recipe=dapoo", "unknown recipe 'dapoo'; valid: "),
         ("model=gpt5", "unknown model 'gpt5'; valid: "),
-        ("experiment=dapo_papr", "unknown experiment 'dapo_papr'; valid: dapo_paper, intuitor_"),
+        ("experiment=dapo_papr", "unknown experiment 'dapo_papr'; valid: dapo_"),
         ("reward=randm", "unknown reward 'randm'; valid: format, ground_truth, "),
         ("seeed=1", "unknown key 'seeed'; valid keys here: cache_dir, data"),
         ("recipe.epsilonn=0.3", "unknown key 'recipe.epsilonn'; valid keys here: "),
         ("trainer.max_steps=abc", "could not be converted to Integer"),
-        # values the types allow but TRL would reject (late, with a traceback)
-        ("recipe.loss_type=foo", "recipe.loss_type='foo'; valid: grpo, dr_grpo, dapo, bnpo"),
+        # a string with a fixed set of values (a schema `Choice`): Hydra refuses the others
+        ("recipe.loss_type=foo", "recipe.loss_type='foo'; valid: grpo, dr_grpo, dapo, bnpo, cispo"),
         ("recipe.scale_rewards=foo", "recipe.scale_rewards='foo'; valid: group, batch, none"),
-        ("trainer.lr_scheduler_type=foo", "trainer.lr_scheduler_type='foo'; valid: linear, cosine"),
-        ("trainer.lr_scheduler_type=cosine_with_min_lr", "needs its floor: +trainer.lr_scheduler_kwargs.min_lr_rate"),
-        ("trainer.temperature=0", "trainer.temperature=0.0 must be positive"),
-        ("trainer.updates_per_rollout=0", "trainer.updates_per_rollout=0 must be at least 1"),
-        ("trainer.num_generations=1", "trainer.num_generations=1 must be at least 2 (a group needs two samples"),
-        ("seed=-1", "seed=-1 must be at least 0"),
-        ("recipe.epsilon_high=0.1", "recipe.epsilon_high=0.1 is below recipe.epsilon=0.2"),
-        ('final_eval=["benchmark=aime2x"]', "final_eval: unknown benchmark 'aime2x'; valid: aime24"),
-        ("trainer.top_k=-1", "trainer.top_k=-1 must be at least 0"),
-        ("trainer.eval_batch_size=0", "trainer.eval_batch_size=0 must be at least 1"),
-        ("trainer.save_keep_last=0", "trainer.save_keep_last=0 must be at least 1 (or null to keep every checkpoint)"),
-        ("trainer.save_steps=0", "trainer.save_steps=0 must be at least 1 (or null for no checkpoints)"),
+        ("rollout.backend=vlm", "rollout.backend='vlm'; valid: hf, vllm"),
+        ("rollout.vllm_mode=remote", "rollout.vllm_mode='remote'; valid: colocate, server"),
+        ("data.template=qwen", "data.template='qwen'; valid: plain, chat, qwen_math_cot, dapo"),
+        ("data.answer_style=box", "data.answer_style='box'; valid: auto, boxed, answer_line, gsm8k, minerva, none"),
+        ("data.source=web", "data.source='web'; valid: synthetic, hub, file"),
+        ("data.synthetic.task=sudoku", "data.synthetic.task='sudoku'; valid: arithmetic, countdown"),
+        ("model.dtype=fp8", "model.dtype='fp8'; valid: float32, bfloat16, float16, auto"),
+        ("model.builder=gguf", "model.builder='gguf'; valid: toy, smollm2_gguf"),
+        ("model.toy.architecture=qwen2", "model.toy.architecture='qwen2'; valid: qwen3, llama"),
         # a '+' would add the misspelt key silently: only *_kwargs dicts take new keys
         ("+trainer.lerning_rate=100", "unknown key 'trainer.lerning_rate' ('+' adds keys only inside *_kwargs dicts"),
     ],
@@ -53,6 +50,62 @@ def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
         compose_config("train", [override])
     message = str(err.value)
     assert expected in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["recipe=ttrl", "recipe.vote=plurality"], "recipe.vote='plurality'; valid: equivalence, exact"),
+        (["recipe=intuitor", "recipe.scorer=ema"], "recipe.scorer='ema'; valid: online, offline"),
+        (["recipe=dapo", "recipe.verifier=sympy"], "recipe.verifier='sympy'; valid: minerva, task"),
+    ],
+)
+def test_a_recipes_own_choices_are_listed_too(overrides, expected):
+    with pytest.raises(ConfigError) as err:
+        compose_config("train", overrides)
+    assert str(err.value) == expected
+
+
+def test_a_choice_reads_and_prints_as_the_string_users_type():
+    from omegaconf import OmegaConf
+
+    cfg = compose_config("train", ["recipe.loss_type=bnpo", "data.template=plain"])
+    assert cfg.recipe.loss_type == "bnpo" and f"{cfg.data.template}" == "plain"
+    assert {"bnpo": 1}[cfg.recipe.loss_type] == 1  # hashes as the string
+    assert "loss_type: bnpo" in OmegaConf.to_yaml(cfg)  # config.yaml, config show
+
+
+def test_every_choice_matches_the_code_that_reads_it():
+    """The schema's sets are the ones the code implements (a value added in one place only
+    would pass the config and fail at run time, or never be offered)."""
+    from transformers.trainer_utils import SchedulerType  # noqa: F401  (TRL's config needs transformers)
+    from trl import GRPOConfig
+
+    from rlrecipes.config import eval_schema, schema
+    from rlrecipes.data.templates import TEMPLATES
+    from rlrecipes.engine.policy_score import SCORERS
+    from rlrecipes.eval.backends import BACKENDS
+    from rlrecipes.eval.rescore import RESCORE_FROM
+    from rlrecipes.grading import STYLES
+    from rlrecipes.metrics import TIE_RULES
+    from rlrecipes.models.lora import BIASES
+    from rlrecipes.recipes.dapo import Verifier
+    from rlrecipes.recipes.intuitor import Scorer
+    from rlrecipes.rewards.dapo import VERIFIERS
+
+    def values(choice):
+        return [c.value for c in choice]
+
+    assert values(schema.Template) == list(TEMPLATES)
+    assert values(schema.AnswerStyle) == list(STYLES)
+    assert values(schema.LoraBias) == list(BIASES)
+    assert values(eval_schema.GenerationBackend) == list(BACKENDS)
+    assert values(eval_schema.RescoreFrom) == list(RESCORE_FROM)
+    assert values(eval_schema.MajTies) == list(TIE_RULES)
+    assert values(Scorer) == list(SCORERS)
+    assert values(Verifier) == list(VERIFIERS)
+    loss_help = GRPOConfig.__dataclass_fields__["loss_type"].metadata["help"]
+    assert all(f"'{loss}'" in loss_help for loss in values(schema.LossType))
 
 
 def test_unknown_recipe_lists_every_registered_recipe():
@@ -70,6 +123,23 @@ def test_sweep_expansion_and_validation():
     validate("train", ["seed=1,2", "trainer.max_steps=3"], multirun=True)
     with pytest.raises(ConfigError, match="unknown key 'trainer.nope'"):
         validate("train", ["seed=1,2", "trainer.nope=3,4"], multirun=True)
+
+
+def test_a_sweep_checks_every_job_before_the_first_starts():
+    """The command's check runs on each composed job; the failing point is named."""
+    seen = []
+
+    def check(cfg):
+        seen.append(cfg.trainer.temperature)
+        if cfg.trainer.temperature == 0:
+            raise ConfigError("trainer.temperature=0.0 must be positive")
+
+    with pytest.raises(ConfigError) as err:
+        validate("train", ["trainer.temperature=1.0,0"], multirun=True, check=check)
+    assert seen == [1.0, 0.0]
+    assert str(err.value) == "trainer.temperature=0: trainer.temperature=0.0 must be positive"
+    with pytest.raises(ConfigError, match="^trainer.temperature=0.0 must be positive$"):
+        validate("train", ["trainer.temperature=0"], multirun=False, check=check)
 
 
 def test_every_group_option_composes():
@@ -100,3 +170,24 @@ def test_groups_of_the_other_command_and_sweeps_without_m_are_explained(name, ov
 def test_plus_still_adds_scheduler_arguments():
     cfg = compose_config("train", ["+trainer.lr_scheduler_kwargs.min_lr_rate=0.1"])
     assert cfg.trainer.lr_scheduler_kwargs.min_lr_rate == 0.1
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("train", "recipe.loss_type=foo"), "error: recipe.loss_type='foo'; valid: grpo, dr_grpo, dapo, bnpo, cispo"),
+        (
+            ("train", "recipe=ttrl", "recipe.vote=plurality"),
+            "error: recipe.vote='plurality'; valid: equivalence, exact",
+        ),
+        (("config", "show", "data.answer_style=box"), "error: data.answer_style='box'; valid: auto, boxed"),
+    ],
+)
+def test_the_command_line_says_a_bad_choice_in_one_line(args, expected, capsys):
+    from rlrecipes.cli import main
+
+    with pytest.raises(SystemExit) as exit:
+        main(list(args))
+    out = capsys.readouterr()
+    text = (out.out + out.err).strip()
+    assert exit.value.code == 2 and text.startswith(expected) and "\n" not in text, text

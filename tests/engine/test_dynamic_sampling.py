@@ -327,3 +327,34 @@ def test_a_weight_0_monitor_cannot_pick_the_groups():
         UserError, match="dynamic_sampling_filter='acc' has weight 0 .* filter on a reward that trains: shaped"
     ):
         DynamicSampler(t, DynamicSamplingSettings("acc"))
+
+
+def test_the_generation_budget_stops_after_the_rollout_that_spends_it():
+    """verl's DAPO script runs one epoch of generation batches (1166), not a number of steps:
+    5 batches here, rollouts of 4 optimizer steps; the rollout that reaches 5 still trains."""
+    from rlrecipes.engine.dynamic_sampling import GenerationBudget
+
+    t = make_trainer()
+    s = DynamicSampler(t, DynamicSamplingSettings("acc", 10, max_batches=5))
+    t.args.steps_per_generation, t.args.num_iterations = 4, 1
+    t.state = SimpleNamespace(global_step=8)
+    s.spend(3)
+    assert s.stop_at_step is None
+    s.spend(2)  # 5 of 5 spent at step 8: this rollout's updates 9..12 still train
+    assert (s.batches_generated, s.stop_at_step) == (5, 12)
+    control, budget = SimpleNamespace(should_training_stop=False), GenerationBudget(s)
+    budget.on_step_end(None, SimpleNamespace(global_step=11), control)
+    assert not control.should_training_stop
+    budget.on_step_end(None, SimpleNamespace(global_step=12), control)
+    assert control.should_training_stop
+    resumed = DynamicSampler(t, DynamicSamplingSettings("acc", 10, max_batches=5))
+    resumed.load_state_dict(s.state_dict())  # a resumed run keeps what it spent
+    assert (resumed.batches_generated, resumed.stop_at_step) == (5, 12)
+    with pytest.raises(UserError, match="recipe.max_generation_batches=0 must be at least 1"):
+        DynamicSamplingSettings.from_recipe(
+            SimpleNamespace(
+                get=lambda k, d=None: {"dynamic_sampling": True, "max_generation_batches": 0}.get(k, d),
+                max_generation_rounds=10,
+                dynamic_sampling_filter="acc",
+            )
+        )

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,22 @@ def test_character_tokenizer_round_trips_whitespace_and_pads_left():
 
 
 def test_plateau_rule_needs_a_flat_window():
-    assert not _plateaued([0.1, 0.3, 0.5, 0.31, 0.30], patience=4, tolerance=0.04)
-    assert _plateaued([0.1, 0.3, 0.31, 0.29, 0.30, 0.32], patience=4, tolerance=0.04)
-    assert not _plateaued([0.3, 0.3], patience=4, tolerance=0.04)
+    # index 0 is the untrained model's dev accuracy, then one value per evaluation
+    assert not _plateaued([0.0, 0.1, 0.3, 0.5, 0.31, 0.30], patience=4, tolerance=0.04)
+    assert _plateaued([0.0, 0.1, 0.3, 0.31, 0.29, 0.30, 0.32], patience=4, tolerance=0.04)
+    assert not _plateaued([0.0, 0.3, 0.3], patience=4, tolerance=0.04)
+
+
+def test_plateau_rule_ignores_the_flat_start_before_anything_is_learned():
+    # the curve of a default build that version 1 of the rule stopped at step 500
+    before_learning = [0.0, 0.0025, 0.0025, 0.0, 0.0025, 0.0225]
+    assert not _plateaued(before_learning, patience=4, tolerance=0.04)
+    # the same model once it has learned the format and converged on the teacher's flaw
+    assert _plateaued([*before_learning, 0.21, 0.28, 0.29, 0.27, 0.30, 0.29], patience=4, tolerance=0.04)
+    # a flat window only 0.04 above the untrained model is not yet a rise
+    assert not _plateaued([0.0, 0.04, 0.05, 0.06, 0.05, 0.04], patience=4, tolerance=0.04)
+    # the rise is measured from the untrained model, not from the first evaluation
+    assert _plateaued([0.0, 0.30, 0.30, 0.31, 0.30, 0.29], patience=4, tolerance=0.04)
 
 
 def test_toy_model_is_cached_by_config_and_reloads(toy_model_dir: Path):
@@ -35,11 +49,23 @@ def test_toy_model_is_cached_by_config_and_reloads(toy_model_dir: Path):
     assert Path(again) == toy_model_dir and logs == []
     model, tok = load_model(str(toy_model_dir), cfg.model)
     assert model.config.model_type == "qwen3" and tok.decode(tok("1+2")["input_ids"]) == "1+2"
-    # a different config is a different model
-    other = compose("model.toy.seed=1")
-    key_a = Path(resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=logs.append)).name
-    assert key_a == toy_model_dir.name
-    assert other.model.toy.seed != cfg.model.toy.seed
+
+
+def test_a_different_toy_config_builds_a_different_model(toy_model_dir: Path, tmp_path: Path):
+    from safetensors.torch import load_file
+
+    from rlrecipes.data.problems import load_problem_set
+
+    other = compose("model.toy.seed=1", "model.toy.sft_max_steps=2", "model.toy.sft_eval_every=2")
+    problems = load_problem_set(other.data)
+    logs: list[str] = []
+    folder = Path(resolve_model_path(other.model, problems.task, other.data.synthetic, str(tmp_path), logs.append))
+    assert folder.parent == tmp_path / "toy" and folder.name != toy_model_dir.name
+    assert any("building toy model" in line for line in logs)  # built here, not found in a cache
+    mine, theirs = load_file(str(folder / "model.safetensors")), load_file(str(toy_model_dir / "model.safetensors"))
+    assert mine.keys() == theirs.keys()
+    assert not all(mine[k].equal(theirs[k]) for k in mine)
+    assert json.loads((folder / "warm_start.json").read_text())["steps"] == 2
 
 
 def test_explicit_name_or_path_wins_over_builder():
@@ -50,7 +76,7 @@ def test_explicit_name_or_path_wins_over_builder():
 def test_a_damaged_cache_entry_is_rebuilt_not_reused(tmp_path):
     """A truncated model.safetensors in the cache (a disk filled mid-write, a killed copy) would
     break every later run until found by hand; the cache notices and rebuilds it."""
-    from rlrecipes.models import _cached
+    from rlrecipes.models.cache import cached_folder
 
     builds = []
 
@@ -63,12 +89,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_reused(tmp_path):
         save_file({"w": torch.zeros(64)}, str(folder / "model.safetensors"))
 
     folder = tmp_path / "entry"
-    assert _cached(folder, {"k": 1}, build, log=lambda _: None) == folder
-    assert _cached(folder, {"k": 1}, build, log=lambda _: None) == folder and len(builds) == 1  # reused
+    assert cached_folder(folder, {"k": 1}, build, log=lambda _: None) == folder
+    assert cached_folder(folder, {"k": 1}, build, log=lambda _: None) == folder and len(builds) == 1  # reused
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-10])  # truncated
     messages = []
-    _cached(folder, {"k": 1}, build, log=messages.append)
+    cached_folder(folder, {"k": 1}, build, log=messages.append)
     assert len(builds) == 2 and "weights are damaged" in messages[0]
     from safetensors.torch import load_file
 

@@ -67,7 +67,7 @@ def test_soft_overlong_switch_adds_the_penalty_reward_with_its_factor():
     from rlrecipes.recipes import get_recipe
 
     recipe_cfg = compose("recipe=dapo", "recipe.overlong_penalty_factor=0.5").recipe
-    ctx = RewardContext(verify=lambda c, g: False, max_completion_length=12, params=recipe_cfg)
+    ctx = RewardContext(verify=lambda c, g: False, max_completion_length=12, recipe=recipe_cfg)
     rewards = get_recipe("dapo")(recipe_cfg).reward_functions(ctx)
     assert [(fn.__name__, w) for fn, w in rewards] == [("dapo_answer", 1.0), ("overlong", 0.5)]
     recipe_cfg.soft_overlong_punishment = False

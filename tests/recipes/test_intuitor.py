@@ -11,6 +11,7 @@ from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.intuitor import Intuitor
 from rlrecipes.rewards import RewardContext
+from tests.competent_toy import COMPETENT
 from tests.conftest import compose
 
 PROMPT_3B = (
@@ -74,10 +75,11 @@ def test_bad_scorer_is_one_line():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scorer", ["online", "offline"])
-def test_tiny_run_trains_on_self_certainty_alone(scorer, toy_model_dir, tmp_path):
+def test_tiny_run_trains_on_self_certainty_alone(scorer, competent_toy_dir, tmp_path):
     from rlrecipes.train import train
 
     cfg = compose(
+        *COMPETENT,
         "recipe=intuitor",
         f"recipe.scorer={scorer}",
         "trainer.max_steps=2",
@@ -93,6 +95,8 @@ def test_tiny_run_trains_on_self_certainty_alone(scorer, toy_model_dir, tmp_path
         # KL(U || p) is positive (and finite: the logits are)
         assert 0 < r["self_certainty/mean"] < math.inf and r["self_certainty/std"] > 0
         assert r["reward_mean"] == 0.0  # the accuracy reward weighs 0: TRL's own advantages are all 0
+    # ... although the model does answer correctly (a weight of 1 would have shown as reward)
+    assert min(r["accuracy"] for r in steps) > 0.5
     # ... and still the policy moves at step 1, where the KL term has no gradient yet (policy ==
     # reference): the signal is self-certainty
     assert steps[0]["grad_norm"] > 0

@@ -10,7 +10,7 @@ import pytest
 from rlrecipes.config import ConfigError
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.spurious import Spurious, attach_labels
-from rlrecipes.rewards import RewardContext
+from tests.competent_toy import COMPETENT
 from tests.conftest import TINY, compose
 from tests.trl_loss import trl_loss
 
@@ -27,22 +27,22 @@ REWARD_NAMES = {
 def test_reward_option_sets_the_single_reward(option, name):
     r = compose("recipe=spurious", f"reward={option}").recipe
     assert [(x.name, x.weight) for x in r.rewards] == [(name, 1.0)]
-    assert (r.loss_type, r.beta, r.epsilon, r.clip, r.gamma) == ("grpo", 0.0, 0.2, True, 0.5)
+    # bnpo: the scripts' token mean over packed micro-batches (--packing_samples --micro_train_batch_size 4)
+    assert (r.loss_type, r.beta, r.epsilon, r.clip, r.gamma) == ("bnpo", 0.0, 0.2, True, 0.5)
 
 
 def test_rewards_combine_with_any_recipe_and_bad_options_are_one_line():
     assert [x.name for x in compose("recipe=dapo", "reward=random").recipe.rewards] == ["random"]
     assert [x.name for x in compose("recipe=spurious").recipe.rewards] == ["accuracy"]  # ground truth
     with pytest.raises(
-        ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, majority, random"
+        ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, judge, judge_hybrid, majority, random"
     ):
         compose("recipe=spurious", "reward=coin")
 
 
 def test_stored_label_rewards_need_a_labels_file():
-    recipe = Spurious(compose("recipe=spurious", "reward=incorrect").recipe)
     with pytest.raises(UserError, match="reward=incorrect needs recipe.labels=FILE.jsonl; build it with: python -m"):
-        recipe.reward_functions(RewardContext(verify=lambda c, g: True))
+        Spurious.validate(compose("recipe=spurious", "reward=incorrect"))
 
 
 LABELS = {
@@ -66,16 +66,16 @@ def test_labels_attach_to_rows_and_filter_as_the_paper_does():
 # Old log-probs 0, so each token's ratio r = exp(new log-prob). Completion 0: A = +1, ratios
 # 1.10, 1.27, 1.29; completion 1: A = -1, ratios 0.70, 1.30 (third token padding).
 # Per token -min(r A, clip(r, 0.8, 1.2) A):  -1.10 -1.20 -1.20 | +0.80 +1.30
-#   sequence mean then batch mean: (-3.50/3 + 2.10/2) / 2 = -0.058333
+#   bnpo, the token mean over the micro-batch's 5 tokens: (-3.50 + 2.10) / 5 = -0.28
 # No clip, -r A:                          -1.10 -1.27 -1.29 | +0.70 +1.30
-#   (-3.66/3 + 2.00/2) / 2 = -0.11, and every token has gradient -r A / (2 * its length)
+#   (-3.66 + 2.00) / 5 = -0.332, and every token has gradient -r A / 5
 
 
 @pytest.mark.parametrize(
     "clip, loss, grad",
     [
-        (True, (-3.50 / 3 + 2.10 / 2) / 2, [-1.10 / 6, 0.0, 0.0, 0.0, 1.30 / 4, 0.0]),
-        (False, (-3.66 / 3 + 2.00 / 2) / 2, [-1.10 / 6, -1.27 / 6, -1.29 / 6, 0.70 / 4, 1.30 / 4, 0.0]),
+        (True, (-3.50 + 2.10) / 5, [-1.10 / 5, 0.0, 0.0, 0.0, 1.30 / 5, 0.0]),
+        (False, (-3.66 + 2.00) / 5, [-1.10 / 5, -1.27 / 5, -1.29 / 5, 0.70 / 5, 1.30 / 5, 0.0]),
     ],
 )
 def test_clip_switch_by_hand(clip, loss, grad, tmp_path):
@@ -104,16 +104,17 @@ def test_presets_carry_the_papers_numbers(size, model):
     assert plan_batches(t).completions_per_update == 128  # train_batch_size
     assert (t.learning_rate, t.lr_scheduler_type, t.warmup_ratio, t.warmup_steps) == (5e-7, "constant", 0.0, 0)
     assert (t.adam_beta1, t.adam_beta2, t.weight_decay, t.temperature) == (0.9, 0.95, 0.0, 1.0)
-    assert (r.loss_type, r.beta, r.entropy_coef, r.epsilon, t.max_completion_length) == ("grpo", 0.0, 0.0, 0.2, 3072)
+    assert (r.loss_type, r.beta, r.entropy_coef, r.epsilon, t.max_completion_length) == ("bnpo", 0.0, 0.0, 0.2, 3072)
     assert t.max_steps == 150 * 8  # 150 rollout steps (the May-2025 PDF's Fig. 1)
 
 
 @pytest.mark.slow
-def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_path):
+def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp_path):
     from rlrecipes.commands.spurious_labels import label_problems
     from rlrecipes.train import train
 
-    few = ["data.max_examples=8"]
+    # a model right on most training problems: on the TINY one every label reward reads 0
+    few = [*COMPETENT, "data.max_examples=8"]
     rows = label_problems([*TINY, *few], samples=4, max_new_tokens=12)
     assert len(rows) == 8 and all(r["num_samples"] == 4 for r in rows)
     labels = tmp_path / "labels.jsonl"
@@ -132,7 +133,11 @@ def test_tiny_run_on_majority_labels_built_from_the_model(toy_model_dir, tmp_pat
     assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == usable
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
     [row] = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[:1]]
-    assert 0 <= row["rewards/majority_label/mean"] <= 1 and "accuracy" in row
+    # the model mostly repeats its own majority answer, so a reward that reads each problem's own
+    # label is high (a label lost or taken from another problem reads low) ...
+    assert row["rewards/majority_label/mean"] > 0.5 and "accuracy" in row
+    # ... and it alone is trained on: the gold monitor weighs 0
+    assert row["reward_mean"] == pytest.approx(row["rewards/majority_label/mean"])
     # the labels travel with the run: a copy and its digest
     import hashlib
 

@@ -5,21 +5,21 @@ import json
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from rlrecipes.data.problems import answer_verifier
-from rlrecipes.engine.hooks import RolloutView
 from rlrecipes.errors import UserError
-from rlrecipes.recipes.ttrl import TTRL, MajorityVote
+from rlrecipes.recipes.ttrl import TTRL
 from rlrecipes.rewards import RewardContext
+from tests.competent_toy import COMPETENT
 from tests.conftest import compose
 
 
 def test_recipe_is_grpo_with_the_vote_reward():
     r = compose("recipe=ttrl").recipe
     assert [(x.name, x.weight) for x in r.rewards] == [("majority_vote", 1.0)]
-    assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high, r.entropy_coef) == ("dapo", 0.001, 0.2, None, 0.0)
-    assert (r.n_train, r.train_fraction, r.vote) == (None, 0.5, "equivalence")  # verl: 32 of 64 votes train
+    # bnpo: the v1 code's token mean per packed micro-batch; exact: the authors' string Counter
+    assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high, r.entropy_coef) == ("bnpo", 0.001, 0.2, None, 0.0)
+    assert (r.n_train, r.train_fraction, r.vote) == (None, 0.5, "exact")  # verl: 32 of 64 votes train
 
 
 @pytest.mark.parametrize(
@@ -36,10 +36,10 @@ def test_recipe_is_grpo_with_the_vote_reward():
             8,
             1920,
             0.001,
-            "dapo",
+            "bnpo",
             0.999,
         ),
-        ("ttrl_amc_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "amc_ttrl", 64, 32, 8, 8, 2400, 0.001, "dapo", 0.999),
+        ("ttrl_amc_qwen2_5_math_1_5b", "Qwen/Qwen2.5-Math-1.5B", "amc_ttrl", 64, 32, 8, 8, 2400, 0.001, "bnpo", 0.999),
         (
             "ttrl_math500_qwen2_5_math_1_5b",
             "Qwen/Qwen2.5-Math-1.5B",
@@ -50,35 +50,36 @@ def test_recipe_is_grpo_with_the_vote_reward():
             8,
             4960,
             0.001,
-            "dapo",
+            "bnpo",
             0.999,
         ),
-        # v1 preview code (OpenRLHF, commit 1d2ec3d)
+        # v1 preview code (OpenRLHF, commit 1d2ec3d): 16 samples vote and train (the other
+        # generated votes only feed logs; tests/recipes/test_presets_authors.py cites the code)
         (
             "ttrl_v1_aime24_qwen2_5_math_7b",
             "Qwen/Qwen2.5-Math-7B",
             "aime24_ttrl",
-            64,
+            16,
             16,
             16,
             16,
             960,
             0.0,
-            "grpo",
+            "bnpo",
             0.95,
         ),
-        ("ttrl_v1_amc_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "amc_ttrl", 64, 16, 64, 64, 3200, 0.0, "grpo", 0.95),
+        ("ttrl_v1_amc_qwen2_5_math_7b", "Qwen/Qwen2.5-Math-7B", "amc_ttrl", 16, 16, 64, 64, 3200, 0.0, "bnpo", 0.95),
         (
             "ttrl_v1_math500_qwen2_5_math_7b",
             "Qwen/Qwen2.5-Math-7B",
             "math500_ttrl",
-            32,
+            16,
             16,
             128,
             128,
             15360,
             0.0,
-            "grpo",
+            "bnpo",
             0.95,
         ),
     ],
@@ -123,62 +124,66 @@ def test_local_ttrl_files_load_through_data_path(shared_data):
 def test_labels_never_weigh_in_and_bad_switches_are_one_line():
     ctx = RewardContext(verify=answer_verifier("boxed"))
     with pytest.raises(UserError, match="give the accuracy reward weight 0"):
-        TTRL(
-            compose("recipe=ttrl", "recipe.rewards=[{name: majority_vote}, {name: accuracy, weight: 1}]").recipe
-        ).reward_functions(ctx)
+        TTRL.validate(compose("recipe=ttrl", "recipe.rewards=[{name: majority_vote}, {name: accuracy, weight: 1}]"))
     with pytest.raises(UserError, match="needs the 'majority_vote' reward"):
-        TTRL(compose("recipe=ttrl", "recipe.rewards=[{name: accuracy, weight: 0}]").recipe).reward_functions(ctx)
-    with pytest.raises(UserError, match="recipe.vote='plurality'; valid: equivalence, exact"):
-        TTRL(compose("recipe=ttrl", "recipe.vote=plurality").recipe).hooks(ctx)
+        TTRL.validate(compose("recipe=ttrl", "recipe.rewards=[{name: accuracy, weight: 0}]"))
     hooks = TTRL(compose("recipe=ttrl", "recipe.n_train=2").recipe).hooks(ctx)
-    assert [type(h).__name__ for h in hooks] == ["MajorityVote", "GroupSubset"]
+    assert [type(h).__name__ for h in hooks] == ["GroupSubset"]
 
 
-def test_vote_hook_fills_the_column_from_whole_groups_and_logs_diagnostics():
-    """Two groups of 3 (boxed answers), gold 4 and 9:
+def test_vote_reward_scores_whole_groups_and_logs_diagnostics():
+    """Two groups of 3 (boxed answers), gold 4 and 9, as TRL hands them to one process:
     group 0: 4, 4, 5 -> label 4 (right), rewards 1 1 0 = true rewards; ratio 2/3
     group 1: 7, 7, 9 -> label 7 (wrong), rewards 1 1 0, true 0 0 1: 0 of 3 agree; ratio 2/3"""
+    from rlrecipes.engine.group_rewards import GatheredGroupReward
+    from rlrecipes.rewards import build_reward
+
     texts = ["\\boxed{4}", "\\boxed{4.0}", "\\boxed{5}", "\\boxed{7}", "\\boxed{7}", "\\boxed{9}"]
-    view = RolloutView(
-        prompts=["p"] * 6,
-        completions=texts,
-        num_generations=3,
-        columns={"answer": ["4"] * 3 + ["9"] * 3, "id": ["a"] * 3 + ["b"] * 3},
-        reward_names=["majority_vote", "accuracy"],
-    )
     logged = {}
-    trainer = SimpleNamespace(model=SimpleNamespace(training=True), log_metric=logged.__setitem__)
-    before = torch.tensor([[float("nan"), 0.5]] * 6)
-    hook = MajorityVote(RewardContext(verify=answer_verifier("boxed"), answer_style="boxed"), exact=False)
-    after = hook.transform_rewards(trainer, before, view)
-    assert after[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
-    assert after[:, 1].tolist() == [0.5] * 6  # other columns untouched
+    trainer = SimpleNamespace(
+        model=SimpleNamespace(training=True),
+        log_metric=logged.__setitem__,
+        num_generations=3,
+        accelerator=SimpleNamespace(num_processes=1, process_index=0),
+    )
+    for vote in ("equivalence", "exact"):  # "4" and "4.0" normalise to the same string
+        ctx = RewardContext(verify=answer_verifier("boxed"), answer_style="boxed", recipe={"vote": vote})
+        reward = GatheredGroupReward(build_reward("majority_vote", ctx))
+        reward.bind(trainer)
+        out = reward(["p"] * 6, texts, answer=["4"] * 3 + ["9"] * 3, id=["a"] * 3 + ["b"] * 3, trainer_state=None)
+        assert out == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
     assert logged == {
         "ttrl/majority_ratio": pytest.approx(2 / 3),
         "ttrl/label_accuracy": 0.5,
         "ttrl/reward_accuracy": pytest.approx(3 / 6),
     }
-    # the exact rule agrees here: "4" and "4.0" normalise to the same string
-    exact = MajorityVote(RewardContext(verify=answer_verifier("boxed"), answer_style="boxed"), exact=True)
-    assert exact.transform_rewards(trainer, before, view)[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
 
 
 @pytest.mark.slow
-def test_tiny_label_free_run_logs_the_diagnostics(toy_model_dir, tmp_path):
+def test_tiny_label_free_run_logs_the_diagnostics(competent_toy_dir, tmp_path):
+    """On a model right on most training problems (on the TINY one every gold-based number is 0)."""
     from rlrecipes.train import train
 
-    cfg = compose("recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
+    cfg = compose(*COMPETENT, "recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
     summary = train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "ttrl/majority_ratio" in r]
     assert summary["steps"] == 2 and len(steps) == 2
     for r in steps:
         assert 1 / 4 <= r["ttrl/majority_ratio"] <= 1  # 4 votes: the winner has at least one
-        assert 0 <= r["ttrl/label_accuracy"] <= 1 and 0 <= r["ttrl/reward_accuracy"] <= 1
         # a response scores 1 only if it voted for the label, so the mean reward cannot exceed
         # the label's share of the votes
         assert 0 < r["rewards/majority_vote/mean"] <= r["ttrl/majority_ratio"] + 1e-6
-        assert "accuracy" in r  # the gold answers feed the monitor (weight 0) and diagnostics only
+        # the gold answers feed the monitor (weight 0) and diagnostics only: TRL's reward is the vote's
+        assert r["reward_mean"] == pytest.approx(r["rewards/majority_vote/mean"])
+        # a right label rewards exactly the right answers, so where every label is right the
+        # vote reward equals gold accuracy and agrees with it on every response
+        if r["ttrl/label_accuracy"] == 1:
+            assert r["ttrl/reward_accuracy"] == 1 and r["rewards/majority_vote/mean"] == pytest.approx(r["accuracy"])
+    # the diagnostics compare with the gold answers, and some label was right (0 on a gold-blind bug)
+    assert max(r["ttrl/label_accuracy"] for r in steps) > 0 and min(r["accuracy"] for r in steps) > 0.5
+    # the vote reward is not gold accuracy: they differ on a step where a label was wrong
+    assert any(r["rewards/majority_vote/mean"] != pytest.approx(r["accuracy"]) for r in steps)
 
 
 def unlabelled_questions(path, count=16):

@@ -1,0 +1,193 @@
+"""J1 at toy scale: a position-biased toy judge trained with recipe=j1, against supervised
+controls given the same CPU time, 3 seeds.
+
+The judge is the toy model warm-started on synthetic arithmetic pairs (a correct sum vs a
+wrong one, `rlrecipes/judge/synthetic.py`) by imitating a position-biased teacher: with
+probability `data.synthetic.teacher_error_rate` it prefers whichever response is shown
+first, otherwise it judges right. Imitation copies the bias, the failure J1's both-order
+training targets. Then, from that same judge:
+
+  j1:          `rlrecipes train recipe=j1` (GRPO, 8 judgements per row, both orders of every
+               pair in one batch, reward = verdict correctness);
+  sft_teacher: more imitation of the teacher's verdicts for the same CPU time;
+  sft_gold:    supervised steps on the gold verdicts of the same training pairs (the labels
+               J1's reward is computed from) for the same CPU time.
+
+Each supervised step takes 64 rows (J1's 8 prompts x 8 judgements); budgets are CPU seconds of
+this process (the J1 run's, setup included), because the machine is shared.
+
+A caveat the numbers show: the data has a length shortcut. A wrong sum that drops a carry is
+often shorter than the true one ("Answer: 0" against "Answer: 110"), so "prefer the longer
+answer" is right in both orders on `length_rule_consistent_accuracy` of the held-out pairs
+(0.53), and a judge can learn that rule instead of checking the sum.
+
+Measured on the 300 held-out pairs, greedy, both orders (`rlrecipes.judge.metrics`):
+position-consistent accuracy (right in both orders), accuracy averaged over the two orders,
+verdict-flip rate (the preferred response changes with the order) and tie/unparseable rates,
+before and after. Prints one JSON line; extra key=value arguments go to every run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchkit import stats
+
+from rlrecipes.config import compose_config
+
+SEEDS = (0, 1, 2)
+SETTINGS = [
+    "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 24-token verdicts
+    "trainer.eval_before=false",  # the bench measures with the judge metrics below
+    "trainer.eval_after=false",
+    "trainer.save_steps=null",
+    "trainer.progress=false",
+]
+METRICS = ("consistent_accuracy", "accuracy_mean_order", "flip_rate", "tie_rate", "unparseable_rate")
+
+
+def judge_metrics_of(model, tokenizer, cfg, pairs) -> dict:
+    from rlrecipes.eval.backends import HFBackend
+    from rlrecipes.judge.evaluate import JudgeSettings, judge_texts, judged_pairs
+    from rlrecipes.judge.metrics import judge_metrics
+    from rlrecipes.judge.pairs import judge_rows
+
+    r = cfg.recipe
+    settings = JudgeSettings(r.judge, r.prompt, cfg.data.template, max_new_tokens=cfg.trainer.max_completion_length)
+    rows = judge_rows(pairs, r.judge, r.prompt)
+    texts = judge_texts(HFBackend(model, tokenizer, batch_size=128), tokenizer, rows, settings)
+    judged, _ = judged_pairs(pairs, rows, texts, r.judge)
+    metrics = judge_metrics(judged, r.judge)
+    return {k: round(metrics[k], 4) if metrics[k] is not None else None for k in METRICS}
+
+
+def setup(seed: int, extra: list[str]):
+    """The run's config and judge rows, the warm-started toy judge (built once, cached) and the
+    held-out pairs (from the arithmetic task's held-out problems, never trained on)."""
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.judge.synthetic import arithmetic_pairs
+    from rlrecipes.models import resolve_model_path
+    from rlrecipes.recipes.j1 import J1
+
+    cfg = compose_config("train", [*SETTINGS, f"seed={seed}", *extra])
+    recipe = J1(cfg.recipe)
+    problems = recipe.problem_set(cfg.data)
+    path = resolve_model_path(cfg.model, problems.task, recipe.warm_start_key(cfg.data), log=lambda _: None)
+    held_out = arithmetic_pairs(make_task(cfg.data.synthetic).eval, cfg.data.synthetic.seed + 1)
+    return cfg, problems, path, held_out
+
+
+def j1_run(seed: int, extra: list[str]) -> dict:
+    from rlrecipes.models import load_model
+    from rlrecipes.train import train
+
+    cfg, _, _, held_out = setup(seed, extra)
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu = time.process_time()
+        summary = train(cfg, Path(tmp), log=lambda _: None)
+        cpu = time.process_time() - cpu
+        rows = [json.loads(x) for x in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
+        model, tok = load_model(str(Path(tmp) / "model"), cfg.model)
+        after = judge_metrics_of(model, tok, cfg, held_out)
+    return {
+        "after": after,
+        "cpu_seconds": round(cpu, 1),
+        "wall_seconds": summary["train_seconds"],
+        "steps": summary["steps"],
+        "batch_consistent_first": rows[0].get("j1/consistent"),
+        "batch_consistent_last": rows[-1].get("j1/consistent"),
+        "first_position_share_last": rows[-1].get("j1/first_position_share"),
+    }
+
+
+def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
+    """Supervised steps on the training rows for the J1 run's CPU time (the machine is shared,
+    so CPU seconds of this process, not wall time, make the budgets equal)."""
+    import torch
+    from bench_quickstart import completion_loss
+
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.models import load_model
+
+    cfg, problems, path, held_out = setup(seed, extra)
+    model, tok = load_model(path, cfg.model)
+    t = cfg.trainer
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=t.learning_rate, betas=(t.adam_beta1, t.adam_beta2))
+    rng = random.Random(seed)
+    task, steps, start = problems.task, 0, time.process_time()
+    while time.process_time() - start < cpu_seconds:
+        batch = rng.sample(problems.train, t.prompts_per_rollout * t.num_generations)
+        pairs = [
+            (
+                render_prompt(it["problem"], cfg.data.template, tok),
+                task.demonstration(it, rng) if kind == "sft_teacher" else task.solution(it),
+            )
+            for it in batch
+        ]
+        model.train()
+        loss = completion_loss(model, tok, pairs)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
+        opt.step()
+        steps += 1
+    spent = round(time.process_time() - start, 1)
+    return {"after": judge_metrics_of(model, tok, cfg, held_out), "cpu_seconds": spent, "steps": steps}
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    extra = sys.argv[1:]
+    started = time.time()
+    from rlrecipes.models import load_model
+
+    cfg, _, path, held_out = setup(0, extra)
+    build_seconds = time.time() - started
+    model, tok = load_model(path, cfg.model)
+    before = judge_metrics_of(model, tok, cfg, held_out)
+    print(f"before: {before}", file=sys.stderr)
+    runs: dict[str, list[dict]] = {"j1": [], "sft_teacher": [], "sft_gold": []}
+    for seed in SEEDS:
+        runs["j1"].append(j1_run(seed, extra))
+        for kind in ("sft_teacher", "sft_gold"):
+            runs[kind].append(sft_run(kind, seed, runs["j1"][-1]["cpu_seconds"], extra))
+        print(f"seed {seed}: " + json.dumps({k: v[-1]["after"] for k, v in runs.items()}), file=sys.stderr)
+    methods = {
+        kind: {
+            **{f"{m}_after": stats([r["after"][m] for r in rs]) for m in METRICS if rs[0]["after"][m] is not None},
+            "consistent_gain_points": stats(
+                [100 * (r["after"]["consistent_accuracy"] - before["consistent_accuracy"]) for r in rs], 2
+            ),
+            "runs": rs,
+        }
+        for kind, rs in runs.items()
+    }
+    print(
+        json.dumps(
+            {
+                "bench": "j1_toy_judge_vs_sft",
+                "setting": " ".join([*SETTINGS, *extra]),
+                "seeds": list(SEEDS),
+                "heldout_pairs": len(held_out),
+                "length_rule_consistent_accuracy": round(
+                    sum(len(p.chosen) > len(p.rejected) for p in held_out) / len(held_out), 4
+                ),
+                "before": before,
+                **methods,
+                "model_build_seconds": round(build_seconds, 1),
+                "wall_seconds": round(time.time() - started, 1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

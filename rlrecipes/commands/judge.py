@@ -1,0 +1,217 @@
+"""`rlrecipes judge-eval` and `rlrecipes judge-pairs`: judging pair files, and building them.
+
+Both load a model through the evaluation's generation backends (`--backend auto|hf|vllm`);
+the work is done by `rlrecipes.judge` (evaluate.py, build_pairs.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from omegaconf import OmegaConf
+from rich.table import Table
+
+from rlrecipes.commands.common import console, fail
+from rlrecipes.config.eval_schema import GenerationConfig
+from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
+from rlrecipes.data.loader import read_records, to_problems
+from rlrecipes.data.problems import answer_verifier
+from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.templates import render_prompt
+from rlrecipes.errors import UserError
+from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
+from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
+from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
+from rlrecipes.judge.evaluate import JudgeSettings, evaluate_judge
+from rlrecipes.judge.pairs import PairFields, load_pairs
+from rlrecipes.rundir import create_run_dir
+
+SYNTHETIC = ("arithmetic", "countdown")
+
+
+def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any, Any]:
+    gen = OmegaConf.structured(GenerationConfig)
+    gen.backend, gen.batch_size = backend, batch_size
+    model_cfg = OmegaConf.structured(ModelConfig)
+    model_cfg.name_or_path, model_cfg.builder, model_cfg.dtype = model, None, "auto"
+    engine = make_backend(gen, model_cfg, model, seed)
+    tokenizer = getattr(engine, "tokenizer", None)
+    if tokenizer is None:  # vLLM keeps its tokenizer in the engine
+        tokenizer = engine._llm.get_tokenizer()
+    return engine, tokenizer
+
+
+def judge_eval(
+    model: str = typer.Option(..., "--model", help="The judge: a hub id or a local model folder."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help=f"One of: {', '.join(BENCHMARKS)}."),
+    pairs: Optional[str] = typer.Option(
+        None, "--pairs", help="A pair file or hub id (instead of, or for, --benchmark)."
+    ),
+    split: Optional[str] = typer.Option(None, "--split", help="Split of a hub id or file folder."),
+    prompt_field: Optional[str] = typer.Option(None, "--prompt-field"),
+    chosen_field: Optional[str] = typer.Option(None, "--chosen-field"),
+    rejected_field: Optional[str] = typer.Option(None, "--rejected-field"),
+    category_field: Optional[str] = typer.Option(None, "--category-field"),
+    label_field: Optional[str] = typer.Option(None, "--label-field", help="A column naming the winner (A>B / B>A)."),
+    judge: str = typer.Option("pairwise", "--judge", help="pairwise | pairwise_scores | pointwise"),
+    prompt: str = typer.Option("j1", "--prompt", help="j1 | rm_r1 | compact"),
+    template: str = typer.Option("chat", "--template", help="plain | chat (how the judge prompt is wrapped)"),
+    samples: int = typer.Option(1, "--samples", help="Judgements per order; > 1: SC@k majority / mean score@k."),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy (J1's main results)."),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_new_tokens: int = typer.Option(4096, "--max-new-tokens"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Judge the first N pairs."),
+    backend: str = typer.Option("auto", "--backend", help="auto | hf | vllm"),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    seed: int = typer.Option(0, "--seed"),
+    run_dir: Optional[str] = typer.Option(
+        None, "--run-dir", help="Where results go (default outputs/<time>-judge-<name>)."
+    ),
+) -> None:
+    """Judge preference pairs in both orders: accuracy, position-consistent accuracy, flips, ties."""
+    try:
+        settings = JudgeSettings(judge, prompt, template, None, samples, temperature, top_p, max_new_tokens, seed)
+        settings.check()
+        preset = get_benchmark(benchmark) if benchmark else None
+        source = pairs or (preset.hub_id if preset else None)
+        if not source:
+            raise UserError("give --benchmark NAME or --pairs FILE_OR_HUB_ID" + (f" ({preset.note})" if preset else ""))
+        base = preset.fields if preset else PairFields()
+        fields = PairFields(
+            prompt_field or base.prompt,
+            chosen_field or base.chosen,
+            rejected_field or base.rejected,
+            category_field or base.category,
+            base.id if preset and not pairs else None,
+            label_field or base.label,
+        )
+        loaded = load_pairs(
+            source, fields, preset.subset if preset else None, split or (preset.split if preset else "train"), limit
+        )
+        name = benchmark or Path(source).stem
+        out = create_run_dir(run_dir, "outputs", f"judge-{name}")
+        console.print(f"{loaded.report()} -> {out}")
+        engine, tokenizer = _backend(model, backend, batch_size, seed)
+        about = {
+            "model": model,
+            "benchmark": name,
+            "pairs": loaded.report(),
+            "headline_metric": preset.metric if preset else "accuracy",
+        }
+        summary = evaluate_judge(engine, tokenizer, loaded.pairs, settings, out, about, log=console.print)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    _print_metrics(summary)
+
+
+def _print_metrics(summary: dict[str, Any]) -> None:
+    m = summary["metrics"]
+    table = Table(title=f"judge {summary['benchmark']}: {summary['model']}")
+    keys = (
+        "pairs",
+        "accuracy",
+        "accuracy_mean_order",
+        "consistent_accuracy",
+        "flip_rate",
+        "tie_rate",
+        "unparseable_rate",
+    )
+    for key in ("category", *keys):
+        table.add_column(key)
+    rows = [("all", m)] + sorted(m.get("by_category", {}).items())
+    for name, values in rows:
+        table.add_row(name, *(_fmt(values.get(k)) for k in keys))
+    console.print(table)
+    console.print(f"headline ({summary['headline_metric']}): {_fmt(m[summary['headline_metric']])}")
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+
+def judge_pairs(
+    model: str = typer.Option(..., "--model", help="The model whose samples become pairs (hub id or folder)."),
+    data: str = typer.Option(
+        ..., "--data", help="A hub id or jsonl/json/parquet file with gold answers, or arithmetic | countdown."
+    ),
+    out: Path = typer.Option(..., "--out", help="The pair file to write (jsonl; never overwritten)."),
+    split: str = typer.Option("train", "--split"),
+    problem_field: str = typer.Option("problem", "--problem-field"),
+    answer_field: str = typer.Option("answer", "--answer-field"),
+    answer_style: str = typer.Option("auto", "--answer-style", help="How answers are extracted for grading."),
+    template: str = typer.Option("chat", "--template", help="plain | chat | qwen_math_cot | dapo"),
+    samples: int = typer.Option(8, "--samples", help="Samples per problem (one right + one wrong are kept)."),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_new_tokens: int = typer.Option(3072, "--max-new-tokens"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="The first N problems."),
+    backend: str = typer.Option("auto", "--backend", help="auto | hf | vllm"),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."""
+    try:
+        check_new(out)
+        if samples < 2:
+            raise UserError(f"--samples {samples}: a pair needs at least two samples of a problem")
+        if data in SYNTHETIC:
+            task_cfg = OmegaConf.structured(SyntheticTaskConfig)
+            task_cfg.task = data
+            task = make_task(task_cfg)
+            problems, verify = task.train[:limit] if limit else task.train, task.verify
+        else:
+            rows, source = read_records(data, None, split)
+            problems = to_problems(rows, source, problem_field, answer_field, limit=limit).items
+            verify = answer_verifier(answer_style)
+        if not problems:
+            raise UserError(f"--data {data}: no problems with a {problem_field} and an {answer_field}")
+        engine, tokenizer = _backend(model, backend, batch_size, seed)
+        sampling = Sampling(n=samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
+        prompts = [render_prompt(it["problem"], template, tokenizer) for it in problems]
+        texts: list[list[str]] = []
+        step = engine.chunk_size(sampling)
+        for start in range(0, len(prompts), step):
+            seeds = [stable_seed(seed, it["id"]) for it in problems[start : start + step]]
+            texts += [
+                [c.text for c in group] for group in engine.generate(prompts[start : start + step], sampling, seeds)
+            ]
+            console.print(f"sampled {len(texts)}/{len(problems)} problems")
+        build = build_pairs(problems, texts, verify, seed)
+        if not build.pairs:
+            c = build.counts()
+            raise UserError(
+                f"no pair: of {c['problems']} problems {c['all_correct']} had only correct and {c['all_wrong']} only "
+                "incorrect samples (more --samples, or a higher --temperature); nothing written"
+            )
+        provenance = {
+            "model": model,
+            "data": data,
+            "split": split,
+            "seed": seed,
+            "sampling": {
+                "samples": samples,
+                "temperature": temperature,
+                "top_p": top_p,
+                "max_new_tokens": max_new_tokens,
+            },
+            "template": template,
+            "answer_style": answer_style,
+            "backend": engine.name,
+        }
+        write_pairs(out, build, provenance)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    c = build.counts()
+    console.print(
+        f"{c['pairs']} pairs from {c['problems']} problems -> {out} "
+        f"({c['all_correct']} all correct, {c['all_wrong']} all wrong: no pair)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("judge-eval")(judge_eval)
+    app.command("judge-pairs")(judge_pairs)

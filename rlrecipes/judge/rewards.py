@@ -1,0 +1,65 @@
+"""J1's rewards (arXiv 2505.10320 §2, Tab. 4 and 8) as pure functions of judge outputs.
+
+- correctness (the main reward): `right` if the parsed verdict is the gold one, else
+  `wrong` (0; the "negative reward" ablation row is `wrong = -1`). An unparseable output
+  (see verdicts.py) is wrong.
+- consistency (Tab. 8): +1 only when the judge is right in **both** orders. With G sampled
+  judgements per order, rollout i of order AB is paired with rollout i of order BA (the
+  samples are exchangeable, so index pairing is a uniformly random matching) and both get
+  `right` iff both are right; this keeps the reward binary, as in the paper.
+- pointwise pairs (PoS, distant supervision): rollout i scoring the chosen response and
+  rollout i scoring the rejected one both get `right` iff score(chosen) > score(rejected)
+  **strictly**: a tie is wrong (the paper leaves ties unspecified; a judge that gives equal
+  scores has not separated the pair), as is an unparseable score on either side.
+- format (Tab. 4's "+format reward"): 1 if the output thinks first (a non-empty
+  `<think>...</think>` before the final tags) and its verdict parses, else 0.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Sequence
+
+from rlrecipes.judge.pairs import ROLES
+from rlrecipes.judge.verdicts import Judgement, parse
+
+_THINK_FIRST = re.compile(r"^\s*<think>\s*\S.*?</think>", re.DOTALL)
+
+
+def correctness(
+    judgements: Sequence[Judgement], gold: Sequence[str], right: float = 1.0, wrong: float = 0.0
+) -> list[float]:
+    return [right if j.ok and j.verdict == g else wrong for j, g in zip(judgements, gold)]
+
+
+def consistency(
+    first: Sequence[Judgement], second: Sequence[Judgement], right: float = 1.0, wrong: float = 0.0
+) -> list[float]:
+    """Per index i: `right` iff order AB's i-th verdict is A and order BA's i-th is B."""
+    if len(first) != len(second):
+        raise ValueError(f"the two orders have {len(first)} and {len(second)} judgements; pairing needs equal groups")
+    return [right if a.ok and a.verdict == "A" and b.ok and b.verdict == "B" else wrong for a, b in zip(first, second)]
+
+
+def pointwise_pair(
+    chosen: Sequence[Judgement], rejected: Sequence[Judgement], right: float = 1.0, wrong: float = 0.0
+) -> list[float]:
+    """Per index i: `right` iff both scores parsed and score(chosen) > score(rejected) (a tie is wrong)."""
+    if len(chosen) != len(rejected):
+        raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected judgements; pairing needs equal groups")
+    return [right if c.ok and r.ok and c.score > r.score else wrong for c, r in zip(chosen, rejected)]
+
+
+def format_reward(text: str, judge: str) -> float:
+    return float(bool(_THINK_FIRST.match(text)) and parse(text, judge).ok)
+
+
+# ------------------------------------------------------ as a TRL reward function (recipe=j1)
+def format_reward_fn(judge: str) -> Callable[..., list]:
+    def judge_format(completions: list[str], answer: list[Any], **_: Any) -> list:
+        formats = [
+            "pointwise" if g in ROLES else ("pairwise_scores" if judge == "multitask" else judge) for g in answer
+        ]
+        return [format_reward(t, f) for t, f in zip(completions, formats)]
+
+    return judge_format

@@ -1,0 +1,178 @@
+"""J1: LLM-as-a-judge trained with verifiable rewards (Whitehouse et al., 2025, arXiv 2505.10320).
+
+GRPO on judge prompts built from preference pairs whose winner is known:
+
+    every pair (x, chosen, rejected) is judged in both orders, (x, a=chosen, b=rejected)
+    with gold verdict A and (x, a=rejected, b=chosen) with gold B, in the same batch
+    the judge thinks, then answers in the format of recipe.judge (judge/prompts.py):
+      pairwise (PaV) <answer>[[A]]</answer> | pairwise_scores (PaS) <score_A>..<score_B>
+      | pointwise (PoS) <score>s</score> for one response at a time | multitask (PaS + PoS)
+    reward (§2): verdict correctness, 1 right / recipe.wrong_reward wrong (0; -1 is Tab. 4's
+      negative-reward row); recipe.reward=consistency: 1 only if right in both orders
+      (Tab. 8); pointwise: 1 iff score(chosen) > score(rejected), ties wrong
+    recipe.format_weight > 0 adds Tab. 4's think-format reward
+
+Both orders land in one rollout batch through the engine's KeepRowsTogether (blocks of two
+consecutive rows; four for multitask); the `verdict` column is a group reward, scored on the
+gathered batch (judge/pair_reward.py). Pairs come from a file or hub id (recipe.pairs, with a
+field mapping) or, by default, from the
+synthetic arithmetic task (a correct vs a wrong sum; judge/synthetic.py), whose toy judge
+is warm-started on a position-biased teacher. RM-R1 (arXiv 2505.02387) is the same recipe
+with recipe.prompt=rm_r1 (chain of rubrics) and its -1 wrong reward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from omegaconf import OmegaConf
+
+from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.data.problems import ProblemSet
+from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.engine.paired_batches import KeepRowsTogether
+from rlrecipes.errors import ConfigError
+from rlrecipes.judge.pair_reward import pair_reward
+from rlrecipes.judge.pairs import PairFields, judge_rows, load_pairs
+from rlrecipes.judge.prompts import check_choice
+from rlrecipes.judge.rewards import format_reward_fn
+from rlrecipes.judge.synthetic import judge_task
+from rlrecipes.judge.verdicts import verdict_verifier
+from rlrecipes.recipes import register_recipe
+from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards import GroupReward, RewardContext
+
+
+class JudgeFormat(Choice):  # rlrecipes/judge/prompts.py
+    pairwise = "pairwise"  # PaV: <answer>[[A]]</answer>
+    pairwise_scores = "pairwise_scores"  # PaS: <score_A>..</score_A><score_B>..</score_B>
+    pointwise = "pointwise"  # PoS: <score>..</score>, one response
+    multitask = "multitask"  # PaS rows and PoS rows of every pair
+
+
+class PromptStyle(Choice):
+    j1 = "j1"  # think, then the format's tags
+    rm_r1 = "rm_r1"  # RM-R1's chain of rubrics (pairwise)
+    compact = "compact"  # the toy judge's few characters
+
+
+class J1Reward(Choice):
+    correctness = "correctness"  # verdict right: 1, else recipe.wrong_reward
+    consistency = "consistency"  # right in both orders (index-paired rollouts)
+
+
+REWARDS = tuple(J1Reward)
+
+
+@dataclass
+class J1Config(RecipeConfig):
+    name: str = "j1"
+    judge: JudgeFormat = JudgeFormat.pairwise
+    prompt: PromptStyle = PromptStyle.j1
+    reward: J1Reward = J1Reward.correctness
+    wrong_reward: float = 0.0  # reward of a wrong or unparseable verdict (-1: Tab. 4 / RM-R1)
+    format_weight: float = 0.0  # weight of the think-format reward (Tab. 4; 0 = off)
+    # Preference pairs: a hub id or a local jsonl/json/parquet file; null = pairs made from
+    # the synthetic arithmetic task of `data.synthetic` (a correct vs a wrong sum).
+    pairs: Optional[str] = None
+    eval_pairs: Optional[str] = None  # held-out pairs (null: none, or the synthetic held-out split)
+    pairs_subset: Optional[str] = None
+    pairs_split: str = "train"
+    eval_pairs_split: str = "test"
+    prompt_field: str = "prompt"
+    chosen_field: str = "chosen"
+    rejected_field: str = "rejected"
+    category_field: Optional[str] = None
+    id_field: Optional[str] = None
+    label_field: Optional[str] = None  # a column naming the winner (A>B / B>A): chosen/rejected = responses A/B
+    max_pairs: Optional[int] = None
+    max_eval_pairs: Optional[int] = None
+
+
+@register_recipe
+class J1(Recipe):
+    name = "j1"
+    paper = "J1 (Whitehouse et al., 2025, arXiv 2505.10320)"
+    idea = "Train an LLM judge with GRPO: verdicts on pairs with a known winner, both orders per batch"
+    config_cls = J1Config
+    progress_keys = ("j1/consistent", "j1/first_position_share")
+
+    @classmethod
+    def validate(cls, cfg: Any) -> None:
+        r = cfg.recipe
+        check_choice(r.judge, r.prompt)
+        if r.reward not in REWARDS:
+            raise ConfigError(f"recipe.reward={r.reward!r}; valid: {', '.join(REWARDS)}")
+        if r.reward == "consistency" and r.judge == "pointwise":  # multitask: consistency on its PaS rows
+            raise ConfigError(
+                "recipe.reward=consistency compares the two orders of a pairwise verdict; recipe.judge=pointwise has no orders"
+            )
+        rows = 4 if r.judge == "multitask" else 2
+        if cfg.trainer.prompts_per_rollout % rows:
+            raise ConfigError(
+                f"trainer.prompts_per_rollout={cfg.trainer.prompts_per_rollout} must be a multiple of {rows}: "
+                f"the {rows} rows of every pair (both orders{'; both responses' if rows == 4 else ''}) share a rollout batch"
+            )
+        if cfg.model.builder == "toy" and not cfg.model.name_or_path and r.prompt != "compact":
+            raise ConfigError(
+                f"recipe.prompt={r.prompt} writes judge prompts longer than the toy model's 512-character "
+                "context; use recipe.prompt=compact (rlrecipes train experiment=j1_toy)"
+            )
+        if r.pairs is None and (cfg.data.source != "synthetic" or cfg.data.synthetic.task != "arithmetic"):
+            raise ConfigError(
+                "recipe.pairs=null builds pairs from the synthetic arithmetic task (data=arithmetic); "
+                "set recipe.pairs=FILE_OR_HUB_ID (e.g. a file written by rlrecipes judge-pairs)"
+            )
+
+    def problem_set(self, data_cfg: Any) -> ProblemSet:
+        c = self.cfg
+        if c.pairs is None:
+            task = judge_task(data_cfg.synthetic, c.judge, c.prompt)
+            n = self.rows_per_pair
+            train, held_out = _first_pairs(task.train, c.max_pairs, n), _first_pairs(task.eval, c.max_eval_pairs, n)
+            report = (
+                f"{len(train) // n} train / {len(held_out) // n} held-out synthetic arithmetic pairs, {n} rows each"
+            )
+            return ProblemSet(train, held_out, task.verify, task, report)
+        fields = PairFields(
+            c.prompt_field, c.chosen_field, c.rejected_field, c.category_field, c.id_field, c.label_field
+        )
+        train = load_pairs(c.pairs, fields, c.pairs_subset, c.pairs_split, c.max_pairs)
+        held_out = (
+            load_pairs(c.eval_pairs, fields, c.pairs_subset, c.eval_pairs_split, c.max_eval_pairs)
+            if c.eval_pairs
+            else None
+        )
+        report = f"train: {train.report()}; held-out: {held_out.report() if held_out else 'none'}"
+        return ProblemSet(
+            judge_rows(train.pairs, c.judge, c.prompt),
+            judge_rows(held_out.pairs, c.judge, c.prompt) if held_out else [],
+            verdict_verifier(c.judge),
+            None,
+            report,
+        )
+
+    def warm_start_key(self, data_cfg: Any) -> Any:
+        synthetic = OmegaConf.to_container(data_cfg.synthetic, resolve=True)
+        return OmegaConf.create({**synthetic, "judge": self.cfg.judge, "judge_prompt": self.cfg.prompt})
+
+    @property
+    def rows_per_pair(self) -> int:
+        return 4 if self.cfg.judge == "multitask" else 2
+
+    def reward_functions(self, ctx: RewardContext) -> list:
+        """J1's `verdict` column (scored on the gathered batch), then the optional format reward."""
+        c = self.cfg
+        verdict = GroupReward("verdict", pair_reward(c.judge, c.reward == "consistency", float(c.wrong_reward)))
+        out: list = [(verdict, 1.0)]
+        if c.format_weight:
+            out.append((format_reward_fn(c.judge), float(c.format_weight)))
+        return out + super().reward_functions(ctx)
+
+    def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        return [KeepRowsTogether(self.rows_per_pair)]
+
+
+def _first_pairs(rows: list[dict[str, Any]], limit: Optional[int], rows_per_pair: int) -> list[dict[str, Any]]:
+    return rows if limit is None else rows[: rows_per_pair * limit]

@@ -1,0 +1,47 @@
+"""`rlrecipes judge-eval` / `judge-pairs`: mistakes fail with one line before any model loads."""
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["judge-eval", "--model", "m", "--benchmark", "rewardbnch"],
+            "error: --benchmark rewardbnch: unknown; valid: rewardbench, rm_bench",
+        ),
+        (
+            ["judge-eval", "--model", "m", "--pairs", "p.jsonl", "--judge", "pairs"],
+            "error: --judge='pairs'; valid: pairwise, pairwise_scores, pointwise",
+        ),
+        (
+            ["judge-eval", "--model", "m", "--benchmark", "followbencheval"],
+            "error: give --benchmark NAME or --pairs FILE_OR_HUB_ID (205 pairs",
+        ),
+        (
+            ["judge-eval", "--model", "m", "--pairs", "missing/p.jsonl"],
+            "error: data file missing/p.jsonl does not exist",
+        ),
+        (
+            ["judge-pairs", "--model", "m", "--data", "arithmetic", "--out", "{existing}"],
+            "error: {existing} already exists; pair files are never overwritten",
+        ),
+        (
+            ["judge-pairs", "--model", "m", "--data", "arithmetic", "--out", "{new}", "--samples", "1"],
+            "error: --samples 1: a pair needs at least two samples",
+        ),
+    ],
+)
+def test_mistakes_fail_with_one_line(args, expected, tmp_path, capsys, monkeypatch):
+    from rlrecipes.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    existing = tmp_path / "pairs.jsonl"
+    existing.write_text("")
+    args = [a.format(existing=existing, new=tmp_path / "new.jsonl") for a in args]
+    with pytest.raises(SystemExit) as exit:
+        main(args)
+    out = capsys.readouterr()
+    text = " ".join((out.out + out.err).split())
+    assert exit.value.code == 2 and text.startswith(expected.format(existing=existing)), text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl"]  # nothing created

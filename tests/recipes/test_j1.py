@@ -1,0 +1,175 @@
+"""J1: config and choices, the verdict column on scripted judgements, multitask rows, and tiny runs
+(one process and two)."""
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from rlrecipes.errors import ConfigError
+from rlrecipes.judge.pair_reward import pair_reward
+from rlrecipes.recipes.j1 import J1
+from rlrecipes.rewards import Group
+from tests.conftest import compose
+
+TOY_JUDGE = [
+    "recipe=j1",
+    "recipe.prompt=compact",
+    "model.toy.sft_max_new_tokens=24",
+    "trainer.max_completion_length=24",
+]
+
+
+def test_recipe_defaults_and_one_line_errors():
+    r = compose("recipe=j1").recipe
+    assert (r.judge, r.prompt, r.reward, r.wrong_reward, r.format_weight, r.pairs) == (
+        "pairwise",
+        "j1",
+        "correctness",
+        0.0,
+        0.0,
+        None,
+    )
+    assert list(r.rewards) == [] and r.loss_type == "dapo"
+    J1.validate(compose("recipe=j1", "recipe.prompt=compact"))
+    for override, message in [
+        ("recipe.judge=pairs", "recipe.judge='pairs'; valid: pairwise, pairwise_scores, pointwise, multitask"),
+        ("recipe.prompt=fancy", "recipe.prompt='fancy'; valid: j1, rm_r1, compact"),
+        ("recipe.reward=vote", "recipe.reward='vote'; valid: correctness, consistency"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            compose("recipe=j1", override)  # the choices fail at composition, before anything loads
+    for overrides, message in [
+        (["recipe.judge=pointwise", "recipe.reward=consistency"], "recipe.judge=pointwise has no orders"),
+        (["recipe.judge=pointwise", "recipe.prompt=rm_r1"], "recipe.prompt=rm_r1 (chain of rubrics) ends in a verdict"),
+        (
+            ["recipe.prompt=compact", "trainer.prompts_per_rollout=5"],
+            "trainer.prompts_per_rollout=5 must be a multiple of 2",
+        ),
+        (
+            ["recipe.prompt=compact", "data.source=file", "data.path=x.jsonl"],
+            "recipe.pairs=null builds pairs from the synthetic",
+        ),
+        ([], "recipe.prompt=j1 writes judge prompts longer than the toy model's 512-character context"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            J1.validate(compose("recipe=j1", *overrides))
+
+
+def test_choices_match_the_judge_package():
+    from rlrecipes.judge.prompts import FORMATS, MULTITASK, STYLES
+    from rlrecipes.recipes.j1 import REWARDS, JudgeFormat, PromptStyle
+
+    assert [c.value for c in JudgeFormat] == [*FORMATS, MULTITASK]
+    assert [c.value for c in PromptStyle] == list(STYLES)
+    assert list(REWARDS) == ["correctness", "consistency"]
+
+
+def score(reward, outputs: dict[str, list[str]]):
+    """The column `reward` scores for groups {row id: completions}, and what it logged."""
+    logged = {}
+    groups = [Group(row, texts, {"id": [row] * len(texts)}) for row, texts in outputs.items()]
+    return reward(groups, logged.__setitem__), logged
+
+
+A, B = "<answer>[[A]]</answer>", "<answer>[[B]]</answer>"
+
+
+def test_verdict_column_is_correctness_per_order_and_logs_the_diagnostics():
+    scores, logged = score(pair_reward("pairwise", wrong=-1.0), {"p|AB": [A, B], "p|BA": [B, "?"]})
+    assert scores == [[1.0, -1.0], [1.0, -1.0]]  # the unparseable verdict is wrong too
+    assert logged["j1/consistent"] == 0.5 and logged["j1/parse_none"] == 1 / 4
+    assert logged["j1/first_position_share"] == 1 / 3
+
+
+def test_consistency_column_from_both_orders_of_each_pair():
+    outputs = {"p|AB": [A, A], "q|AB": [B, A], "p|BA": [B, A], "q|BA": [B, B]}
+    scores, logged = score(pair_reward("pairwise", consistency=True, wrong=-1.0), outputs)
+    # p: index 0 right in both orders, index 1 wrong in BA; q: index 0 wrong in AB, index 1 right in both
+    assert scores == [[1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]]
+    assert logged["j1/consistent"] == 0.5 and logged["j1/first_position_share"] == 4 / 8
+    assert logged["j1/parse_ok"] == 1
+
+
+def test_pointwise_pairs_and_a_missing_partner():
+    outputs = {
+        "p|chosen": ["<score>8</score>", "<score>5</score>"],
+        "p|rejected": ["<score>3</score>", "<score>5</score>"],
+    }
+    scores, logged = score(pair_reward("pointwise"), outputs)
+    assert scores == [[1.0, 0.0], [1.0, 0.0]]  # the 5-5 tie is wrong
+    assert logged["j1/pointwise_right"] == 0.5
+    with pytest.raises(RuntimeError, match="not kept together"):
+        score(pair_reward("pointwise"), {"p|chosen": ["x", "y"]})
+
+
+def test_toy_problem_set_is_both_orders_and_keyed_apart_from_the_arithmetic_toy():
+    cfg = compose(*TOY_JUDGE, "recipe.max_pairs=10")
+    recipe = J1(cfg.recipe)
+    problems = recipe.problem_set(cfg.data)
+    assert len(problems.train) == 20 and [r["answer"] for r in problems.train[:2]] == ["A", "B"]
+    assert problems.train[0]["id"].endswith("|AB") and problems.train[1]["id"].endswith("|BA")
+    assert problems.verify("<answer>[[A]]</answer>", "A")
+    assert recipe.warm_start_key(cfg.data) != cfg.data.synthetic
+
+
+@pytest.mark.slow
+def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
+    from rlrecipes.train import train
+
+    cfg = compose(*TOY_JUDGE, "recipe.reward=consistency", "recipe.max_eval_pairs=8")
+    summary = train(cfg, tmp_path, log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "j1/consistent" in r]
+    assert summary["steps"] == 2 and len(steps) == 2
+    for r in steps:
+        assert 0 <= r["j1/consistent"] <= 1 and "rewards/verdict/mean" in r
+        assert r["rewards/verdict/mean"] == pytest.approx(r["j1/consistent"])  # the column is the consistency
+    assert summary["accuracy_before"] is not None  # held-out verdict accuracy over both orders
+
+
+def test_multitask_rows_and_their_column():
+    cfg = compose(*TOY_JUDGE, "recipe.judge=multitask", "recipe.max_pairs=3", "trainer.prompts_per_rollout=8")
+    J1.validate(cfg)
+    recipe = J1(cfg.recipe)
+    problems = recipe.problem_set(cfg.data)
+    assert [r["id"].split("|")[1] for r in problems.train[:4]] == ["AB", "BA", "chosen", "rejected"]
+    assert "<score_A>" in problems.task.solution(problems.train[0]) and "<score>" in problems.task.solution(
+        problems.train[2]
+    )
+    fns = recipe.reward_functions(SimpleNamespace(verify=problems.verify))
+    assert [fn.__name__ for fn, _ in fns] == ["verdict"]
+    with pytest.raises(ConfigError, match="must be a multiple of 4"):
+        J1.validate(compose("recipe=j1", "recipe.judge=multitask", "trainer.prompts_per_rollout=6"))
+    pas = "<score_A>9</score_A><score_B>2</score_B>"
+    outputs = {
+        "p|AB": [pas, pas],
+        "p|BA": [pas, pas],
+        "p|chosen": ["<score>8</score>"] * 2,
+        "p|rejected": ["<score>8</score>", "<score>1</score>"],
+    }
+    column, logged = score(pair_reward("multitask"), outputs)
+    assert column == [[1.0, 1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 1.0]]  # PaS correctness; PoS: a tie, then 8 > 1
+    assert logged["j1/consistent"] == 0.0 and logged["j1/pointwise_right"] == 0.5
+
+
+@pytest.mark.slow
+def test_both_orders_share_a_batch_on_two_processes(tmp_path):
+    """A real 2-process launch: the consistency column needs both orders of every pair in the
+    gathered batch (it raises otherwise), and every step logs it."""
+    from tests.test_train_multiprocess import launch, metrics
+
+    out = launch(
+        2,
+        *TOY_JUDGE,
+        "recipe.reward=consistency",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+        f"run_dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["world_size"] == 2
+    rows = metrics(tmp_path / "run")
+    assert len(rows) == 2 and all("j1/consistent" in r and "rewards/verdict/mean" in r for r in rows)

@@ -1,0 +1,247 @@
+"""The paper presets hold the values of the authors' code; each test names the line it follows.
+
+Repositories and commits read: PRIME-RL/TTRL 1d2ec3d (v1, OpenRLHF) and 3e2cc93 (verl, with
+verl's recipe/dapo vendored); ruixin31/Spurious_Rewards 33b9f85; sunblaze-ucb/Intuitor 3f0cdd7
+(open-r1-intuitor, pinned to huggingface/trl 1bca495); ypwang61/One-Shot-RLVR 21ed529.
+Every preset's own command (its header's) passes `rlrecipes train ... --dry-run`, which runs
+every check of a run and builds TRL's whole GRPOConfig without loading anything.
+"""
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlrecipes.cli import main
+from rlrecipes.config import compose_config
+from rlrecipes.config.compose import conf_dir
+from rlrecipes.engine.grpo_args import EngineGRPOConfig, plan_batches
+from rlrecipes.recipes import get_recipe
+from rlrecipes.train import check_run
+
+EXPERIMENTS = sorted(p.stem for p in (Path(conf_dir()) / "experiment").glob("*.yaml"))
+TTRL_PRESETS = [name for name in EXPERIMENTS if name.startswith("ttrl_") and "_grpo_" not in name]
+
+
+@cache  # composing is the slow part; no test edits a config
+def preset(name: str, *overrides: str):
+    return compose_config("train", [f"experiment={name}", *overrides])
+
+
+def header_command(name: str) -> list[str]:
+    """The overrides of the command a preset's header gives on its second line
+    (`# rlrecipes train experiment=NAME ...`), up to its first bracketed remark."""
+    line = (Path(conf_dir()) / "experiment" / f"{name}.yaml").read_text().splitlines()[1]
+    assert line.startswith("# rlrecipes train "), line
+    words = []
+    for word in line.removeprefix("# rlrecipes train ").split():
+        if word[0] in "([":
+            break
+        words.append(word)
+    return words
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_preset_command_passes_the_dry_run_and_builds_the_grpo_config(name, capsys):
+    command = header_command(name)
+    assert f"experiment={name}" in command
+    with pytest.raises(SystemExit) as done:  # `rlrecipes train <command> --dry-run`
+        main(["train", *command, "--dry-run"])
+    assert done.value.code == 0, capsys.readouterr().out
+    assert "checked 1 run(s)" in capsys.readouterr().out
+    cfg = compose_config("train", command)
+    args = check_run(cfg, hardware=False)  # what the dry run built
+    assert isinstance(args, EngineGRPOConfig)  # a trl.GRPOConfig with the engine's fields
+    assert (args.max_steps, args.loss_type, args.beta) == (cfg.trainer.max_steps, cfg.recipe.loss_type, cfg.recipe.beta)
+    assert args.scheduler_steps == cfg.trainer.get("scheduler_steps")
+    assert cfg.experiment == name  # a preset that extends another records its own name
+
+
+# ------------------------------------------------------------------------------- TTRL v1
+# code/scripts/ttrl_{aime,amc,math}_grpo_7b.sh at PRIME-RL/TTRL 1d2ec3d:
+# (questions, --rollout_batch_size l.56, --num_episodes l.50)
+TTRL_V1 = {
+    "ttrl_v1_aime24_qwen2_5_math_7b": (30, 16, 60),
+    "ttrl_v1_amc_qwen2_5_math_7b": (83, 64, 50),
+    "ttrl_v1_math500_qwen2_5_math_7b": (500, 128, 40),
+    "ttrl_grpo_math500_qwen2_5_math_7b": (500, 128, 40),  # the same script with the label reward
+}
+
+
+@pytest.mark.parametrize("name", sorted(TTRL_V1))
+def test_ttrl_v1_presets_follow_the_openrlhf_scripts(name):
+    questions, prompts, episodes = TTRL_V1[name]
+    cfg = preset(name)
+    r, t = cfg.recipe, cfg.trainer
+    # l.83 --packing_samples + l.48 --micro_train_batch_size 4: PolicyLoss (models/loss.py l.48)
+    # averages the tokens of each packed micro-batch of 4 samples (action_mask=None,
+    # env/ttt_samples_maker.py l.403, 412)
+    assert (r.loss_type, t.micro_batch_size) == ("bnpo", 4)
+    # l.57 --n_samples_per_prompt 16: ttt_samples_maker.py keeps the first 16 of the votes
+    # (l.222-236) and votes among those 16 (l.305-310), so 16 samples vote and train
+    assert t.num_generations == 16 and r.get("n_train", 16) == 16
+    # l.49 --train_batch_size 16 samples per optimizer step
+    assert plan_batches(t).completions_per_update == 16
+    assert t.prompts_per_rollout == prompts  # l.56
+    # the LR schedule: controller/naive_controller.py l.85-91 sizes it as
+    # num_episodes * (len(data) * n_samples_per_prompt // train_batch_size) ...
+    assert t.scheduler_steps == {30: 1800, 83: 4150, 500: 20000}[questions] == episodes * (questions * 16 // 16)
+    # ... while the prompt loader drops the incomplete batch (l.315-321): fewer steps train
+    updates = prompts * 16 // 16
+    assert t.updates_per_rollout == updates
+    assert t.max_steps == {30: 960, 83: 3200, 500: 15360}[questions] == episodes * (questions // prompts) * updates
+    # trainer/ppo_actor.py l.304-310: cosine_with_min_lr, min_lr = 0.1 x lr, warm-up
+    # ceil(0.03 x schedule length) (--lr_warmup_ratio default 0.03)
+    assert (t.lr_scheduler_type, dict(t.lr_scheduler_kwargs), t.warmup_ratio) == (
+        "cosine_with_min_lr",
+        {"min_lr_rate": 0.1},
+        0.03,
+    )
+    assert (t.learning_rate, r.beta, t.adam_beta2, t.weight_decay) == (5e-7, 0.0, 0.95, 0.0)  # l.72, 74; defaults
+    assert t.temperature == 1.0 and t.max_completion_length == 3072  # l.66, 63
+
+
+def test_ttrl_gold_label_preset_is_the_same_rl_rewarded_by_the_labels():
+    gold, ttrl = preset("ttrl_grpo_math500_qwen2_5_math_7b"), preset("ttrl_v1_math500_qwen2_5_math_7b")
+    # --verify_task math (auto_verify.py l.14-16) in place of "ttt" (script l.46)
+    assert gold.recipe.name == "grpo" and [(x.name, x.weight) for x in gold.recipe.rewards] == [("accuracy", 1.0)]
+    assert OmegaConf.to_container(gold.trainer) == OmegaConf.to_container(ttrl.trainer)
+    assert OmegaConf.to_container(gold.data) == OmegaConf.to_container(ttrl.data)
+    for key in ("loss_type", "beta", "epsilon", "epsilon_high", "scale_rewards", "entropy_coef"):
+        assert gold.recipe[key] == ttrl.recipe[key], key
+
+
+@pytest.mark.parametrize("name", TTRL_PRESETS)
+def test_ttrl_presets_vote_by_exact_strings_as_the_code_does(name):
+    # v1 qwen_eval.py l.151-155 and verl ttt_metrics.py: a Counter over extracted answer strings
+    assert preset(name).recipe.vote == "exact"
+    # the recipe default decides: no preset states its own rule
+    assert "vote" not in (OmegaConf.load(Path(conf_dir()) / "experiment" / f"{name}.yaml").get("recipe") or {})
+
+
+@pytest.mark.parametrize("name", TTRL_PRESETS)
+def test_ttrl_loss_averages_the_authors_micro_batches(name):
+    # TTRL trains on the first n_train of each group's num_generations samples (GroupSubset
+    # drops the rest before the batch is split), so a micro-batch of micro_batch_size
+    # generated rows trains micro_batch_size x n_train / num_generations of them.
+    # v1: the packed micro-batch of 4 (ttrl_*_grpo_7b.sh l.48, 83); verl: token-mean per
+    # micro-batch (dp_actor.py l.294-298) of ppo_micro_batch_size_per_gpu 2 (aime.sh l.29, 58)
+    cfg = preset(name)
+    t, r = cfg.trainer, cfg.recipe
+    assert r.loss_type == "bnpo"
+    assert t.micro_batch_size * r.n_train // t.num_generations == (4 if "_v1_" in name else 2)
+
+
+# ------------------------------------------------------------------------ Spurious Rewards
+@pytest.mark.parametrize("size", ["7b", "1_5b"])
+def test_spurious_presets_follow_the_script(size):
+    # code/scripts/rlvr_deepscaler_grpo_qwen_random.sh at ruixin31/Spurious_Rewards 33b9f85
+    cfg = preset(f"spurious_qwen2_5_math_{size}", "reward=random")
+    r, t = cfg.recipe, cfg.trainer
+    # l.80 --packing_samples + l.41 --micro_train_batch_size 4: token mean per packed micro-batch
+    # of 4 (naive_samples_maker.py l.596 action_mask=None; loss.py l.48)
+    assert (r.loss_type, t.micro_batch_size) == ("bnpo", 4)
+    assert (t.prompts_per_rollout, t.num_generations) == (64, 16)  # l.51-52
+    assert plan_batches(t).completions_per_update == 128  # l.42 --train_batch_size 128
+    assert (t.save_steps, t.save_keep_last) == (50 * t.updates_per_rollout, 1)  # l.46, l.75
+    assert (t.lr_scheduler_type, t.warmup_ratio, t.learning_rate) == ("constant", 0.0, 5e-7)  # l.44-45, l.3
+
+
+def test_spurious_clip_ablation_trains_the_authors_objective():
+    def overrides(*extra):
+        cfg = preset("spurious_qwen2_5_math_7b", "reward=random", *extra)
+        return get_recipe("spurious")(cfg.recipe).grpo_overrides()
+
+    inf = float("inf")
+    assert overrides() == {}  # clipped PPO (loss.py l.28-49)
+    # --use_policy_loss_wo_old_log_probs (train_ppo_naive.py l.195, ppo_trainer.py l.127-128):
+    # PolicyLossWoOldLogProbs, -exp(log_probs) * A with no clip (loss.py l.51-73)
+    assert overrides("recipe.clip=false") == {"epsilon": inf, "epsilon_high": inf, "loss_without_old_logps": True}
+    assert overrides("recipe.clip=false", "recipe.no_clip_objective=ratio") == {"epsilon": inf, "epsilon_high": inf}
+
+
+# -------------------------------------------------------------------------------- INTUITOR
+@pytest.mark.parametrize(
+    "size, lr, beta, prompts, generations, steps",
+    [("3b", 3e-6, 0.005, 128, 7, 58), ("1_5b", 3e-6, 0.005, 128, 7, 58), ("7b", 1e-6, 0.01, 64, 14, 117)],
+)
+def test_intuitor_grpo_baselines_follow_the_open_r1_configs(size, lr, beta, prompts, generations, steps):
+    # open-r1-intuitor/recipes/Qwen2.5-{3B,7B}/grpo/config_demo.yaml at sunblaze-ucb/Intuitor 3f0cdd7
+    cfg = preset(f"intuitor_grpo_qwen2_5_{size}_math")
+    r, t = cfg.recipe, cfg.trainer
+    assert r.name == "grpo" and [(x.name, x.weight) for x in r.rewards] == [("accuracy", 1.0)]  # l.43-46
+    assert (t.learning_rate, r.beta, t.num_generations) == (lr, beta, generations)  # l.23, l.15, l.33
+    # 7 processes (run_grpo.sh l.14) x 4 per device (l.39) x 32 accumulation (l.18) completions
+    assert t.prompts_per_rollout * t.num_generations == 7 * 4 * 32 and t.prompts_per_rollout == prompts
+    assert (t.updates_per_rollout, t.micro_batch_size) == (1, 4)
+    assert t.max_steps == steps == 7500 // prompts  # num_train_epochs 1 (l.34) over MATH's 7,500
+    assert (t.lr_scheduler_type, t.warmup_ratio, t.max_completion_length) == ("cosine", 0.1, 3072)  # l.29, 51, 31
+    # TRL 1bca495 (the fork's pin): loss_type default bnpo (grpo_config.py l.345-346), temperature 0.9
+    assert (r.loss_type, t.temperature, cfg.seed) == ("bnpo", 0.9, 7)  # seed: l.50
+    assert (t.save_steps, t.save_keep_last) == (10, 6)  # l.49, l.48
+
+
+def test_intuitor_grpo_baseline_differs_from_intuitor_only_in_the_reward():
+    grpo, intuitor = preset("intuitor_grpo_qwen2_5_3b_math"), preset("intuitor_qwen2_5_3b_math")
+    assert OmegaConf.to_container(grpo.trainer) == OmegaConf.to_container(intuitor.trainer)
+    assert OmegaConf.to_container(grpo.data) == OmegaConf.to_container(intuitor.data)
+    assert (grpo.recipe.loss_type, grpo.recipe.beta, grpo.seed) == (
+        intuitor.recipe.loss_type,
+        intuitor.recipe.beta,
+        intuitor.seed,
+    )
+    assert [x.weight for x in intuitor.recipe.rewards] == [0.0]  # INTUITOR: accuracy is a monitor only
+
+
+def test_intuitor_grpo_reward_grades_against_the_answer_boxed_in_the_solution():
+    # MATH-lighteval has no answer column; open-r1's accuracy_reward parses the gold from the
+    # worked `solution` (rewards.py l.45-48), as the `accuracy` reward does with its last box
+    from rlrecipes.data.problems import answer_verifier
+
+    cfg = preset("intuitor_grpo_qwen2_5_3b_math")
+    assert cfg.data.answer_field == "solution"
+    verify = answer_verifier(cfg.data.answer_style)
+    solution = r"Squaring gives $x^2 = 4$, and $x > 0$, so $x = \boxed{2}$."
+    assert verify(r"... so the answer is \boxed{2}.", solution)
+    assert not verify(r"... so the answer is \boxed{4}.", solution)
+
+
+# ------------------------------------------------------------------------- one-shot RLVR
+@pytest.mark.parametrize("name", [n for n in EXPERIMENTS if n.startswith("one_shot_")])
+def test_one_shot_presets_keep_what_model_selection_needs(name):
+    t = preset(name).trainer
+    # scripts/train/training_1.5b_pi1_r128.sh l.47-48: save_freq=20, test_freq=20 (MATH500)
+    assert (t.save_steps, t.eval_every) == (20, 20)
+    # not all ~100 checkpoints: the best held-out MATH500 one and the last
+    assert (t.save_keep_last, t.save_best_metric) == (1, "heldout_accuracy")
+
+
+def test_one_shot_full_set_baseline_is_the_pi1_run_on_all_of_dsr_sub():
+    # scripts/train/training_1.5b_dsr_sub.sh differs from the π1 script in l.10 (the data) only
+    full, pi1 = preset("one_shot_dsr_sub_qwen2_5_math_1_5b"), preset("one_shot_pi1_qwen2_5_math_1_5b")
+    assert full.recipe.examples is None and [str(x) for x in pi1.recipe.examples] == ["124"]
+    assert OmegaConf.to_container(full.trainer) == OmegaConf.to_container(pi1.trainer)
+
+
+# ------------------------------------------------------------------------------------ DAPO
+def test_dapo_paper_budget_and_checkpoints():
+    cfg = preset("dapo_paper")
+    t = cfg.trainer
+    # run_dapo_qwen2.5_32b.sh: one epoch (l.130) of the 1,791,700-row file in generation
+    # batches of 1536 (l.29) = 1166 batches: the budget counts generation batches, and
+    # max_steps is only the ceiling when every rollout step fills from one batch
+    assert cfg.recipe.max_generation_batches == 1_791_700 // 1536 == 1166  # verl drops the last, partial batch
+    assert t.updates_per_rollout == 16 and t.max_steps == 1166 * 16
+    assert (t.save_steps, t.save_keep_last) == (50 * 16, 1)  # the final model is what the paper scores
+
+
+def test_dapo_naive_grpo_row_switches_every_technique_off():
+    cfg = preset("dapo_grpo_paper")
+    r = cfg.recipe
+    assert (r.loss_type, r.epsilon, r.epsilon_high) == ("grpo", 0.2, 0.2)
+    assert not r.dynamic_sampling and not r.soft_overlong_punishment
+    # run_dapo_early_qwen2.5_32b.sh l.27, l.129: one epoch of the 1,791,700 rows in batches of 512
+    assert cfg.trainer.max_steps == 3499 * 16
+    dapo = preset("dapo_paper")
+    assert (cfg.model.name_or_path, cfg.data.path) == (dapo.model.name_or_path, dapo.data.path)
