@@ -29,6 +29,9 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("rlrecipes.config.store", "rlrecipes.recipes"): "recipe schemas live with their recipes",
     ("rlrecipes.config.store", "rlrecipes.config.eval_schema"): "its per-benchmark fields need the registry",
     ("rlrecipes.config.eval_schema", "rlrecipes.eval.benchmarks"): "one protocol field per registered benchmark",
+    # TRL imports the optional vLLM, which logs on import: `rlrecipes train` composes the
+    # config first, so a mistake is reported in one line before the job is imported
+    ("rlrecipes.commands.train", "rlrecipes.train"): "the job imports TRL and the optional vLLM",
 }
 
 

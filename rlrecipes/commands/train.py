@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Optional
 
 import typer
@@ -22,8 +21,6 @@ from rlrecipes.rundir import (
     shared_run_dir,
     write_manifest,
 )
-from rlrecipes.train import TrainingInterrupted, check_run, dry_run, reopen_run_dir
-from rlrecipes.train import train as run_training
 
 
 def train(
@@ -39,11 +36,23 @@ def train(
         return
     # every job of a sweep is checked before the first starts; the machine (CUDA, vLLM) by the
     # job itself, which may run elsewhere (a Slurm launcher)
-    run_hydra("train", train_job, list(ctx.args), multirun, check=partial(check_run, hardware=False))
+    run_hydra("train", train_job, list(ctx.args), multirun, check=check_config)
+
+
+# The training job is imported only once Hydra has composed the config: it imports TRL, and
+# TRL imports the optional vLLM when installed, which logs on import, so a mistyped key
+# would no longer be the one line of its report.
+def check_config(cfg: Any) -> None:
+    """`rlrecipes.train.check_run` without the machine checks (a Slurm job may run elsewhere)."""
+    from rlrecipes.train import check_run
+
+    check_run(cfg, hardware=False)
 
 
 def print_plans(overrides: list[str], multirun: bool) -> None:
     """`--dry-run`: each job's plan (`rlrecipes.train.dry_run`) as a table."""
+    from rlrecipes.train import dry_run
+
     jobs = compose_jobs("train", overrides, multirun)
     for job, cfg in jobs:
         table = Table(title=f"rlrecipes train --dry-run {' '.join(job)}".rstrip(), show_header=False)
@@ -57,6 +66,9 @@ def print_plans(overrides: list[str], multirun: bool) -> None:
 
 def train_job(cfg: Any) -> Optional[float]:
     """The Hydra task: one training run; returns the held-out accuracy after (for sweepers)."""
+    from rlrecipes.train import TrainingInterrupted, reopen_run_dir
+    from rlrecipes.train import train as run_training
+
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
     main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files

@@ -124,7 +124,8 @@ class ToyModelConfig:
     sft_dev_size: int = 400  # training problems held back to measure the plateau
     sft_max_new_tokens: int = 12  # greedy decoding length when measuring dev accuracy
     # Plateau rule: stop once the last `sft_patience` + 1 dev accuracies lie within
-    # `sft_tolerance` of each other (the final model is kept, not the best point).
+    # `sft_tolerance` of each other and all more than `sft_tolerance` above the untrained
+    # model's (the final model is kept, not the best point).
     sft_patience: int = 4
     sft_tolerance: float = 0.04
     seed: int = 0

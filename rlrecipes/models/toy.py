@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 import torch
 
+from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
+from rlrecipes.generation import greedy_accuracy
 
 SPECIALS = ["<|pad|>", "<|eos|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>"]
 ALPHABET = list(string.ascii_letters + string.digits + string.punctuation + " \n")
@@ -96,8 +98,6 @@ def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[s
 
 
 def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None]) -> dict[str, Any]:
-    from rlrecipes.data.templates import render_prompt
-    from rlrecipes.generation import greedy_accuracy
 
     dev = task.train[-cfg.sft_dev_size :]
     sft_items = task.train[: -cfg.sft_dev_size]
@@ -189,8 +189,6 @@ def _encode(tokenizer: Any, text: str, as_prompt: bool) -> list[int]:
     """Token ids, memoised: the same few thousand prompts and answers recur every step."""
     key = (id(tokenizer), text, as_prompt)
     if key not in _ENCODED:
-        from rlrecipes.data.templates import render_prompt
-
         rendered = render_prompt(text, "chat", tokenizer) if as_prompt else text
         _ENCODED[key] = tokenizer(rendered, add_special_tokens=False)["input_ids"]
     return _ENCODED[key]

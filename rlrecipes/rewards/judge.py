@@ -45,6 +45,7 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.generation import Sampling, hf_generate
 from rlrecipes.judge.prompts import pairwise_prompt, pointwise_prompt
 from rlrecipes.judge.verdicts import Judgement, parse
+from rlrecipes.models import load_model
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
 
 JUDGE_FORMATS = ("pointwise", "pairwise")
@@ -103,8 +104,6 @@ class Judge:
 
     def _load(self) -> None:
         import torch
-
-        from rlrecipes.models import load_model
 
         cfg = OmegaConf.structured(ModelConfig)
         cfg.name_or_path, cfg.builder, cfg.dtype = self.settings.model, None, "auto"

@@ -1,4 +1,5 @@
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,7 +76,12 @@ def test_countdown_check_requires_each_number_once():
 
 
 def test_unknown_task_and_bad_sizes_fail_with_one_line():
-    with pytest.raises(UserError, match="valid: arithmetic, countdown"):
-        make_task(task_cfg(task="sudoku"))
+    from rlrecipes.config import compose_config
+
+    # the schema refuses an unknown task when the config composes, naming the valid ones
+    with pytest.raises(UserError, match="data.synthetic.task='sudoku'; valid: arithmetic, countdown"):
+        compose_config("train", ["data.synthetic.task=sudoku"])
+    with pytest.raises(UserError, match="valid: arithmetic, countdown"):  # a config built in code
+        make_task(SimpleNamespace(task="sudoku"))
     with pytest.raises(UserError, match="distinct"):
         make_task(task_cfg(operand_max=[3, 3], num_train=100, num_eval=10))

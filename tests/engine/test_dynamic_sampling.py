@@ -120,6 +120,7 @@ def test_fills_the_batch_with_mixed_groups_only_and_counts_rounds():
     assert batch["advantages"].tolist() == pytest.approx([1.00, 1.01, 1.06, 1.07, 3.00, 3.01, 3.02, 3.03])
     assert t.logged == {
         "dynamic_sampling/rounds": 3,
+        "dynamic_sampling/generation_batches": 3,  # the run's rounds so far (verl's budget unit)
         "dynamic_sampling/prompts_generated": 12,
         "dynamic_sampling/prompts_kept": 4,
         "dynamic_sampling/filtered_fraction": pytest.approx(7 / 12),

@@ -35,13 +35,16 @@ def test_rewards_combine_with_any_recipe_and_bad_options_are_one_line():
     assert [x.name for x in compose("recipe=dapo", "reward=random").recipe.rewards] == ["random"]
     assert [x.name for x in compose("recipe=spurious").recipe.rewards] == ["accuracy"]  # ground truth
     with pytest.raises(
-        ConfigError, match="unknown reward 'coin'; valid: format, ground_truth, incorrect, judge, judge_hybrid, majority, random"
+        ConfigError,
+        match="unknown reward 'coin'; valid: format, ground_truth, incorrect, judge, judge_hybrid, majority, random",
     ):
         compose("recipe=spurious", "reward=coin")
 
 
 def test_stored_label_rewards_need_a_labels_file():
-    with pytest.raises(UserError, match="reward=incorrect needs recipe.labels=FILE.jsonl; build it with: python -m"):
+    with pytest.raises(
+        UserError, match="reward=incorrect needs recipe.labels=FILE.jsonl; build it with: rlrecipes spurious-labels"
+    ):
         Spurious.validate(compose("recipe=spurious", "reward=incorrect"))
 
 
