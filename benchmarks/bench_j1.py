@@ -109,7 +109,7 @@ def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
     """Supervised steps on the training rows for the J1 run's CPU time (the machine is shared,
     so CPU seconds of this process, not wall time, make the budgets equal)."""
     import torch
-    from bench_quickstart import completion_loss
+    from bench_quickstart import sft_step
 
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.models import load_model
@@ -130,12 +130,7 @@ def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
             )
             for it in batch
         ]
-        model.train()
-        loss = completion_loss(model, tok, pairs)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
-        opt.step()
+        sft_step(model, tok, pairs, opt, t.max_grad_norm)
         steps += 1
     spent = round(time.process_time() - start, 1)
     return {"after": judge_metrics_of(model, tok, cfg, held_out), "cpu_seconds": spent, "steps": steps}

@@ -79,6 +79,18 @@ def sample(model, tokenizer, prompts: list[str], cfg) -> list[list[str]]:
     return [texts[i : i + g] for i in range(0, len(texts), g)]
 
 
+def sft_step(model, tokenizer, pairs: list[tuple[str, str]], opt, max_grad_norm: float) -> None:
+    """One supervised update on (prompt, completion) pairs, clipped like the RL runs' updates."""
+    import torch
+
+    model.train()
+    loss = completion_loss(model, tokenizer, pairs)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    opt.step()
+
+
 def completion_loss(model, tokenizer, pairs: list[tuple[str, str]]):
     """Token-mean cross-entropy on the completions (+ end of sequence); prompt tokens masked."""
     import torch
@@ -150,12 +162,7 @@ def control_run(kind: str, seed: int, extra: list[str]) -> dict:
         if not pairs:  # no accepted sample: RFT has nothing to learn from this step
             idle += 1
             continue
-        model.train()
-        loss = completion_loss(model, tok, pairs)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
-        opt.step()
+        sft_step(model, tok, pairs, opt, t.max_grad_norm)
     out = {
         "accuracy_before": before,
         "accuracy_after": accuracy(),
