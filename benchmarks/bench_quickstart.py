@@ -92,24 +92,13 @@ def sft_step(model, tokenizer, pairs: list[tuple[str, str]], opt, max_grad_norm:
 
 
 def completion_loss(model, tokenizer, pairs: list[tuple[str, str]]):
-    """Token-mean cross-entropy on the completions (+ end of sequence); prompt tokens masked."""
-    import torch
+    """The warm-start's loss (token-mean cross-entropy on the completions, prompts masked) on text pairs."""
+    from rlrecipes.models.toy import completion_loss as token_loss
 
-    seqs, starts = [], []
-    for prompt, completion in pairs:
-        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        seqs.append(p + c)
-        starts.append(len(p))
-    width = max(map(len, seqs))
-    ids = torch.full((len(seqs), width), tokenizer.pad_token_id)
-    labels = torch.full((len(seqs), width), -100)
-    attn = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, (seq, start) in enumerate(zip(seqs, starts)):
-        ids[i, : len(seq)] = torch.tensor(seq)
-        labels[i, start : len(seq)] = torch.tensor(seq[start:])
-        attn[i, : len(seq)] = 1
-    return model(input_ids=ids, attention_mask=attn, labels=labels).loss
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    return token_loss(model, tokenizer, [ids(p) for p, _ in pairs], [ids(c) for _, c in pairs])
 
 
 def control_run(kind: str, seed: int, extra: list[str]) -> dict:
@@ -174,6 +163,16 @@ def control_run(kind: str, seed: int, extra: list[str]) -> dict:
     return out
 
 
+def warm_start_report(cfg) -> dict:
+    """Where the cached toy's supervised warm-start stopped (its model folder's warm_start.json)."""
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.models import resolve_model_path
+
+    path = Path(resolve_model_path(cfg.model, make_task(cfg.data.synthetic), cfg.data.synthetic, log=lambda _: None))
+    report = json.loads((path / "warm_start.json").read_text())
+    return {k: report.get(k) for k in ("steps", "dev_accuracy", "untrained_dev_accuracy", "plateaued")}
+
+
 def main() -> None:
     extra = sys.argv[1:]
     started = time.time()
@@ -195,6 +194,7 @@ def main() -> None:
             **{k: [r[k] for r in rs] for k in ("sequences_per_step", "steps_without_accepted_sample") if k in rs[0]},
         }
     befores = {round(r["accuracy_before"], 4) for rs in runs.values() for r in rs}
+    warm_start = warm_start_report(cfg)
     print(
         json.dumps(
             {
@@ -206,6 +206,7 @@ def main() -> None:
                 "samples_per_prompt": cfg.trainer.num_generations,
                 "learning_rate": cfg.trainer.learning_rate,
                 "accuracy_before": sorted(befores),
+                "warm_start": warm_start,
                 **methods,
                 "grpo_minus_rft_points": round(
                     methods["grpo"]["gain_points"]["mean"] - methods["rft"]["gain_points"]["mean"], 2

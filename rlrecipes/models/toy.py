@@ -165,19 +165,22 @@ def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool
 
 def _sft_loss(model: Any, tokenizer: Any, batch: list[dict], task: Any, rng: random.Random) -> Any:
     """Cross-entropy on the demonstration tokens only (prompt tokens are masked out)."""
-    seqs, prompt_lens = [], []
-    for it in batch:
-        prompt = _encode(tokenizer, it["problem"], as_prompt=True)
-        completion = _encode(tokenizer, task.demonstration(it, rng), as_prompt=False)
-        seqs.append(prompt + completion + [tokenizer.eos_token_id])
-        prompt_lens.append(len(prompt))
+    prompts = [_encode(tokenizer, it["problem"], as_prompt=True) for it in batch]
+    completions = [_encode(tokenizer, task.demonstration(it, rng), as_prompt=False) for it in batch]
+    return completion_loss(model, tokenizer, prompts, completions)
+
+
+def completion_loss(model: Any, tokenizer: Any, prompts: list[list[int]], completions: list[list[int]]) -> Any:
+    """Token-mean cross-entropy on each completion and its end of sequence, the prompt tokens
+    masked out, over a right-padded batch of token-id sequences."""
+    seqs = [p + c + [tokenizer.eos_token_id] for p, c in zip(prompts, completions)]
     width = max(map(len, seqs))
     ids = torch.full((len(seqs), width), tokenizer.pad_token_id)
     labels = torch.full((len(seqs), width), -100)
     attn = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, (seq, plen) in enumerate(zip(seqs, prompt_lens)):
+    for i, (seq, prompt) in enumerate(zip(seqs, prompts)):
         ids[i, : len(seq)] = torch.tensor(seq)
-        labels[i, plen : len(seq)] = torch.tensor(seq[plen:])
+        labels[i, len(prompt) : len(seq)] = torch.tensor(seq[len(prompt) :])
         attn[i, : len(seq)] = 1
     return model(input_ids=ids, attention_mask=attn, labels=labels).loss
 
