@@ -27,11 +27,17 @@ class RunDirError(UserError):
 
 
 def create_run_dir(
-    requested: str | None, output_root: str, label: str, job_num: int | None = None, sweep_dir: str | None = None
+    requested: str | None,
+    output_root: str,
+    label: str,
+    job_num: int | None = None,
+    sweep_dir: str | None = None,
+    command: str = "train",
 ) -> Path:
     """Create and return a fresh run directory.
 
-    An explicit `run_dir` must not already hold a run (one-line error otherwise); in a
+    An explicit `run_dir` must not already hold a run (one-line error otherwise, suggesting
+    `rlrecipes <command> resume=true`); in a
     multirun it is a parent and each job gets a numbered subfolder. Default names are
     `<output_root>/<timestamp>-<label>`, with a suffix if that name is taken.
     """
@@ -40,7 +46,10 @@ def create_run_dir(
         if job_num is not None:
             path = path / str(job_num)
         if (path / MARKER).exists() or (path / "summary.json").exists():
-            raise RunDirError(f"run_dir={path} already holds a run; choose another path (runs are never overwritten)")
+            raise RunDirError(
+                f"run_dir={path} already holds a run; continue it with `rlrecipes {command} resume=true run_dir={path}` "
+                "or choose another path (runs are never overwritten)"
+            )
         _make_dir(path, exist_ok=True)
         try:  # exclusive create: of two commands started on one run_dir at once, one gets it
             os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -168,8 +177,22 @@ def versions() -> dict[str, Any]:
 
 def write_manifest(run_dir: Path, cfg: DictConfig) -> None:
     """`config.yaml` (fully resolved) and `versions.json` (packages, git commit, command)."""
-    (run_dir / MARKER).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    write_text(run_dir / MARKER, OmegaConf.to_yaml(cfg, resolve=True))
     write_json(run_dir / "versions.json", versions())
+
+
+def read_config(run_dir: Path) -> DictConfig:
+    """The resolved config a run was started with (`config.yaml`); one line if it is missing or torn."""
+    path = run_dir / MARKER
+    if not path.is_file():
+        raise RunDirError(f"run_dir={run_dir} holds no run (no {MARKER})")
+    try:
+        cfg = OmegaConf.load(path)
+    except Exception as exc:  # a torn or hand-edited file: yaml's errors are multi-line
+        raise RunDirError(f"{path} cannot be read ({str(exc).strip().splitlines()[0]}); it is not a run's config") from None
+    if not isinstance(cfg, DictConfig):
+        raise RunDirError(f"{path} is not a run's config (not a mapping)")
+    return cfg
 
 
 def drop_hydra_job_dir(run_dir: Path) -> None:
@@ -202,23 +225,28 @@ def discard_unstarted_run(run_dir: Path) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Write through a temporary file and a rename: a reader (or a crash) never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(obj, indent=2, default=str) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write `obj` as indented JSON, atomically (`write_text`)."""
+    write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
     """Replace a line-per-record file atomically (temporary file, then a rename)."""
+    write_text(path, "".join(line + "\n" for line in lines))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename: a reader (or a crash) never sees half a
+    file; if the write fails (disk full) the temporary file is removed and the old file kept."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write("".join(line + "\n" for line in lines))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def append_line(path: Path, line: str) -> None:

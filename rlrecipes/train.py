@@ -40,6 +40,7 @@ from rlrecipes.engine.checkpoints import (
     last_complete_checkpoint,
     load_engine_state,
     remove_incomplete,
+    usable_checkpoint,
 )
 from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
 from rlrecipes.engine.group_rewards import GatheredGroupReward
@@ -394,10 +395,14 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
         job.log(f"held-out accuracy after RL:  {heldout.after:.3f}")
 
 
-def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path:
-    """Restore the engine's state and the metrics log to the last complete checkpoint."""
-
-    checkpoint = resume_checkpoint(job.run_dir)
+def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path | None:
+    """Restore the engine's state and the metrics log to the last usable checkpoint; None
+    (the run starts again from step 0, in place) when there is none."""
+    checkpoint = last_complete_checkpoint(job.run_dir / "checkpoints")  # reopen_run_dir set damaged ones aside
+    if checkpoint is None:
+        writer.resume_at(0, rewrite=job.is_main)
+        job.log(f"no complete checkpoint in {job.run_dir}: training it again from step 0 with its saved config")
+        return None
     values = load_engine_state(trainer, checkpoint)
     heldout.before, heldout.seconds = values["accuracy_before"], values["heldout_seconds"]
     heldout.measure_before = False  # measured before the interruption, on the initial model
@@ -407,21 +412,11 @@ def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path:
     return checkpoint
 
 
-def resume_checkpoint(run_dir: Path) -> Path:
-    """The last complete checkpoint of `run_dir` (incomplete ones, left by a crash, are removed)."""
-
-    checkpoint = last_complete_checkpoint(run_dir / "checkpoints")
-    if checkpoint is None:
-        raise UserError(
-            f"run_dir={run_dir} has no complete checkpoint to resume from "
-            "(checkpoints are written every trainer.save_steps steps and on SIGINT/SIGTERM)"
-        )
-    return checkpoint
-
-
 # Settings a resumed run may change: they do not change what is computed up to max_steps.
-_RESUMABLE_CHANGES = (
+# (`run_dir` is where the run is now, not a setting: a moved or copied run resumes.)
+RESUMABLE_CHANGES = (
     "resume",
+    "run_dir",
     "trainer.max_steps",
     "trainer.progress",
     "final_eval",
@@ -431,36 +426,33 @@ _RESUMABLE_CHANGES = (
 )
 
 
-def reopen_run_dir(cfg: DictConfig) -> Path:
+def reopen_run_dir(cfg: DictConfig, log: Log = print) -> Path:
     """The run directory `resume=true run_dir=R` continues, after checking it can be continued
-    with this config: the first config.yaml is kept, the resume appended to resumes.log."""
+    with this config: incomplete checkpoints are removed, damaged ones set aside, the first
+    config.yaml is kept and the resume is appended to resumes.log."""
     from omegaconf import OmegaConf
 
-    if not cfg.run_dir:
-        raise UserError("resume=true needs run_dir=RUN (the run to continue)")
     run_dir = Path(cfg.run_dir).expanduser()
-    if not (run_dir / MARKER).is_file():
-        raise UserError(f"run_dir={run_dir} holds no run to resume (no {MARKER})")
     if (run_dir / "summary.json").is_file():
         raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
-    before = flatten_config(OmegaConf.to_container(OmegaConf.load(run_dir / MARKER), resolve=True))
+    before = flatten_config(OmegaConf.to_container(rundir.read_config(run_dir), resolve=True))
     now = flatten_config(OmegaConf.to_container(cfg, resolve=True))
     changed = sorted(
-        k for k in set(before) | set(now) if before.get(k) != now.get(k) and not k.startswith(_RESUMABLE_CHANGES)
+        k for k in set(before) | set(now) if before.get(k) != now.get(k) and not k.startswith(RESUMABLE_CHANGES)
     )
     if changed:
         shown = ", ".join(f"{k} ({before.get(k)!r} -> {now.get(k)!r})" for k in changed[:4])
         raise UserError(
             f"resume=true with other settings than the run was started with: {shown}"
-            f"{' ...' if len(changed) > 4 else ''}; only {', '.join(_RESUMABLE_CHANGES[1:])} may change"
+            f"{' ...' if len(changed) > 4 else ''}; only {', '.join(RESUMABLE_CHANGES[2:])} may change"
         )
     removed = remove_incomplete(run_dir / "checkpoints")
-    checkpoint = resume_checkpoint(run_dir)
+    checkpoint = usable_checkpoint(run_dir / "checkpoints", log)
     import shlex
 
     append_line(
         run_dir / "resumes.log",
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name}"
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name if checkpoint else 'step 0 (no complete checkpoint)'}"
         f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
         f"{shlex.join(rundir.invocation or sys.argv)}",  # read now: the CLI sets it at start-up
     )

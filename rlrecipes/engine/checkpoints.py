@@ -34,6 +34,7 @@ import torch
 from transformers import TrainerCallback
 
 from rlrecipes.errors import UserError
+from rlrecipes.integrity import folder_problem, load_torch_state
 from rlrecipes.rundir import write_json
 
 MARKER = "rlrecipes_checkpoint.json"
@@ -58,6 +59,25 @@ def last_complete_checkpoint(folder: Path) -> Path | None:
     return complete[-1] if complete else None
 
 
+def usable_checkpoint(folder: Path, log: Callable[[str], None]) -> Path | None:
+    """The last complete checkpoint whose files all read back safely (JSON, safetensors,
+    torch files with `weights_only=True`); a damaged one is moved aside to
+    `damaged-checkpoint-N` (kept for inspection, never resumed from), naming the bad file, and
+    the one before it is tried. None when no complete checkpoint is usable."""
+    for _, path, ok in reversed(checkpoints(folder)):
+        if not ok:
+            continue
+        problem = folder_problem(path)
+        if problem is None:
+            return path
+        bad, reason = problem
+        aside = path.with_name(f"damaged-{path.name}")
+        shutil.rmtree(aside, ignore_errors=True)
+        path.rename(aside)
+        log(f"{path.name} cannot be resumed from: {bad.relative_to(path)} is damaged ({reason}); moved to {aside.name}")
+    return None
+
+
 def remove_incomplete(folder: Path) -> list[str]:
     """Delete checkpoint folders a crash left half-written; returns their names."""
     removed = []
@@ -79,7 +99,7 @@ def engine_state(trainer: Any, extra: dict[str, Any]) -> dict[str, Any]:
 
 def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
     """Restore the hooks and the dynamic sampler from `checkpoint`; returns the job's values."""
-    state = torch.load(checkpoint / ENGINE_STATE, weights_only=False)
+    state = load_torch_state(checkpoint / ENGINE_STATE)
     if len(state["hooks"]) != len(trainer.hooks):
         raise RuntimeError(
             f"{checkpoint} holds the state of {len(state['hooks'])} engine hooks, this run has "

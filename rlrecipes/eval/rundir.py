@@ -38,7 +38,7 @@ _RESUME_KEYS = (
 
 def _resume_dir(cfg: Any, path: Path) -> Path:
     """Reopen ``path`` for a resumed eval after checking it is the same experiment."""
-    old_cfg = OmegaConf.load(path / MARKER)
+    old_cfg = rundir.read_config(path)
     diffs = [
         k for k in _RESUME_KEYS if OmegaConf.select(old_cfg, k, default=None) != OmegaConf.select(cfg, k, default=None)
     ]
@@ -58,7 +58,7 @@ def open_run_dir(cfg: Any, job_num: int | None, sweep_dir: str | None) -> Path:
         path = Path(cfg.run_dir).expanduser() / (str(job_num) if job_num is not None else "")
         if (path / MARKER).is_file():
             return _resume_dir(cfg, path)
-    return create_run_dir(cfg.run_dir, cfg.output_root, label, job_num=job_num, sweep_dir=sweep_dir)
+    return create_run_dir(cfg.run_dir, cfg.output_root, label, job_num=job_num, sweep_dir=sweep_dir, command="eval")
 
 
 def log_resume(run_dir: Path) -> None:
