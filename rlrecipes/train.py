@@ -30,7 +30,6 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig
 
-from rlrecipes import rundir
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.data.templates import render_prompt
@@ -39,8 +38,6 @@ from rlrecipes.engine.checkpoints import (
     GracefulStop,
     last_complete_checkpoint,
     load_engine_state,
-    remove_incomplete,
-    usable_checkpoint,
 )
 from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
 from rlrecipes.engine.group_rewards import GatheredGroupReward
@@ -57,7 +54,7 @@ from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import GroupReward, RewardContext, Verifier, build_reward, needs_answer, reward_names
-from rlrecipes.rundir import MARKER, append_line, flatten_config, write_json, write_manifest
+from rlrecipes.rundir import write_json, write_manifest
 
 Log = Callable[[str], None]
 
@@ -374,7 +371,14 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
         if heldout.measure_after:
             heldout.after = heldout.measure()
     else:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        try:
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        except Exception as exc:  # a checkpoint or a log that cannot be written: say how to go on
+            if not _is_storage_error(exc):
+                raise
+            raise UserError(
+                f"a write failed while training ({_storage_reason(exc)}); {_how_to_continue(job)}"
+            ) from None
     if stop.stopped_at is not None:
         import signal
 
@@ -412,53 +416,6 @@ def _resume(job: TrainingJob, trainer: Any, writer: Any, heldout: Any) -> Path |
     return checkpoint
 
 
-# Settings a resumed run may change: they do not change what is computed up to max_steps.
-# (`run_dir` is where the run is now, not a setting: a moved or copied run resumes.)
-RESUMABLE_CHANGES = (
-    "resume",
-    "run_dir",
-    "trainer.max_steps",
-    "trainer.progress",
-    "final_eval",
-    "output_root",
-    "cache_dir",
-    "report_to",
-)
-
-
-def reopen_run_dir(cfg: DictConfig, log: Log = print) -> Path:
-    """The run directory `resume=true run_dir=R` continues, after checking it can be continued
-    with this config: incomplete checkpoints are removed, damaged ones set aside, the first
-    config.yaml is kept and the resume is appended to resumes.log."""
-    from omegaconf import OmegaConf
-
-    run_dir = Path(cfg.run_dir).expanduser()
-    if (run_dir / "summary.json").is_file():
-        raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
-    before = flatten_config(OmegaConf.to_container(rundir.read_config(run_dir), resolve=True))
-    now = flatten_config(OmegaConf.to_container(cfg, resolve=True))
-    changed = sorted(
-        k for k in set(before) | set(now) if before.get(k) != now.get(k) and not k.startswith(RESUMABLE_CHANGES)
-    )
-    if changed:
-        shown = ", ".join(f"{k} ({before.get(k)!r} -> {now.get(k)!r})" for k in changed[:4])
-        raise UserError(
-            f"resume=true with other settings than the run was started with: {shown}"
-            f"{' ...' if len(changed) > 4 else ''}; only {', '.join(RESUMABLE_CHANGES[2:])} may change"
-        )
-    removed = remove_incomplete(run_dir / "checkpoints")
-    checkpoint = usable_checkpoint(run_dir / "checkpoints", log)
-    import shlex
-
-    append_line(
-        run_dir / "resumes.log",
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')} from {checkpoint.name if checkpoint else 'step 0 (no complete checkpoint)'}"
-        f"{' (removed incomplete ' + ', '.join(removed) + ')' if removed else ''}: "
-        f"{shlex.join(rundir.invocation or sys.argv)}",  # read now: the CLI sets it at start-up
-    )
-    return run_dir
-
-
 def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
     """accelerate applies FSDP and DeepSpeed on accelerators only: a CPU launch with such a
     config trains plain data-parallel, which the user should hear about."""
@@ -487,14 +444,9 @@ def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
         if not _is_storage_error(exc):
             raise
 
-        kept = last_complete_checkpoint(job.run_dir / "checkpoints")
-        then = (
-            f"the last complete checkpoint {kept} is intact: free space, then rlrecipes train resume=true "
-            f"run_dir={job.run_dir} writes the model"
-            if kept
-            else "no checkpoint was kept (trainer.save_steps)"
-        )
-        raise UserError(f"cannot write the trained model to {out}: {_storage_reason(exc)}; {then}") from None
+        raise UserError(
+            f"cannot write the trained model to {out}: {_storage_reason(exc)}; {_how_to_continue(job)}"
+        ) from None
     trainer.accelerator.wait_for_everyone()
     job.summary["final_metrics"] = writer.rows[-1] if writer.rows else {}
     job.summary["wall_seconds"] = round(time.time() - started, 2)
@@ -508,6 +460,15 @@ def _is_storage_error(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
         return True
     return "No space left" in str(exc) or "Disk quota" in str(exc)  # safetensors' own error type
+
+
+def _how_to_continue(job: TrainingJob) -> str:
+    """After a storage failure: what survived, and the command that continues the run."""
+    command = f"rlrecipes train resume=true run_dir={job.run_dir}"
+    kept = last_complete_checkpoint(job.run_dir / "checkpoints")
+    if kept is None:
+        return f"no checkpoint is complete yet: free space, then `{command}` starts the run again in place"
+    return f"the last complete checkpoint {kept.name} is intact: free space, then `{command}` continues from it"
 
 
 def _storage_reason(exc: BaseException) -> str:

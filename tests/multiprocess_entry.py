@@ -6,7 +6,12 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
 - `kill_in_checkpoint:N`: SIGKILL after HF wrote checkpoint-N's files but before rlrecipes
   completed it (engine state and marker), i.e. during the checkpoint write;
 - `term_after_step:N` / `int_after_step:N`: SIGTERM / SIGINT after step N is logged;
-- `disk_full_at_final_save:0`: writing the trained model fails with ENOSPC.
+- `disk_full_at_final_save:0`: writing the trained model fails with ENOSPC;
+- `kill_at_event:N`: SIGKILL (rank 0) at the N-th of the moments a run passes through — a
+  rollout's generation, a training micro-step, a model save, a checkpoint's completion, a
+  metrics line — counted from this process's start: the chaos test's seeded random moments;
+- `disk_full_in_checkpoint:N`: writing checkpoint-N's weights fails half-way as safetensors
+  fails on a full disk (its own exception type, not an OSError), leaving a partial file.
 
 `scripted_groups` scores a completion from its prompt and its position in the group only,
 never from its sampled text, so which groups are mixed is the same whatever the process
@@ -47,6 +52,55 @@ def inject_fault(spec: str) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
 
         lora.save_trained_model = save_trained_model
+        return
+    if kind == "kill_at_event":
+        from transformers import Trainer
+
+        from rlrecipes.engine.trainer import RecipeGRPOTrainer
+
+        events = [0]
+        killer = os.environ.get("RANK", "0") == "0"
+
+        def counted(cls, name):
+            original = getattr(cls, name)
+
+            def method(*args, **kwargs):
+                events[0] += 1
+                if killer and events[0] == step:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return original(*args, **kwargs)
+
+            setattr(cls, name, method)
+
+        for cls, name in (
+            (RecipeGRPOTrainer, "_generate_and_score_completions"),
+            (RecipeGRPOTrainer, "training_step"),
+            (Trainer, "save_model"),
+            (CheckpointKeeper, "on_save"),
+            (MetricsWriter, "on_log"),
+        ):
+            counted(cls, name)
+        return
+    if kind == "disk_full_in_checkpoint":
+        from pathlib import Path
+
+        from transformers import Trainer
+
+        class SafetensorError(Exception):  # what safetensors raises: not an OSError
+            pass
+
+        def save_model(self, output_dir=None, _internal_call=False):
+            if _internal_call and self.state.global_step == step:
+                Path(output_dir).mkdir(parents=True, exist_ok=True)
+                Path(output_dir, "model.safetensors").write_bytes(b"\0" * 100)  # the part written
+                raise SafetensorError(
+                    "Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+                    'message: "No space left on device" })'
+                )
+            return original_save_model(self, output_dir, _internal_call)
+
+        original_save_model = Trainer.save_model
+        Trainer.save_model = save_model
         return
     if kind == "kill_in_checkpoint":
 

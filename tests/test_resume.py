@@ -31,13 +31,16 @@ SETTINGS = [
 TIMING = ("step_time", "tokens_per_second")
 
 
-def train(*overrides: str, cwd: Path, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+def train(*overrides: str, cwd: Path, fault: str | None = None, bare: bool = False) -> subprocess.CompletedProcess:
+    """`rlrecipes train` with the tests' settings; `bare`: only `overrides` (a resume command
+    as the interruption printed it, which takes every other setting from the run)."""
+    # a wide console: rich's log lines then keep each message on one line, as the tests read them
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "400"}
     env.pop("RLRECIPES_TEST_FAULT", None)
     if fault:
         env["RLRECIPES_TEST_FAULT"] = fault
     return subprocess.run(
-        [sys.executable, ENTRY, "train", *TINY, *SETTINGS, *overrides],
+        [sys.executable, ENTRY, "train", *([] if bare else [*TINY, *SETTINGS]), *overrides],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -106,9 +109,12 @@ def test_sigterm_saves_a_checkpoint_and_stops_with_the_resume_command(uninterrup
     assert "stopped after step 4 with a checkpoint" in text and f"resume=true run_dir={run}" in text
     assert (run / "checkpoints" / "checkpoint-4" / "rlrecipes_checkpoint.json").is_file()
     assert not (run / "summary.json").exists()
-    resumed = train(f"run_dir={run}", "resume=true", cwd=tmp_path)
+    # the printed command alone: max_steps=6 (not the default), the tiny model and every other
+    # setting come from the run's config.yaml, so the resumed run is the run that was started
+    resumed = train("resume=true", f"run_dir={run}", cwd=tmp_path, bare=True)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert_same_run(run, uninterrupted)
+    assert json.loads((run / "summary.json").read_text())["steps"] == 6
 
 
 def test_resume_refuses_other_settings_and_finished_runs(uninterrupted, tmp_path):
@@ -134,3 +140,67 @@ def test_disk_full_at_the_final_save_is_one_line_and_the_checkpoint_finishes_the
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert (run / "model" / "model.safetensors").is_file() and (run / "summary.json").is_file()
     assert [r["step"] for r in rows(run)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_disk_full_in_a_checkpoint_is_one_line_and_the_run_continues(uninterrupted, tmp_path):
+    run = tmp_path / "run"
+    full = train(f"run_dir={run}", cwd=tmp_path, fault="disk_full_in_checkpoint:4")
+    assert full.returncode == 2, full.stdout[-3000:] + full.stderr[-3000:]
+    text = " ".join(full.stdout.split())
+    assert "a write failed while training (Error while serializing" in text
+    assert (
+        f"the last complete checkpoint checkpoint-2 is intact: free space, then `rlrecipes train resume=true run_dir={run}` continues from it"
+        in text
+    )
+    assert "Traceback" not in full.stdout + full.stderr
+    resumed = train("resume=true", f"run_dir={run}", cwd=tmp_path, bare=True)  # space freed
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "removed incomplete checkpoint-4" in (run / "resumes.log").read_text()
+    assert_same_run(run, uninterrupted)
+
+
+def test_a_run_with_no_complete_checkpoint_resumes_from_step_0_in_place(uninterrupted, tmp_path):
+    run = tmp_path / "run"
+    full = train(f"run_dir={run}", cwd=tmp_path, fault="disk_full_in_checkpoint:2")
+    assert full.returncode == 2
+    assert "no checkpoint is complete yet: free space, then `rlrecipes train resume=true" in " ".join(
+        full.stdout.split()
+    )
+    again = train(f"run_dir={run}", cwd=tmp_path)  # a rerun is refused, and says what to do
+    assert again.returncode == 2 and f"continue it with `rlrecipes train resume=true run_dir={run}`" in " ".join(
+        again.stdout.split()
+    )
+    resumed = train("resume=true", f"run_dir={run}", cwd=tmp_path, bare=True)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "training it again from step 0" in " ".join(resumed.stdout.split())
+    assert "from step 0 (no complete checkpoint)" in (run / "resumes.log").read_text()
+    assert_same_run(run, uninterrupted)
+
+
+def test_a_damaged_last_checkpoint_falls_back_to_the_one_before(uninterrupted, tmp_path):
+    run = tmp_path / "run"
+    died = train(f"run_dir={run}", cwd=tmp_path, fault="kill_after_step:5")
+    assert died.returncode == -9
+    weights_file = run / "checkpoints" / "checkpoint-4" / "model.safetensors"
+    weights_file.write_bytes(weights_file.read_bytes()[:-10])  # truncated: a torn copy
+    resumed = train("resume=true", f"run_dir={run}", cwd=tmp_path, bare=True)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    text = " ".join(resumed.stdout.split())
+    assert "checkpoint-4 cannot be resumed from: model.safetensors is damaged" in text
+    assert "(step 2)" in text and (run / "checkpoints" / "damaged-checkpoint-4" / "model.safetensors").is_file()
+    assert_same_run(run, uninterrupted)
+
+
+def test_a_moved_run_resumes_and_overrides_are_logged(uninterrupted, tmp_path):
+    started = tmp_path / "started"
+    died = train(f"run_dir={started}", cwd=tmp_path, fault="kill_after_step:3")
+    assert died.returncode == -9
+    moved = tmp_path / "moved"
+    started.rename(moved)
+    resumed = train("resume=true", f"run_dir={moved}", "trainer.max_steps=8", cwd=tmp_path, bare=True)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "resuming with the run's saved settings, except: trainer.max_steps 6 -> 8" in " ".join(
+        resumed.stdout.split()
+    )
+    assert "(overrides: trainer.max_steps 6 -> 8)" in (moved / "resumes.log").read_text()
+    assert json.loads((moved / "summary.json").read_text())["steps"] == 8

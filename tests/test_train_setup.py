@@ -47,6 +47,20 @@ MISTAKES = [
         ["rollout.backend=vllm", "rollout.vllm_max_model_length=16"],
         "rollout.vllm_max_model_length=16 leaves no room for a prompt before trainer.max_completion_length=16",
     ),
+    # every number finite and each bounded one in its interval (--dry-run catches them too)
+    (["trainer.learning_rate=nan"], "trainer.learning_rate=nan must be a finite number"),
+    (["trainer.learning_rate=inf"], "trainer.learning_rate=inf must be a finite number"),
+    (["recipe.rewards=[{name: accuracy, weight: nan}]"], "recipe.rewards.0.weight=nan must be a finite number"),
+    (["trainer.temperature=inf"], "trainer.temperature=inf must be a finite number"),
+    (["recipe.epsilon_high=nan"], "recipe.epsilon_high=nan must be a finite number"),
+    (["trainer.adam_beta2=1"], "trainer.adam_beta2=1.0 must be in [0, 1)"),
+    (["trainer.top_p=0"], "trainer.top_p=0.0 must be in (0, 1]"),
+    (["trainer.warmup_ratio=1.5"], "trainer.warmup_ratio=1.5 must be in [0, 1]"),
+    (["trainer.max_grad_norm=-1"], "trainer.max_grad_norm=-1.0 must be in [0, infinity)"),
+    (["trainer.reward_max_failure_rate=2"], "trainer.reward_max_failure_rate=2.0 must be in [0, 1]"),
+    (["trainer.reward_timeout_s=0"], "trainer.reward_timeout_s=0.0 must be in (0, infinity)"),
+    (["rollout.vllm_gpu_memory_utilization=0"], "rollout.vllm_gpu_memory_utilization=0.0 must be in (0, 1]"),
+    (["trainer.cpu_threads=-2"], "trainer.cpu_threads=-2 must be at least 1 (or null: torch's default)"),
     # reward names, before the recipe builds anything
     (["recipe.rewards=[{name: acuracy, weight: 1.0}]"], "unknown reward 'acuracy' (recipe.rewards); valid: accuracy"),
     (
@@ -174,3 +188,15 @@ def test_a_sweep_stops_before_its_first_job_when_any_job_is_wrong(warm, nothing_
     code, out = _cli(capsys, "train", "-m", "trainer.temperature=1.0,0", f"output_root={tmp_path}")
     assert code == 2 and out.strip().startswith("error: trainer.temperature=0: trainer.temperature=0.0 must be")
     assert list(tmp_path.iterdir()) == []  # the good job did not start either
+
+
+def test_an_infinite_clip_range_is_the_unclipped_objective_and_allowed(warm, nothing_loads):
+    from rlrecipes.train import check_run
+
+    args = check_run(compose("recipe.epsilon=inf", "recipe.epsilon_high=inf"))
+    assert args.epsilon == float("inf") and args.epsilon_high == float("inf")
+
+
+def test_dry_run_refuses_a_nan_learning_rate_in_one_line(warm, nothing_loads, capsys):
+    code, out = _cli(capsys, "train", "--dry-run", "trainer.learning_rate=nan")
+    assert code == 2 and out.strip() == "error: trainer.learning_rate=nan must be a finite number"

@@ -18,7 +18,7 @@ from rlrecipes.config.hydra_app import run_hydra
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 from rlrecipes.eval.report import print_eval_summary, write_report
 from rlrecipes.eval.rundir import discard_if_empty, log_resume, open_run_dir
-from rlrecipes.eval.runner import prepare, run_eval
+from rlrecipes.eval.runner import check_eval, prepare, run_eval
 from rlrecipes.rundir import MARKER, drop_hydra_job_dir, write_manifest
 
 
@@ -27,7 +27,8 @@ def eval_(
     multirun: bool = typer.Option(False, "--multirun", "-m", help="Hydra multirun: sweep comma lists."),
 ) -> None:
     """Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."""
-    run_hydra("eval", eval_job, rewrite_benchmark_list(list(ctx.args), multirun), multirun)
+    # every job of a sweep is checked before the first starts (inputs are loaded by each job)
+    run_hydra("eval", eval_job, rewrite_benchmark_list(list(ctx.args), multirun), multirun, check=check_eval)
 
 
 def eval_job(cfg: Any) -> float | None:

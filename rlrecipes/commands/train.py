@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 import typer
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from rich.table import Table
 
+from rlrecipes import rundir
 from rlrecipes.commands.common import OVERRIDES, console, fail, run_job
 from rlrecipes.config.hydra_app import compose_jobs, run_hydra
 from rlrecipes.data.problems import data_label
 from rlrecipes.errors import UserError
+from rlrecipes.resume import reopen_run_dir, resumed_config
 from rlrecipes.rundir import (
     create_run_dir,
     discard_unstarted_run,
@@ -31,12 +35,36 @@ def train(
     ),
 ) -> None:
     """Train with RL (no arguments: the CPU quick-start). Takes Hydra overrides key=value."""
+    overrides = list(ctx.args)
     if dry:
-        print_plans(list(ctx.args), multirun)
+        print_plans(overrides, multirun)
+        return
+    resumed = resumed_job(overrides, multirun)
+    if resumed is not None:
+        cfg, changes = resumed
+        check_config(cfg)
+        rundir.invocation = list(sys.argv)
+        run_training_job(cfg, lambda: reopen_run_dir(cfg, changes, log=console.log))
         return
     # every job of a sweep is checked before the first starts; the machine (CUDA, vLLM) by the
     # job itself, which may run elsewhere (a Slurm launcher)
-    run_hydra("train", train_job, list(ctx.args), multirun, check=check_config)
+    run_hydra("train", train_job, overrides, multirun, check=check_config)
+
+
+def resumed_job(overrides: list[str], multirun: bool) -> tuple[Any, list] | None:
+    """For `resume=true run_dir=R`: the run's saved config with the command line's explicit
+    keys on top (`rlrecipes.resume`), and those changes; None for a new run. A resume runs
+    without Hydra's job machinery: its settings come from the run, not from composition."""
+    try:
+        jobs = compose_jobs("train", overrides, multirun)
+        if not any(cfg.resume for _, cfg in jobs):
+            return None
+        if multirun:
+            raise UserError("resume=true continues one run: leave out -m and resume each run with its own run_dir")
+        return resumed_config(jobs[0][1], overrides)
+    except UserError as exc:
+        fail(str(exc))
+        raise  # unreachable: fail exits
 
 
 # The training job is imported only once Hydra has composed the config: it imports TRL, and
@@ -54,6 +82,9 @@ def print_plans(overrides: list[str], multirun: bool) -> None:
     from rlrecipes.train import dry_run
 
     jobs = compose_jobs("train", overrides, multirun)
+    resumed = resumed_job(overrides, multirun)
+    if resumed is not None:  # the plan of the run as it will continue
+        jobs = [(overrides, resumed[0])]
     for job, cfg in jobs:
         table = Table(title=f"rlrecipes train --dry-run {' '.join(job)}".rstrip(), show_header=False)
         table.add_column(style="bold")
@@ -65,17 +96,11 @@ def print_plans(overrides: list[str], multirun: bool) -> None:
 
 
 def train_job(cfg: Any) -> Optional[float]:
-    """The Hydra task: one training run; returns the held-out accuracy after (for sweepers)."""
-    from rlrecipes.train import TrainingInterrupted, reopen_run_dir
-    from rlrecipes.train import train as run_training
-
+    """The Hydra task: one new training run; returns the held-out accuracy after (for sweepers)."""
     hc = HydraConfig.get()
     is_multirun = hc.mode == RunMode.MULTIRUN
-    main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
 
     def create():
-        if cfg.resume:  # the same run directory, continued from its last complete checkpoint
-            return reopen_run_dir(cfg)
         run_dir = create_run_dir(
             cfg.run_dir,
             cfg.output_root,
@@ -88,6 +113,16 @@ def train_job(cfg: Any) -> Optional[float]:
         write_manifest(run_dir, cfg)
         return run_dir
 
+    return run_training_job(cfg, create)
+
+
+def run_training_job(cfg: Any, create: Callable[[], Path]) -> Optional[float]:
+    """One training run in the run directory `create` makes (or reopens, for a resume) on the
+    main process and every process shares; prints its summary."""
+    from rlrecipes.train import TrainingInterrupted
+    from rlrecipes.train import train as run_training
+
+    main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
     try:
         run_dir = shared_run_dir(create, cpu=bool(cfg.trainer.use_cpu))
     except UserError as exc:

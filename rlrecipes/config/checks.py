@@ -9,12 +9,18 @@ a fixed set (`recipe.loss_type=foo`) are refused earlier, by the schema's `Choic
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from rlrecipes.config.compose import compose_config
 from rlrecipes.errors import ConfigError
 
 NEEDS_MIN_LR = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")
+# the clip ranges may be infinite: `recipe.epsilon=inf` is the unclipped objective (Spurious
+# Rewards' "no clipping" ablation); every other number must be finite
+MAY_BE_INFINITE = ("recipe.epsilon", "recipe.epsilon_high")
 
 
 def scheduler_types() -> list[str]:
@@ -25,6 +31,7 @@ def scheduler_types() -> list[str]:
 
 def check_train_values(cfg: Any) -> None:
     """Raise `ConfigError` for the first value of `cfg` that cannot work."""
+    check_numbers_are_finite(cfg)
     t, r = cfg.trainer, cfg.recipe
     if t.lr_scheduler_type not in scheduler_types():  # transformers' list, too slow to import for the schema
         raise ConfigError(f"trainer.lr_scheduler_type={t.lr_scheduler_type!r}; valid: {', '.join(scheduler_types())}")
@@ -74,8 +81,7 @@ def check_train_values(cfg: Any) -> None:
             f"rollout.vllm_max_model_length={longest} leaves no room for a prompt before "
             f"trainer.max_completion_length={t.max_completion_length} tokens; raise it (or null: the model's own)"
         )
-    if not 0 < t.top_p <= 1:
-        raise ConfigError(f"trainer.top_p={t.top_p} must be in (0, 1]")
+    check_ranges(cfg)
     if r.epsilon_high is not None and r.epsilon_high < r.epsilon:
         raise ConfigError(
             f"recipe.epsilon_high={r.epsilon_high} is below recipe.epsilon={r.epsilon}; "
@@ -93,3 +99,48 @@ def check_train_values(cfg: Any) -> None:
             compose_config("eval", list(cfg.final_eval))
         except ConfigError as exc:
             raise ConfigError(f"final_eval: {exc}") from None
+
+
+def check_numbers_are_finite(cfg: Any) -> None:
+    """NaN anywhere, or an infinity outside `MAY_BE_INFINITE`, would reach the optimizer or the
+    sampler and fail (or train on garbage) only after the model has loaded."""
+    for key, value in _numbers(OmegaConf.to_container(cfg, resolve=True)):
+        if math.isnan(value) or (math.isinf(value) and key not in MAY_BE_INFINITE):
+            raise ConfigError(f"{key}={value} must be a finite number")
+
+
+def check_ranges(cfg: Any) -> None:
+    """Each bounded float in its interval (both ends named in the message)."""
+    t = cfg.trainer
+    intervals = [  # key, value, low, high, low included, high included
+        ("trainer.top_p", t.top_p, 0, 1, False, True),
+        ("trainer.adam_beta1", t.adam_beta1, 0, 1, True, False),
+        ("trainer.adam_beta2", t.adam_beta2, 0, 1, True, False),
+        ("trainer.warmup_ratio", t.warmup_ratio, 0, 1, True, True),
+        ("trainer.weight_decay", t.weight_decay, 0, math.inf, True, False),
+        ("trainer.max_grad_norm", t.max_grad_norm, 0, math.inf, True, False),
+        ("trainer.reward_max_failure_rate", t.reward_max_failure_rate, 0, 1, True, True),
+        ("rollout.vllm_gpu_memory_utilization", cfg.rollout.vllm_gpu_memory_utilization, 0, 1, False, True),
+    ]
+    if t.reward_timeout_s is not None:
+        intervals.append(("trainer.reward_timeout_s", t.reward_timeout_s, 0, math.inf, False, False))
+    for key, value, low, high, low_in, high_in in intervals:
+        above = value >= low if low_in else value > low
+        below = value <= high if high_in else value < high
+        if not (above and below):
+            shown = f"{'[' if low_in else '('}{low}, {high}{']' if high_in else ')'}".replace("inf", "infinity")
+            raise ConfigError(f"{key}={value} must be in {shown}")
+    if t.cpu_threads is not None and t.cpu_threads < 1:
+        raise ConfigError(f"trainer.cpu_threads={t.cpu_threads} must be at least 1 (or null: torch's default)")
+
+
+def _numbers(node: Any, prefix: str = "") -> list[tuple[str, float]]:
+    """(dotted key, value) of every float in a plain container, lists included (`rewards.0.weight`)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    out = []
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            out.extend(_numbers(value, f"{prefix}{key}."))
+        elif isinstance(value, float):
+            out.append((f"{prefix}{key}", value))
+    return out

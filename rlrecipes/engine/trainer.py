@@ -95,10 +95,28 @@ class RecipeGRPOTrainer(GRPOTrainer):
         horizon = getattr(self.args, "scheduler_steps", None) or num_training_steps
         return super().create_scheduler(horizon, optimizer)
 
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        # A checkpoint stores a tied output head once (safetensors keeps one copy of shared
+        # storage); loading reports the alias "missing" and HF warns unless the model lists it
+        # in `_keys_to_ignore_on_save`. Aliases are restored by tying, not lost: no warning.
+        missing = set(load_result.missing_keys)
+        if missing and missing <= shared_parameter_names(self.model):
+            self.model.tie_weights()
+            load_result = type(load_result)([], list(load_result.unexpected_keys))
+        super()._issue_warnings_after_load(load_result)
+
     def log_metric(self, name: str, value: float) -> None:
         """Log a scalar with this step's TRL metrics (metrics.jsonl and the progress display)."""
         mode = "train" if self.model.training else "eval"
         self._metrics[mode][name].append(float(value))
+
+
+def shared_parameter_names(model: torch.nn.Module) -> set[str]:
+    """Names of parameters that share storage with another (tied embeddings and output head)."""
+    by_storage: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        by_storage.setdefault(param.data_ptr(), []).append(name)
+    return {name for names in by_storage.values() if len(names) > 1 for name in names}
 
 
 def without_old_logps(inputs: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,15 @@ def _tokenizer_of(backend: Backend) -> Any:
 def prepare(cfg: Any) -> Any:
     """Check and load every input (benchmarks or the generations file) before any run
     directory exists, so a mistake leaves nothing behind: a list of plans, or a RescoreJob."""
+    check_eval(cfg)
+    if cfg.generations:
+        return prepare_rescore(cfg)
+    return [plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))]
+
+
+def check_eval(cfg: Any) -> None:
+    """The checks of an eval config that load nothing: `rlrecipes eval -m` runs them on every
+    job of a sweep before the first starts."""
     if cfg.grading.timeout_s < 1:
         raise UserError(f"grading.timeout_s={cfg.grading.timeout_s} must be at least 1 (seconds per answer)")
     if cfg.grading.workers is not None and cfg.grading.workers < 0:
@@ -117,11 +126,10 @@ def prepare(cfg: Any) -> Any:
     if cfg.threads is not None and cfg.threads < 1:
         raise UserError(f"threads={cfg.threads}; valid: a number of CPU threads (at least 1), or null")
     if cfg.generations:
-        return prepare_rescore(cfg)
+        return
     check_backend(cfg.generation.backend)
     if cfg.model.name_or_path:
         check_model_location(cfg.model.name_or_path)
-    return [plan_benchmark(cfg, name) for name in resolve_benchmarks(list(cfg.benchmark.names))]
 
 
 def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepared: Any = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from rlrecipes.engine.checkpoints import (
 )
 from rlrecipes.engine.grpo_args import checkpoint_interval
 from rlrecipes.errors import UserError
+from rlrecipes.integrity import load_torch_state
 
 
 def make(folder, step, value=None, complete=True):
@@ -72,7 +73,6 @@ def test_checkpoints_fall_on_rollout_boundaries():
 
 
 def test_keeper_writes_engine_state_then_marker(tmp_path):
-    import torch
 
     (tmp_path / "checkpoint-3").mkdir()
     hook = SimpleNamespace(state_dict=lambda: {"history": {"a": [1.0]}})
@@ -85,6 +85,6 @@ def test_keeper_writes_engine_state_then_marker(tmp_path):
     )
     keeper.trainer = SimpleNamespace(hooks=[hook], dynamic_sampling=None)
     keeper.on_save(None, SimpleNamespace(is_world_process_zero=True, global_step=3), None)
-    state = torch.load(tmp_path / "checkpoint-3" / "engine_state.pt", weights_only=False)
+    state = load_torch_state(tmp_path / "checkpoint-3" / "engine_state.pt")  # plain values: weights_only=True reads it
     assert state == {"hooks": [{"history": {"a": [1.0]}}], "dynamic_sampling": None, "job": {"accuracy_before": 0.25}}
     assert json.loads((tmp_path / "checkpoint-3" / MARKER).read_text()) == {"step": 3, "metric": "acc", "value": 0.75}

@@ -1,0 +1,92 @@
+"""What a resume runs with (`rlrecipes.resume.resumed_config`): the run's saved config,
+with only the keys the command line names taken from it. No model is loaded."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlrecipes.errors import UserError
+from rlrecipes.resume import explicit_keys, resumed_config
+from rlrecipes.rundir import write_manifest
+from tests.conftest import compose
+
+
+@pytest.fixture
+def saved_run(tmp_path):
+    """A run started as DAPO with max_steps=7 and a non-default learning rate."""
+    run = tmp_path / "run"
+    run.mkdir()
+    write_manifest(run, compose("recipe=dapo", "trainer.max_steps=7", "trainer.learning_rate=3e-5"))
+    return run
+
+
+def test_a_resume_takes_every_setting_from_the_run_not_from_the_defaults(saved_run):
+    overrides = ["resume=true", f"run_dir={saved_run}"]
+    cfg, changes = resumed_config(compose(*overrides), overrides)
+    assert cfg.recipe.name == "dapo" and cfg.trainer.max_steps == 7 and cfg.trainer.learning_rate == 3e-5
+    assert cfg.resume is True and changes == []
+    assert OmegaConf.is_missing(cfg, "recipe") is False and type(cfg.trainer.max_steps) is int  # typed, not raw YAML
+
+
+def test_keys_named_on_the_command_line_override_the_saved_ones(saved_run):
+    overrides = ["resume=true", f"run_dir={saved_run}", "trainer.max_steps=9", "trainer.progress=true"]
+    cfg, changes = resumed_config(compose(*overrides), overrides)
+    assert cfg.trainer.max_steps == 9 and cfg.trainer.learning_rate == 3e-5
+    assert changes == [("trainer.max_steps", 7, 9), ("trainer.progress", False, True)]
+
+
+def test_a_moved_run_takes_its_new_path(saved_run, tmp_path):
+    moved = tmp_path / "moved"
+    saved_run.rename(moved)
+    overrides = ["resume=true", f"run_dir={moved}"]
+    cfg, _ = resumed_config(compose(*overrides), overrides)
+    assert cfg.run_dir == str(moved)
+
+
+@pytest.mark.parametrize("override", ["hydra/launcher=joblib", "hydra.run.dir=x", "~trainer.max_steps"])
+def test_launchers_and_deletions_are_refused_in_one_line(override):
+    with pytest.raises(UserError, match=r"^[^\n]*resume=true") as err:
+        explicit_keys(["resume=true", override])
+    assert override in str(err.value)
+
+
+def test_the_start_command_repeated_with_resume_true_continues_the_run(saved_run):
+    """A Slurm script repeats its command with resume=true: the same groups and keys."""
+    overrides = [
+        "recipe=dapo",
+        "trainer.max_steps=7",
+        "trainer.learning_rate=3e-5",
+        "resume=true",
+        f"run_dir={saved_run}",
+    ]
+    cfg, changes = resumed_config(compose(*overrides), overrides)
+    assert cfg.recipe.name == "dapo" and cfg.trainer.max_steps == 7 and changes == []
+
+
+@pytest.mark.parametrize(
+    "overrides, shown",
+    [
+        (["recipe=grpo"], "recipe=grpo on a resume gives other settings than the run's (recipe."),
+        # the group again without the key the run was started with: max_steps would fall back
+        # to the default silently, which is what a resume must never do
+        (
+            ["recipe=dapo", "trainer=cpu"],
+            "trainer=cpu on a resume gives other settings than the run's (trainer.learning_rate 3e-05 -> ",
+        ),
+    ],
+)
+def test_a_group_that_would_change_the_runs_settings_is_refused(saved_run, overrides, shown):
+    overrides = [*overrides, "resume=true", f"run_dir={saved_run}"]
+    with pytest.raises(UserError) as err:
+        resumed_config(compose(*overrides), overrides)
+    assert shown in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_torn_or_missing_config_is_one_line(saved_run, tmp_path):
+    (saved_run / "config.yaml").write_text("recipe:\n  name: [dapo\n")  # torn mid-write
+    overrides = ["resume=true", f"run_dir={saved_run}"]
+    with pytest.raises(UserError, match=r"config.yaml cannot be read \(") as err:
+        resumed_config(compose(*overrides), overrides)
+    assert "\n" not in str(err.value)
+    overrides = ["resume=true", f"run_dir={tmp_path / 'nothing'}"]
+    with pytest.raises(UserError, match="holds no run"):
+        resumed_config(compose(*overrides), overrides)
