@@ -3,6 +3,7 @@
 # result and one table of what ran, passed, failed and was skipped (and why).
 #
 #   make gpu-check                                   # result: benchmarks/results/gpu_check.json
+#                                                    # (without CUDA: outputs/gpu_check.json)
 #   scripts/gpu_check.sh /tmp/gpu_check.json         # elsewhere
 #
 # For a GPU machine without network: first `make gpu-wheelhouse` on a networked one, then copy
@@ -23,9 +24,14 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
-RESULT=${1:-benchmarks/results/gpu_check.json}
 if [ -z "${PY:-}" ]; then
     if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
+fi
+# a try without CUDA never replaces a GPU machine's stored result
+if "$PY" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+    RESULT=${1:-benchmarks/results/gpu_check.json}
+else
+    RESULT=${1:-outputs/gpu_check.json}
 fi
 WHEELHOUSE=${WHEELHOUSE:-.whl}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-540}
