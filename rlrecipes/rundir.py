@@ -189,7 +189,9 @@ def read_config(run_dir: Path) -> DictConfig:
     try:
         cfg = OmegaConf.load(path)
     except Exception as exc:  # a torn or hand-edited file: yaml's errors are multi-line
-        raise RunDirError(f"{path} cannot be read ({str(exc).strip().splitlines()[0]}); it is not a run's config") from None
+        raise RunDirError(
+            f"{path} cannot be read ({str(exc).strip().splitlines()[0]}); it is not a run's config"
+        ) from None
     if not isinstance(cfg, DictConfig):
         raise RunDirError(f"{path} is not a run's config (not a mapping)")
     return cfg
