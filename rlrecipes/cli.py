@@ -13,26 +13,29 @@ from typing import Any, List, Optional
 
 import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from rlrecipes.commands.common import fail
 from rlrecipes.errors import UserError
 
-# command name -> module of rlrecipes.commands, in the order `rlrecipes --help` lists them
+# command name -> (module of rlrecipes.commands, one-line help), in the order `rlrecipes --help`
+# lists them. The help is written here so that `rlrecipes --help` imports no command module
+# (several import torch and transformers: seconds); tests/test_cli.py checks it matches each
+# command's own docstring.
 COMMANDS = {
-    "recipes": "recipes",
-    "train": "train",
-    "eval": "evaluate",
-    "report": "report",
-    "plot": "plot",
-    "select": "select",
-    "eval-checkpoints": "eval_checkpoints",
-    "spurious-labels": "spurious_labels",
-    "judge-pairs": "judge",
-    "judge-eval": "judge",
-    "launch-config": "launch",
-    "config": "config",
-}
+    "recipes": ("recipes", "Table of the registered recipes: name, paper, idea, status."),
+    "train": ("train", "Train with RL (no arguments: the CPU quick-start)."),
+    "eval": ("evaluate", "Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."),
+    "report": ("report", "Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ, final and best metrics)."),
+    "plot": ("plot", "Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs held-out accuracy (SVG)."),
+    "select": ("select", "Rank examples by the variance of their accuracy history and write the top K."),
+    "eval-checkpoints": ("eval_checkpoints", "Evaluate a run's checkpoints on a suite; report the best-average and the last one."),
+    "spurious-labels": ("spurious_labels", "Sample the base model on the training data and write Spurious Rewards' labels file (for reward=majority|incorrect)."),
+    "judge-pairs": ("judge", "Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."),
+    "judge-eval": ("judge", "Judge preference pairs in both orders: accuracy, position-consistent accuracy, flips, ties."),
+    "launch-config": ("launch", "Path of a shipped accelerate config: accelerate launch --config_file $(rlrecipes launch-config zero3) -m rlrecipes.cli train ..."),
+    "config": ("config", "Inspect configurations."),
+}  # fmt: skip
 
 
 class LazyCommands(TyperGroup):
@@ -44,11 +47,23 @@ class LazyCommands(TyperGroup):
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
         if name not in COMMANDS:
             return None
-        module = importlib.import_module(f"rlrecipes.commands.{COMMANDS[name]}")
+        module = importlib.import_module(f"rlrecipes.commands.{COMMANDS[name][0]}")
         commands = typer.Typer()
         module.register(commands)
         group = typer.main.get_group(commands)
         return group.get_command(ctx, name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """`rlrecipes --help` lists each command from `COMMANDS`: building the real command would
+        import its module."""
+        real, self.get_command = self.get_command, self._listed_command
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.get_command = real
+
+    def _listed_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        return TyperCommand(name=name, help=COMMANDS[name][1]) if name in COMMANDS else None
 
 
 app = typer.Typer(

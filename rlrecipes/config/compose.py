@@ -30,12 +30,29 @@ def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
 
 
+# list settings that also take one bare value (`report_to=tensorboard` for `[tensorboard]`),
+# which OmegaConf would refuse with "str is not a ListConfig"
+ONE_OR_MANY = ("report_to",)
+
+
+def as_lists(overrides: Sequence[str]) -> list[str]:
+    """`report_to=tensorboard` -> `report_to=[tensorboard]` (a comma list stays a sweep)."""
+    out = []
+    for ov in overrides:
+        key, eq, value = ov.partition("=")
+        if eq and key.lstrip("+") in ONE_OR_MANY and value and not value.startswith("[") and "," not in value:
+            ov = f"{key}=[{value}]"
+        out.append(ov)
+    return out
+
+
 def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfig:
     """Compose `conf/<config_name>.yaml` with overrides; raise `ConfigError` on mistakes."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     register_configs()
+    overrides = as_lists(overrides)
     _refuse_free_additions(config_name, overrides)
     GlobalHydra.instance().clear()
     try:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig
 
 from rlrecipes import rundir
-from rlrecipes.config.compose import compose_config, conf_dir
+from rlrecipes.config.compose import as_lists, compose_config, conf_dir
 from rlrecipes.config.store import register_configs
 from rlrecipes.errors import ConfigError, UserError
 
@@ -64,6 +64,7 @@ def run_hydra(
 ) -> None:
     import hydra
 
+    overrides = as_lists(overrides)
     validate(config_name, overrides, multirun, check)
     register_configs()
 

@@ -191,3 +191,14 @@ def test_the_command_line_says_a_bad_choice_in_one_line(args, expected, capsys):
     out = capsys.readouterr()
     text = (out.out + out.err).strip()
     assert exit.value.code == 2 and text.startswith(expected) and "\n" not in text, text
+
+
+@pytest.mark.parametrize("override", ["report_to=tensorboard", "report_to=[tensorboard]"])
+def test_a_list_setting_takes_one_bare_value(override):
+    assert list(compose_config("train", [override]).report_to) == ["tensorboard"]
+
+
+def test_a_comma_list_stays_a_sweep():
+    from rlrecipes.config.compose import as_lists
+
+    assert as_lists(["report_to=tensorboard,wandb", "seed=1"]) == ["report_to=tensorboard,wandb", "seed=1"]
