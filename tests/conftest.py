@@ -111,3 +111,22 @@ def stop_process_group(process: subprocess.Popen, term_wait_s: float = 20) -> No
             process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             pass
+
+
+TIERS = ("integration", "e2e", "gpu")
+# fixtures that build or load a model: a test using one is not a unit test
+MODEL_FIXTURES = ("toy_model_dir", "competent_toy_dir")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep the unit tier (`make test`) fast: a test that needs a model must say its tier."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if any(f in item.fixturenames for f in MODEL_FIXTURES) and not any(item.get_closest_marker(t) for t in TIERS)
+    ]
+    if unmarked:
+        raise pytest.UsageError(  # listed in full, so one pass fixes them
+            "\n".join(unmarked) + "\n" + f"{unmarked[0]} uses a model fixture but is not marked integration or e2e "
+            f"({len(unmarked)} such test(s); see tests/README.md)"
+        )

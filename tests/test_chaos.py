@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import TINY
 from tests.test_resume import ENTRY, ROOT, SETTINGS, assert_same_run
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 KILLS = 3  # kills per run; the moments are drawn from a fixed seed, so every machine tries the same ones
 
 

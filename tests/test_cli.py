@@ -30,6 +30,7 @@ def test_help_lists_commands():
         assert command in out.stdout
 
 
+@pytest.mark.integration
 def test_recipes_table_comes_from_the_registry():
     from rlrecipes.recipes import load_all
 
@@ -39,12 +40,14 @@ def test_recipes_table_comes_from_the_registry():
         assert name in out.stdout and cls.status in out.stdout
 
 
+@pytest.mark.integration
 def test_config_show_prints_the_resolved_config():
     out = rlrecipes("config", "show", "trainer.max_steps=7", "recipe.beta=0.01")
     assert out.returncode == 0
     assert "max_steps: 7" in out.stdout and "beta: 0.01" in out.stdout and "${" not in out.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args,needle",
     [
@@ -61,7 +64,7 @@ def test_mistakes_are_one_line_errors(args, needle):
     assert len(text.splitlines()) == 1, text
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_train_writes_a_complete_run_directory(tmp_path):
     run = tmp_path / "run"
     base = competent_toy()  # right about half the time: accuracies that could be wrong
@@ -115,7 +118,7 @@ def heldout_greedy_accuracy(model_dir: Path) -> float:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_dir, tmp_path):
     run = tmp_path / "run"
     bad = rlrecipes("train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={run}", cwd=tmp_path)
@@ -135,7 +138,7 @@ def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_
     assert good.returncode == 0, good.stdout + good.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
     out = rlrecipes(
         "train",
@@ -156,7 +159,7 @@ def test_multirun_sweeps_a_2x2_grid(toy_model_dir, tmp_path):
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == [p.parent.name for p in summaries]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_train_from_a_local_model_folder_and_a_jsonl_file(toy_model_dir, tmp_path):
     """Any folder works as model.name_or_path; a jsonl with a field mapping works as data."""
     rows = [{"question": f"{a}+{b}", "gold": str(a + b)} for a, b in [(1, 2), (3, 4), (10, 5), (7, 7)]]

@@ -8,7 +8,7 @@ import pytest
 from rlrecipes.config.compose import conf_dir
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_non_editable_install_finds_its_configs(tmp_path):
     root = conf_dir().parent
     target = tmp_path / "site"

@@ -195,7 +195,7 @@ def real_sweep(tmp_path_factory, toy_model_dir):
     return folder, log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sweep_report_columns_and_values_come_from_each_run(real_sweep):
     folder, _ = real_sweep
     runs = sorted(
@@ -231,7 +231,7 @@ def test_sweep_report_columns_and_values_come_from_each_run(real_sweep):
     assert (folder / "comparison.png").stat().st_size > 0 and (folder / "comparison.svg").stat().st_size > 0
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
     from rlrecipes.plots import plot_comparison
 
@@ -258,7 +258,7 @@ def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
     assert result.exit_code != 0 and "no run logged nope" in str(result.exception)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_training_progress_lines_reach_a_redirected_file(real_sweep):
     _, text = real_sweep
     lines = [line for line in text.splitlines() if line.startswith("train step ")]

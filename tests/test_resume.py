@@ -13,7 +13,7 @@ from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 # DAPO with dynamic sampling: its refill stream is engine state a resume must restore too. The
 # filter is the scripted reward (mixed groups by prompt), so rounds happen on the weak tiny model;
 # the sampled completions still decide the gradient, completion lengths and the accuracy logged.

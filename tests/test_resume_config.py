@@ -19,6 +19,7 @@ def saved_run(tmp_path):
     return run
 
 
+@pytest.mark.integration
 def test_a_resume_takes_every_setting_from_the_run_not_from_the_defaults(saved_run):
     overrides = ["resume=true", f"run_dir={saved_run}"]
     cfg, changes = resumed_config(compose(*overrides), overrides)
@@ -27,6 +28,7 @@ def test_a_resume_takes_every_setting_from_the_run_not_from_the_defaults(saved_r
     assert OmegaConf.is_missing(cfg, "recipe") is False and type(cfg.trainer.max_steps) is int  # typed, not raw YAML
 
 
+@pytest.mark.integration
 def test_keys_named_on_the_command_line_override_the_saved_ones(saved_run):
     overrides = ["resume=true", f"run_dir={saved_run}", "trainer.max_steps=9", "trainer.progress=true"]
     cfg, changes = resumed_config(compose(*overrides), overrides)
@@ -34,6 +36,7 @@ def test_keys_named_on_the_command_line_override_the_saved_ones(saved_run):
     assert changes == [("trainer.max_steps", 7, 9), ("trainer.progress", False, True)]
 
 
+@pytest.mark.integration
 def test_a_moved_run_takes_its_new_path(saved_run, tmp_path):
     moved = tmp_path / "moved"
     saved_run.rename(moved)
@@ -49,6 +52,7 @@ def test_launchers_and_deletions_are_refused_in_one_line(override):
     assert override in str(err.value)
 
 
+@pytest.mark.integration
 def test_the_start_command_repeated_with_resume_true_continues_the_run(saved_run):
     """A Slurm script repeats its command with resume=true: the same groups and keys."""
     overrides = [
@@ -62,6 +66,7 @@ def test_the_start_command_repeated_with_resume_true_continues_the_run(saved_run
     assert cfg.recipe.name == "dapo" and cfg.trainer.max_steps == 7 and changes == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "overrides, shown",
     [
@@ -81,6 +86,7 @@ def test_a_group_that_would_change_the_runs_settings_is_refused(saved_run, overr
     assert shown in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
+@pytest.mark.integration
 def test_a_torn_or_missing_config_is_one_line(saved_run, tmp_path):
     (saved_run / "config.yaml").write_text("recipe:\n  name: [dapo\n")  # torn mid-write
     overrides = ["resume=true", f"run_dir={saved_run}"]

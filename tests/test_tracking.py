@@ -42,7 +42,7 @@ def test_unknown_or_missing_tracker_is_one_line(tmp_path, monkeypatch):
         tracking_args(compose("report_to=[trackio]"), tmp_path)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tensorboard_events_hold_the_logged_scalars_and_wandb_runs_offline(toy_model_dir, tmp_path, monkeypatch):
     """A real 2-step run with report_to=[tensorboard,wandb] and WANDB_MODE=offline (no network)."""
     pytest.importorskip("tensorboard")

@@ -18,7 +18,7 @@ from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def free_port() -> int:

@@ -98,6 +98,7 @@ MISTAKES = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("overrides, message", MISTAKES, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_mistakes_fail_at_once_before_anything_loads(overrides, message, warm, nothing_loads, tmp_path):
     from rlrecipes.train import train
@@ -146,6 +147,7 @@ def test_the_quick_start_plan_is_printed_as_it_will_run(warm, nothing_loads):
     assert rows["scheduler"] == "constant over 120 steps, warmup_steps=0 warmup_ratio=0"
 
 
+@pytest.mark.integration
 def test_fewer_problems_than_one_rollout_step_is_refused(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 
@@ -164,6 +166,7 @@ def _cli(capsys, *args: str) -> tuple[int, str]:
     return exit.value.code or 0, out.out + out.err
 
 
+@pytest.mark.integration
 def test_dry_run_prints_the_plan_and_writes_nothing(warm, nothing_loads, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "250")
@@ -184,6 +187,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(warm, nothing_loads, capsys,
 TINY_CLI = ["trainer.prompts_per_rollout=4", "trainer.num_generations=4", "trainer.micro_batch_size=16"]
 
 
+@pytest.mark.integration
 def test_a_sweep_stops_before_its_first_job_when_any_job_is_wrong(warm, nothing_loads, capsys, tmp_path):
     code, out = _cli(capsys, "train", "-m", "trainer.temperature=1.0,0", f"output_root={tmp_path}")
     assert code == 2 and out.strip().startswith("error: trainer.temperature=0: trainer.temperature=0.0 must be")
@@ -197,6 +201,7 @@ def test_an_infinite_clip_range_is_the_unclipped_objective_and_allowed(warm, not
     assert args.epsilon == float("inf") and args.epsilon_high == float("inf")
 
 
+@pytest.mark.integration
 def test_dry_run_refuses_a_nan_learning_rate_in_one_line(warm, nothing_loads, capsys):
     code, out = _cli(capsys, "train", "--dry-run", "trainer.learning_rate=nan")
     assert code == 2 and out.strip() == "error: trainer.learning_rate=nan must be a finite number"

@@ -17,6 +17,7 @@ def test_overrides_apply_with_types():
     assert cfg.trainer.max_steps == 20 and cfg.trainer.learning_rate == 1e-5 and cfg.seed == 3
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "override,expected",
     [
@@ -52,6 +53,7 @@ def test_mistakes_fail_with_one_line_naming_valid_choices(override, expected):
     assert expected in message and "\n" not in message
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "overrides, expected",
     [
@@ -117,6 +119,7 @@ def test_unknown_recipe_lists_every_registered_recipe():
         assert name in str(err.value)
 
 
+@pytest.mark.integration
 def test_sweep_expansion_and_validation():
     jobs = expand_sweep(["a=1,2", "b=x,y"])
     assert jobs == [["a=1", "b=x"], ["a=1", "b=y"], ["a=2", "b=x"], ["a=2", "b=y"]]
@@ -125,6 +128,7 @@ def test_sweep_expansion_and_validation():
         validate("train", ["seed=1,2", "trainer.nope=3,4"], multirun=True)
 
 
+@pytest.mark.integration
 def test_a_sweep_checks_every_job_before_the_first_starts():
     """The command's check runs on each composed job; the failing point is named."""
     seen = []
@@ -142,6 +146,7 @@ def test_a_sweep_checks_every_job_before_the_first_starts():
         validate("train", ["trainer.temperature=0"], multirun=False, check=check)
 
 
+@pytest.mark.integration
 def test_every_group_option_composes():
     from rlrecipes.config.compose import conf_dir, group_options
 

@@ -115,6 +115,7 @@ def test_toy_vllm_is_compared_with_the_toy_it_extends(tmp_path):
     assert restated(folder / "toy_vllm.yaml") == ["builder='toy'"]
 
 
+@pytest.mark.integration
 def test_recipe_names_agree():
     """A recipe's registry name, its config dataclass's `name` default, its YAML file and the
     composed `recipe.name` are one name (the schema node `<name>_schema` is what the YAML extends)."""

@@ -42,6 +42,7 @@ def test_without_an_answer_field_questions_load_unlabelled():
     assert loaded.skipped == [(2, "no q")]
 
 
+@pytest.mark.integration
 def test_synthetic_training_answers_can_be_withheld():
     from rlrecipes.data.problems import load_problem_set
     from tests.conftest import compose

@@ -16,6 +16,7 @@ def test_no_preset_points_into_the_shared_folder():
     assert not offenders, offenders
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_names_public_data(name):
     cfg = compose_config("train", [f"experiment={name}"])

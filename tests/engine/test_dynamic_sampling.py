@@ -294,7 +294,7 @@ def test_settings_and_setup_errors():
         DynamicSampler(odd, DynamicSamplingSettings("acc"))
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_any_recipe_can_switch_it_on(tmp_path):
     """Plain GRPO with dynamic sampling on, filtering on the accuracy reward every run logs
     (one-digit sums, which the tiny model gets right only sometimes)."""

@@ -146,7 +146,7 @@ class Recorder(EngineHook):
         return batch
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_real_trl_run_trains_on_the_kept_rows(toy_model_dir, tmp_path):
     from datasets import Dataset
 

@@ -53,6 +53,7 @@ def test_non_finite_values_are_failures_but_none_means_not_applicable():
     assert guard.failures["r"] == 2 and guard.calls["r"] == 4
 
 
+@pytest.mark.integration
 def test_a_hung_reward_is_cut_off_by_its_cpu_budget():
     import time
 
@@ -123,7 +124,7 @@ def entry(*overrides, cwd):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_run_survives_occasional_failures_and_stops_on_constant_ones(toy_model_dir, tmp_path):
     ok = entry(
         "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: first_is_nan, weight: 1.0}]",

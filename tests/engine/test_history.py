@@ -29,7 +29,7 @@ def test_record_copies_of_one_example_and_missing_gold():
         record(history, ["x"] * 4, torch.zeros(4), 3)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_history_across_epochs_matches_logged_accuracy(toy_model_dir, tmp_path):
     """4 problems, 4 prompts per step: each step is one epoch, so after 3 steps every
     problem has exactly 3 accuracies, and each step's mean over the 4 problems is the

@@ -61,6 +61,7 @@ def test_reward_advantages_are_added_when_a_weight_is_non_zero():
     assert out["advantages"].tolist() == pytest.approx([e + a for e, a in zip(EXPECTED, [10, 20, 30, 40])], abs=1e-5)
 
 
+@pytest.mark.integration
 def test_offline_scorer_is_a_frozen_copy_of_the_initial_model():
     trainer, _ = make_trainer([0.0])
     seen = []
@@ -166,6 +167,7 @@ def last_logits(model):
     return model(input_ids=torch.tensor([[1, 2, 3]] * 4)).logits[:, -1, 0]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("scorer", ["online", "offline"])
 def test_a_lora_policy_is_scored_with_adapters_online_and_without_them_offline(scorer, monkeypatch):
     """Offline with LoRA is the base model under the adapters (as TRL's reference log-probs),

@@ -26,6 +26,7 @@ LABEL_FREE = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", list(LABEL_FREE))
 def test_a_label_free_recipe_gives_trl_a_zero_weight_for_gold_accuracy(name, toy_model_dir, tmp_path):
     job = setup(compose(*LABEL_FREE[name]), tmp_path, log=lambda _: None)
@@ -41,6 +42,7 @@ def test_a_label_free_recipe_gives_trl_a_zero_weight_for_gold_accuracy(name, toy
     assert trainer.reward_weights.tolist() == [weights[n] for n in names]
 
 
+@pytest.mark.integration
 def test_grpo_trains_on_gold_accuracy(toy_model_dir, tmp_path):
     """The counterpart: a labelled recipe's accuracy reward does reach TRL with its weight."""
     job = setup(compose(), tmp_path, log=lambda _: None)

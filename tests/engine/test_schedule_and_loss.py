@@ -46,6 +46,7 @@ def lrs_applied(trainer, steps):
 COSINE = ["trainer.lr_scheduler_type=cosine_with_min_lr", "+trainer.lr_scheduler_kwargs.min_lr_rate=0.1"]
 
 
+@pytest.mark.integration
 def test_schedule_spans_scheduler_steps_not_the_run(toy_model_dir, tmp_path):
     # lr 1e-3, warm-up ratio 0.1, floor 0.1 x lr; the run trains 12 steps.
     # lr(k) = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + cos(pi * (k - w) / (T - w)))) after w warm-up steps;
@@ -61,6 +62,7 @@ def test_schedule_spans_scheduler_steps_not_the_run(toy_model_dir, tmp_path):
     assert default[-1] == pytest.approx(1.2202457e-4, rel=1e-6)
 
 
+@pytest.mark.integration
 def test_ttrl_v1_schedule_ends_near_half_the_peak(toy_model_dir, tmp_path):
     # experiment=ttrl_v1_aime24_qwen2_5_math_7b's schedule: 5e-7, cosine to 0.1 x lr over
     # 1800 steps, 3% warm-up (ceil(54.0) = 54), 960 steps trained. Update 960 uses lr(959):
@@ -73,6 +75,7 @@ def test_ttrl_v1_schedule_ends_near_half_the_peak(toy_model_dir, tmp_path):
     assert lrs[54] == pytest.approx(5e-7) and lrs[53] < 5e-7  # the warm-up is 3% of 1800, not of 960
 
 
+@pytest.mark.integration
 def test_scheduler_steps_shorter_than_the_run_is_refused():
     from rlrecipes.engine.grpo_args import scheduler_horizon
 
@@ -100,6 +103,7 @@ CASES = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("objective", sorted(CASES))
 def test_spurious_no_clip_objective_gradient_by_hand(objective, toy_model_dir, tmp_path):
     from rlrecipes.recipes.spurious import Spurious
@@ -130,7 +134,7 @@ def test_spurious_no_clip_objective_gradient_by_hand(objective, toy_model_dir, t
     assert logps.grad.flatten().tolist() == pytest.approx(expected_grad, abs=1e-6)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_training_run_follows_the_longer_schedule(toy_model_dir, tmp_path):
     import json
 

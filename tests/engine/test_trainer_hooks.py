@@ -22,7 +22,7 @@ class Recorder(EngineHook):
         return batch
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
     from datasets import Dataset
 

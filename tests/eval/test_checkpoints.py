@@ -80,7 +80,7 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
     assert sel.best_step == 2
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     """Train 1 step saving it, then evaluate base + checkpoint on the synthetic suite
     (8 held-out problems) through the real eval runner; re-running reuses the results."""
@@ -117,7 +117,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
         eval_checkpoints(run, "synthetic", ["nope=1"], out=tmp_path / "other", log=lambda _: None)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 

@@ -31,6 +31,7 @@ def backend(toy_model_dir):
 PROMPTS = ["<|user|>12+7<|assistant|>", "<|user|>40+41<|assistant|>", "<|user|>3+3<|assistant|>"]
 
 
+@pytest.mark.integration
 def test_greedy_counts_and_length_limit(backend):
     out = backend.generate(PROMPTS, Sampling(n=1, max_new_tokens=2), seeds=[0, 1, 2])
     assert [len(o) for o in out] == [1, 1, 1]
@@ -39,6 +40,7 @@ def test_greedy_counts_and_length_limit(backend):
     assert all(c.text.startswith("Answer:") and c.finish_reason == "stop" for o in full for c in o)
 
 
+@pytest.mark.integration
 def test_sampling_is_seeded(backend):
     s = Sampling(n=3, temperature=1.0, max_new_tokens=12)
     a = backend.generate(PROMPTS, s, seeds=[5, 6, 7])
@@ -48,6 +50,7 @@ def test_sampling_is_seeded(backend):
     assert backend.chunk_size(s) == 2  # batch of 8 sequences / 3 samples per problem
 
 
+@pytest.mark.integration
 def test_stop_strings_are_cut(backend):
     out = backend.generate(PROMPTS[:1], Sampling(n=1, max_new_tokens=24, stop=("wer",)), seeds=[0])
     assert out[0][0].text == "Ans" and out[0][0].finish_reason == "stop"
@@ -63,6 +66,7 @@ def test_auto_is_a_backend_and_a_typo_lists_the_valid_ones():
         check_backend("vlm")
 
 
+@pytest.mark.integration
 def test_auto_falls_back_to_hf_without_vllm(monkeypatch, toy_model_dir):
     import importlib.util
 

@@ -46,7 +46,7 @@ def samples(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_eval_tiny_model_on_the_synthetic_task_and_resume(toy_model_dir, tmp_path):
     run = tmp_path / "run"
     common = [
@@ -118,7 +118,7 @@ def test_a_lone_surrogate_is_written_as_a_replacement_not_a_crash(tmp_path):
     assert back[0].problem == "p?" and back[0].completions == ["1?"]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_eval_on_a_math500_slice_from_shared_data(toy_model_dir, shared_data, tmp_path):
     run = tmp_path / "run"
     out = rlrecipes(
@@ -140,6 +140,7 @@ def test_eval_on_a_math500_slice_from_shared_data(toy_model_dir, shared_data, tm
     assert "Please reason step by step" in rows[0]["prompt"]  # the Qwen2.5-Math CoT system prompt
 
 
+@pytest.mark.integration
 def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     lines = [
@@ -165,6 +166,7 @@ def test_rescore_a_generations_file_with_known_answers(tmp_path, capsys):
     assert [r["id"] for r in samples(run)] == ["p1", "p2", "line-3"]
 
 
+@pytest.mark.integration
 def test_rescore_grades_pre_extracted_answers_and_says_so(tmp_path, capsys):
     # Qwen2.5-Math's output format: gt, code (completions), pred (its extracted answers), score
     gen = tmp_path / "qwen.jsonl"
@@ -206,6 +208,7 @@ def test_rescore_grades_pre_extracted_answers_and_says_so(tmp_path, capsys):
     }
 
 
+@pytest.mark.integration
 def test_grading_failures_past_the_limit_fail_the_run_in_one_line(tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     gen.write_text(json.dumps({"gold": "x+1", "completions": ["\\boxed{(10^{7})!}", "\\boxed{x+1}"]}) + "\n")
@@ -237,6 +240,7 @@ def test_grading_failures_past_the_limit_fail_the_run_in_one_line(tmp_path, caps
     assert code == 0, text
 
 
+@pytest.mark.integration
 def test_rescore_takes_missing_golds_from_the_benchmark_by_id(shared_data, tmp_path, capsys):
     gen = tmp_path / "gens.jsonl"
     gen.write_text(json.dumps({"id": 60, "completions": ["so \\boxed{204}", "\\boxed{205}"]}) + "\n")
@@ -271,6 +275,7 @@ def _good_generations(tmp_path: Path) -> str:
     return f"generations={good}"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "make_args, needle",
     [
@@ -318,7 +323,7 @@ def test_bad_input_is_one_line_and_leaves_no_run_dir(make_args, needle, tmp_path
     assert not run.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_multirun_sweep_and_report(toy_model_dir, tmp_path, capsys):
     out = rlrecipes("eval", "-m", *EVAL_TINY, "limit=3", "seed=0,1", f"output_root={tmp_path}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -10,6 +10,7 @@ from rlrecipes.eval.benchmarks import BENCHMARKS, SUITES, resolve_benchmarks
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "protocol, expected",
     [
@@ -68,6 +69,7 @@ def test_presets_are_overridable():
     assert cfg.protocol.num_samples == 4 and list(cfg.protocol.ks) == [1, 2]
 
 
+@pytest.mark.integration
 def test_every_benchmark_and_suite_has_a_config_file():
     files = {p.stem for p in (Path(conf_dir()) / "benchmark").glob("*.yaml")}
     assert files == set(BENCHMARKS) | set(SUITES)
@@ -76,6 +78,7 @@ def test_every_benchmark_and_suite_has_a_config_file():
         assert resolve_benchmarks(list(cfg.benchmark.names)) == resolve_benchmarks(name)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "overrides, needle",
     [

@@ -3,6 +3,7 @@
 import pytest
 
 
+@pytest.mark.integration
 def test_an_eval_sweep_with_one_bad_point_stops_before_any_job(capsys, tmp_path, monkeypatch):
     from rlrecipes.cli import main
 

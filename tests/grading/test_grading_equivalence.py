@@ -97,6 +97,7 @@ CASES = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "pred, gold, expected",
     [case for group in CASES.values() for case in group],

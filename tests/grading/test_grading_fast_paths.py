@@ -6,7 +6,7 @@ from rlrecipes.grading import is_equivalent
 from tests.grading.pair_generator import generated_pairs
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_fast_paths_give_math_verifys_verdicts_on_generated_pairs():
     pairs = generated_pairs(2000, seed=0)
     fast = [is_equivalent(p, g) for p, g in pairs]

@@ -23,6 +23,7 @@ def pool():
         yield p
 
 
+@pytest.mark.integration
 def test_pool_matches_in_process(pool):
     preds, golds = zip(*PAIRS)
     expected = [grade(p, g) for p, g in PAIRS]
@@ -43,5 +44,6 @@ def test_length_mismatch_is_an_error(pool):
         pool.grade_many(["1", "2"], ["1"])
 
 
+@pytest.mark.integration
 def test_empty(pool):
     assert pool.grade_many([], []) == []

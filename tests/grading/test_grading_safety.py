@@ -8,6 +8,7 @@ import pytest
 from rlrecipes.grading import GradingPool, grade, is_equivalent
 
 
+@pytest.mark.integration
 def test_pathological_factorial_times_out_and_is_wrong():
     start = time.monotonic()
     assert grade("\\boxed{(10^{7})!}", "5", timeout_s=1) is False
@@ -29,6 +30,7 @@ def test_python_in_an_answer_is_never_run(tmp_path, monkeypatch):
     assert grade("\\boxed{2+3}", "5") is True  # plain arithmetic still works without it
 
 
+@pytest.mark.integration
 def test_grading_from_a_thread_uses_a_worker_process():
     # math-verify's signal.alarm cannot be armed outside the main thread; grade()
     # must still work (and keep its timeouts) when a thread calls it.
@@ -44,6 +46,7 @@ def test_grading_from_a_thread_uses_a_worker_process():
     assert results == {"sym": True, "fast": True}
 
 
+@pytest.mark.integration
 def test_pool_hard_deadline_kills_and_recovers():
     with GradingPool(workers=1, timeout_s=1, hard_timeout_s=0.5) as pool:
         pool.start()
@@ -147,6 +150,7 @@ MEGABYTE_RESPONSES = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", list(MEGABYTE_RESPONSES))
 def test_a_megabyte_response_is_graded_within_bounds(name):
     """Each of these took minutes to hours (quadratic regexes in answer cleaning, a quadratic
@@ -158,7 +162,7 @@ def test_a_megabyte_response_is_graded_within_bounds(name):
     assert time.monotonic() - started < 15
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_eval_cli_rescores_a_megabyte_response_within_bounds(tmp_path):
     import json
     import subprocess

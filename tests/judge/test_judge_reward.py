@@ -65,7 +65,7 @@ def test_hybrid_asks_the_judge_only_where_the_rule_says_no(tmp_path, monkeypatch
     assert [r["prompt"] for r in logged] == ["p2", "p3"] and logged[0]["judge_outputs"] == ["<score>7</score>"]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_policy_trained_against_a_tiny_judge_logs_its_verdicts(toy_model_dir, tmp_path):
     from rlrecipes.models import resolve_model_path
     from rlrecipes.recipes.j1 import J1

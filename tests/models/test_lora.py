@@ -14,6 +14,7 @@ from tests.eval.test_eval_cli import EVAL_TINY, cli, rlrecipes
 
 
 # ----------------------------------------------------------------------------- config
+@pytest.mark.integration
 def test_lora_is_off_by_default_and_when_null():
     from rlrecipes.models.lora import peft_config
 
@@ -21,6 +22,7 @@ def test_lora_is_off_by_default_and_when_null():
     assert compose("model.lora=null").model.lora is None and peft_config(compose("model.lora=null").model) is None
 
 
+@pytest.mark.integration
 def test_a_rank_on_the_command_line_turns_lora_on(capsys):
     """`model.lora.r=8` must compose (Hydra cannot set a key below a null node)."""
     from rlrecipes.models.lora import peft_config
@@ -34,6 +36,7 @@ def test_a_rank_on_the_command_line_turns_lora_on(capsys):
     assert code == 0 and "r: 8" in out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "override, message",
     [
@@ -71,6 +74,7 @@ def test_qlora_without_cuda_fails_before_any_weights_load(monkeypatch, tmp_path)
         peft_config(cfg)  # what the training job checks before it builds or loads a model
 
 
+@pytest.mark.integration
 def test_qlora_composes_the_papers_4bit_settings(monkeypatch):
     """What a CUDA machine with bitsandbytes gets (checked here with both pretended)."""
     import importlib.util
@@ -129,7 +133,7 @@ def logits(model, tokenizer):
         return model(**ids).logits
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_dir, tmp_path, built_trainers):
     from rlrecipes.models import load_model
@@ -170,7 +174,7 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
     assert torch.allclose(logits(merged, tokenizer), logits(model, tokenizer), atol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_path, built_trainers):
     from rlrecipes.train import train
 
@@ -217,6 +221,7 @@ def tiny_adapter(toy_model_dir, folder):
     return model.eval()
 
 
+@pytest.mark.integration
 def test_adapter_is_merged_once_for_tools_without_peft(toy_model_dir, tmp_path):
     """vLLM loads full-model folders only: an adapter becomes a cached merged folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -238,6 +243,7 @@ def test_adapter_is_merged_once_for_tools_without_peft(toy_model_dir, tmp_path):
     assert logs == []  # cached
 
 
+@pytest.mark.integration
 def test_an_adapter_without_its_tokenizer_loads_the_bases(toy_model_dir, tmp_path):
     from rlrecipes.models import load_model
 
@@ -249,6 +255,7 @@ def test_an_adapter_without_its_tokenizer_loads_the_bases(toy_model_dir, tmp_pat
     assert torch.allclose(logits(merged, tokenizer), logits(adapted, tokenizer), atol=1e-5)
 
 
+@pytest.mark.integration
 def test_an_adapter_whose_base_is_gone_is_one_line(toy_model_dir, tmp_path):
     from rlrecipes.models import load_model
 
@@ -260,7 +267,7 @@ def test_an_adapter_whose_base_is_gone_is_one_line(toy_model_dir, tmp_path):
         load_model(str(tmp_path / "model"), compose().model)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_command_line_switches_lora_on_and_off(toy_model_dir, tmp_path):
     """`rlrecipes train model.lora.r=4` trains an adapter; `model.lora=null` a full model."""
     from tests.conftest import TINY

@@ -13,7 +13,7 @@ import pytest
 SCRIPT = Path(__file__).with_name("sharded_self_certainty.py")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["fsdp2", "zero3"])
 def test_sharded_self_certainty_matches_the_unsharded_model(mode, tmp_path):
     if mode == "zero3":

@@ -14,7 +14,7 @@ def needs_smollm2():
     pytest.importorskip("gguf")
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_smollm2_converts_once_and_generates(tmp_path, monkeypatch):
     needs_smollm2()
     from rlrecipes.generation import generate_completions
@@ -32,7 +32,7 @@ def test_smollm2_converts_once_and_generates(tmp_path, monkeypatch):
     assert text.strip()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_smollm2_trains_a_step(tmp_path):
     """The converted folder is a plain float checkpoint: with GGUF's quantization_config
     left in config.json, transformers' Trainer refused it ("purely quantized models")."""

@@ -36,6 +36,7 @@ def test_plateau_rule_ignores_the_flat_start_before_anything_is_learned():
     assert _plateaued([0.0, 0.30, 0.30, 0.31, 0.30, 0.29], patience=4, tolerance=0.04)
 
 
+@pytest.mark.integration
 def test_toy_model_is_cached_by_config_and_reloads(toy_model_dir: Path):
     cfg = compose()
     assert (toy_model_dir / "model.safetensors").is_file()
@@ -51,6 +52,7 @@ def test_toy_model_is_cached_by_config_and_reloads(toy_model_dir: Path):
     assert model.config.model_type == "qwen3" and tok.decode(tok("1+2")["input_ids"]) == "1+2"
 
 
+@pytest.mark.integration
 def test_a_different_toy_config_builds_a_different_model(toy_model_dir: Path, tmp_path: Path):
     from safetensors.torch import load_file
 
@@ -101,6 +103,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_reused(tmp_path):
     assert load_file(str(weights))["w"].shape == (64,)
 
 
+@pytest.mark.integration
 def test_a_damaged_model_folder_is_one_line(toy_model_dir, tmp_path):
     import shutil
 

@@ -127,7 +127,7 @@ EASY = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_dapo_run_refills_the_batch(tmp_path):
     from rlrecipes.train import train
 

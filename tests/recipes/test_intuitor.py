@@ -73,7 +73,7 @@ def test_bad_scorer_is_one_line():
         Intuitor(compose("recipe=intuitor", "recipe.scorer=ema").recipe).hooks(ctx)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("scorer", ["online", "offline"])
 def test_tiny_run_trains_on_self_certainty_alone(scorer, competent_toy_dir, tmp_path):
     from rlrecipes.train import train
@@ -123,7 +123,7 @@ def completion_logprob(model, batch):
     return (per_token * batch["completion_mask"]).sum(-1)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, tmp_path, monkeypatch):
     """The direction of the update: completions whose self-certainty is above their group's
     mean (positive advantage) gain log-probability relative to those below it."""

@@ -21,6 +21,7 @@ TOY_JUDGE = [
 ]
 
 
+@pytest.mark.integration
 def test_recipe_defaults_and_one_line_errors():
     r = compose("recipe=j1").recipe
     assert (r.judge, r.prompt, r.reward, r.wrong_reward, r.format_weight, r.pairs) == (
@@ -114,7 +115,7 @@ def test_toy_problem_set_is_both_orders_and_keyed_apart_from_the_arithmetic_toy(
     assert recipe.warm_start_key(cfg.data) != cfg.data.synthetic
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
     from rlrecipes.train import train
 
@@ -129,6 +130,7 @@ def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
     assert summary["accuracy_before"] is not None  # held-out verdict accuracy over both orders
 
 
+@pytest.mark.integration
 def test_multitask_rows_and_their_column():
     cfg = compose(*TOY_JUDGE, "recipe.judge=multitask", "recipe.max_pairs=3", "trainer.prompts_per_rollout=8")
     J1.validate(cfg)
@@ -154,7 +156,7 @@ def test_multitask_rows_and_their_column():
     assert logged["j1/consistent"] == 0.0 and logged["j1/pointwise_right"] == 0.5
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_both_orders_share_a_batch_on_two_processes(tmp_path):
     """A real 2-process launch: the consistency column needs both orders of every pair in the
     gathered batch (it raises otherwise), and every step logs it."""

@@ -28,6 +28,7 @@ def test_uneven_split_names_the_key():
         copies_per_example(3, 128)
 
 
+@pytest.mark.integration
 def test_training_rows_pick_examples_by_id_in_the_given_order():
     recipe = OneShot(compose("recipe=one_shot", "recipe.examples=[4,1]", "recipe.rows=4").recipe)
     assert [r["id"] for r in recipe.training_rows(ROWS)] == ["4", "4", "1", "1"]
@@ -48,6 +49,7 @@ PRESETS_1_5B = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "size, model, steps", [("1_5b", "Qwen/Qwen2.5-Math-1.5B", 2000), ("7b", "Qwen/Qwen2.5-Math-7B", 1000)]
 )
@@ -114,7 +116,7 @@ def _trainer(toy_model_dir, tmp_path):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_loss_is_pg_plus_kl_minus_entropy_on_a_hand_made_distribution(toy_model_dir, tmp_path):
     """Every position predicts p = (1/2, 1/4, 1/4) over tokens a, b, c (zero weights, bias
     = T log p so the temperature-scaled logits are log p). Entropy H = 1.5 ln 2.
@@ -154,7 +156,7 @@ def test_loss_is_pg_plus_kl_minus_entropy_on_a_hand_made_distribution(toy_model_
     assert trainer._compute_loss(model, inputs).item() == pytest.approx(expected + 0.001 * entropy, abs=1e-6)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir, tmp_path):
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.train import train

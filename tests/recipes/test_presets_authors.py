@@ -42,6 +42,7 @@ def header_command(name: str) -> list[str]:
     return words
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_preset_command_passes_the_dry_run_and_builds_the_grpo_config(name, capsys):
     command = header_command(name)
@@ -208,6 +209,7 @@ def test_intuitor_grpo_reward_grades_against_the_answer_boxed_in_the_solution():
 
 
 # ------------------------------------------------------------------------- one-shot RLVR
+@pytest.mark.integration
 @pytest.mark.parametrize("name", [n for n in EXPERIMENTS if n.startswith("one_shot_")])
 def test_one_shot_presets_keep_what_model_selection_needs(name):
     t = preset(name).trainer

@@ -111,7 +111,7 @@ def test_presets_carry_the_papers_numbers(size, model):
     assert t.max_steps == 150 * 8  # 150 rollout steps (the May-2025 PDF's Fig. 1)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp_path):
     from rlrecipes.commands.spurious_labels import label_problems
     from rlrecipes.train import train
@@ -148,7 +148,7 @@ def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp
     assert summary["inputs"] == {"labels.jsonl": hashlib.sha256(labels.read_bytes()).hexdigest()}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 

@@ -22,6 +22,7 @@ def test_recipe_is_grpo_with_the_vote_reward():
     assert (r.n_train, r.train_fraction, r.vote) == (None, 0.5, "exact")  # verl: 32 of 64 votes train
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2",
     [
@@ -107,6 +108,7 @@ def test_presets_carry_the_papers_numbers(
     assert plan.completions_per_update * train // votes == prompts * train // updates
 
 
+@pytest.mark.integration
 def test_local_ttrl_files_load_through_data_path(shared_data):
     from rlrecipes.data.problems import load_problem_set
 
@@ -159,7 +161,7 @@ def test_vote_reward_scores_whole_groups_and_logs_diagnostics():
     }
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_label_free_run_logs_the_diagnostics(competent_toy_dir, tmp_path):
     """On a model right on most training problems (on the TINY one every gold-based number is 0)."""
     from rlrecipes.train import train
@@ -205,7 +207,7 @@ def unlabelled_run(toy_model_dir, data_file, *overrides):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
     from rlrecipes.train import train
 
@@ -221,6 +223,7 @@ def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
     assert not any("ttrl/label_accuracy" in r for r in rows)
 
 
+@pytest.mark.integration
 def test_graded_rewards_refuse_unlabelled_data_naming_the_alternatives(toy_model_dir, tmp_path):
     from rlrecipes.errors import UserError
     from rlrecipes.train import train
