@@ -12,3 +12,8 @@ class ConfigError(UserError):
 
 class DataError(UserError):
     """A data file, row or field that cannot be used (the message names which)."""
+
+
+class StorageError(UserError):
+    """A file or folder that cannot be written (read-only or full filesystem, no permission):
+    the message names it and says what to do; it is the machine's state, not a bug."""

@@ -16,15 +16,28 @@ and after training from `summary.json` as its first and last points.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rlrecipes.errors import UserError
-from rlrecipes.eval.report import build_report, cell, column_labels, find_runs, group_rows, is_run, load_runs
+from rlrecipes.eval.report import (
+    Run,
+    build_report,
+    cell,
+    column_labels,
+    find_runs,
+    group_rows,
+    is_run,
+    load_runs,
+    metrics_note,
+    read_metrics,
+    read_summary,
+)
+from rlrecipes.rundir import write_text
+from rlrecipes.storage import writing
 
 Series = list[tuple[float, float]]  # (step, accuracy)
 
@@ -39,24 +52,23 @@ class AccuracyCurves:
     heldout: Series
 
 
-def read_curves(run_dir: str | Path) -> AccuracyCurves:
-    """Both series of a run directory, sorted by step; NaN/missing points are left out."""
+def read_curves(run_dir: str | Path, log: Callable[[str], None] = print) -> AccuracyCurves:
+    """Both series of a run directory, sorted by step; NaN/missing points are left out, and so
+    are lines that are no whole record (a torn last line), said through `log`."""
     run = Path(run_dir).expanduser()
-    metrics = run / "metrics.jsonl"
-    if not metrics.is_file():
+    if not (run / "metrics.jsonl").is_file():
         raise UserError(f"{run} has no metrics.jsonl (is it a training run directory?)")
+    rows, bad_lines, lines = read_metrics(run)
+    summary = read_summary(run)
+    if note := metrics_note(Run(run, summary, {}, {}, rows, bad_lines, lines)):
+        log(note)
     train: dict[float, float] = {}
     heldout: dict[float, float] = {}
-    for line in metrics.read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in rows:
         for key, series in (("accuracy", train), ("heldout_accuracy", heldout)):
-            if _finite(row.get(key)) and "step" in row:
+            if _finite(row.get(key)) and _finite(row.get("step")):
                 series[float(row["step"])] = float(row[key])
-    summary_file = run / "summary.json"
-    if summary_file.is_file():
-        summary = json.loads(summary_file.read_text())
+    if summary:
         if _finite(summary.get("accuracy_before")):
             heldout.setdefault(0.0, float(summary["accuracy_before"]))
         if _finite(summary.get("accuracy_after")) and summary.get("steps") is not None:
@@ -114,10 +126,14 @@ def svg_plot(curves: AccuracyCurves, title: str = "accuracy") -> str:
     return "\n".join(parts) + "\n"
 
 
-def plot_run(run_dir: str | Path, out: Optional[str | Path] = None) -> Path:
+def plot_run(run_dir: str | Path, out: Optional[str | Path] = None, curves: Optional[AccuracyCurves] = None) -> Path:
+    """Write the run's accuracy SVG (`curves`: already read, else read here); returns the file."""
     run = Path(run_dir).expanduser()
     target = Path(out).expanduser() if out else run / "accuracy.svg"
-    target.write_text(svg_plot(read_curves(run), title=f"{run.name}: training vs held-out accuracy"))
+    svg = svg_plot(curves or read_curves(run), title=f"{run.name}: training vs held-out accuracy")
+    with writing(target, "choose another --out"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text(target, svg)
     return target
 
 
@@ -163,15 +179,21 @@ def _label(report, row: dict, keys: list[str]) -> str:
     return ", ".join(f"{labels[k]}={cell(report, row, k)}" for k in keys)
 
 
-def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tuple[str, ...] = ()):
-    """A matplotlib Figure: one panel per metric, one line per run (or per group, with a band)."""
+def comparison_figure(
+    paths, metrics: Optional[list[str]] = None, group_by: tuple[str, ...] = (), log: Callable[[str], None] = print
+):
+    """A matplotlib Figure: one panel per metric, one line per run (or per group, with a band).
+
+    A run (or group) has one colour and one label in every panel, fixed before any panel is
+    drawn, and each panel has its own legend of the lines it holds: a run that did not log a
+    metric (DAPO logs no KL) is absent from that panel, and shifts no other run's colour."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         raise UserError(
             "comparison plots need matplotlib: pip install matplotlib (or pip install -e '.[plots]')"
         ) from None
-    runs = [r for r in load_runs(paths) if r.kind == "train"]
+    runs = [r for r in load_runs(paths, log) if r.kind == "train"]
     if not runs:
         raise UserError("nothing to plot: no training runs (metrics.jsonl) among the given folders")
     report = build_report(runs)
@@ -206,28 +228,35 @@ def comparison_figure(paths, metrics: Optional[list[str]] = None, group_by: tupl
     fig = Figure(figsize=(5 * cols, 3.6 * rows_n), layout="constrained")
     axes = fig.subplots(rows_n, cols, squeeze=False).ravel()
     for ax, key in zip(axes, present):
-        for label, members in lines:
+        for index, (label, members) in enumerate(lines):
             curves = [c for i in members if (c := _series(runs[i].metrics, key))]
             if not curves:
                 continue
             steps, mean, std = _mean_band(curves)
-            (line,) = ax.plot(steps, mean, label=label, marker="." if len(steps) < 30 else None)
+            colour, style = line_style(index)
+            ax.plot(steps, mean, label=label, color=colour, linestyle=style, marker="." if len(steps) < 30 else None)
             if len(members) > 1:
                 ax.fill_between(
                     steps,
                     [m - s for m, s in zip(mean, std)],
                     [m + s for m, s in zip(mean, std)],
-                    color=line.get_color(),
+                    color=colour,
                     alpha=0.2,
                     linewidth=0,
                 )
         ax.set_title(key)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
     for ax in axes[len(present) :]:
         ax.set_visible(False)
-    axes[0].legend(fontsize="small")
     return fig
+
+
+def line_style(index: int) -> tuple[str, str]:
+    """The colour and line style of the `index`-th run or group, the same in every panel:
+    matplotlib's ten default colours, then the same colours dashed, dotted, dash-dotted."""
+    return f"C{index % 10}", ("-", "--", ":", "-.")[(index // 10) % 4]
 
 
 def _logged_keys(runs) -> list[str]:
@@ -241,7 +270,7 @@ def default_out_dir(paths) -> Path:
     given = [Path(p).expanduser() for p in paths]
     if len(given) == 1 and given[0].is_dir() and not is_run(given[0]):
         return given[0]
-    runs = find_runs(paths)
+    runs = find_runs(paths, log=lambda _: None)  # the caller has said what it skipped
     return Path(os.path.commonpath([str(r.resolve()) for r in runs])) if len(runs) > 1 else runs[0]
 
 
@@ -251,12 +280,14 @@ def plot_comparison(
     group_by: tuple[str, ...] = (),
     out: Optional[Path] = None,
     name: str = "comparison",
+    log: Callable[[str], None] = print,
 ) -> tuple[Any, list[Path]]:
     """Write NAME.png and NAME.svg; returns the figure and the files."""
-    fig = comparison_figure(paths, metrics, group_by)
+    fig = comparison_figure(paths, metrics, group_by, log)
     out_dir = Path(out).expanduser() if out else default_out_dir(paths)
-    out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
     for path in files:
-        fig.savefig(path, dpi=120)
+        with writing(path, "choose another --out"):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=120)
     return fig, files

@@ -130,3 +130,37 @@ def pytest_collection_modifyitems(config, items):
             "\n".join(unmarked) + "\n" + f"{unmarked[0]} uses a model fixture but is not marked integration or e2e "
             f"({len(unmarked)} such test(s); see tests/README.md)"
         )
+
+
+@pytest.fixture
+def unwritable_dir() -> Path:
+    """A folder that cannot be created, even by root (who passes permission bits): sysfs
+    refuses new entries, as a read-only filesystem does."""
+    path = Path("/sys/rlrecipes-test-unwritable")
+    try:
+        path.mkdir()
+    except OSError:
+        return path
+    path.rmdir()
+    pytest.skip("/sys accepts new folders on this machine")
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    """`rlrecipes ARGS` in this process, as the console script runs it: (exit status, stdout +
+    stderr). A traceback is not caught: it fails the test."""
+    from rlrecipes.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def one_error_line(text: str) -> str:
+    """The one `error:` line of a command's output (asserting there is exactly one)."""
+    errors = [line for line in text.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in text, text
+    return errors[0]

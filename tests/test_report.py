@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
 from rlrecipes.eval.report import build_report, group_rows, load_runs, make_report, to_markdown
-from tests.conftest import TINY
+from tests.conftest import TINY, cli, one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -265,3 +265,36 @@ def test_training_progress_lines_reach_a_redirected_file(real_sweep):
     assert len(lines) == 4 * 2  # 2 steps a run, a line each (short runs), each step once
     assert all("reward" in line and "acc" in line and "ETA" in line for line in lines)
     assert "sweep report:" in text
+
+
+# ------------------------------------------------ what a table must say, and unwritable places
+def test_a_torn_last_metrics_line_is_flagged_not_hidden(sweep, capsys):
+    """The killed run's step 3 line is torn: the table shows step 2 and says why."""
+    code, text = cli(capsys, "report", str(sweep))
+    assert code == 0, text
+    flat = "".join(text.split())  # a note is wrapped at the terminal's width, paths too
+    torn = sweep / "3-grpo-arithmetic" / "metrics.jsonl"
+    assert f"note:{torn}:itslastline(3)istorn" in flat and "shown:step2,thelastwholeline" in flat
+    assert flat.count("note:") == 1  # the whole runs get none
+
+
+def test_a_glob_that_matches_a_folder_without_runs_skips_it_with_a_note(sweep, capsys):
+    (sweep / "notes").mkdir()  # beside the runs, matched by the glob
+    notes: list[str] = []
+    report = make_report([str(sweep / "*")], log=notes.append)
+    assert [r["run"] for r in report.rows] == [f"{i}-grpo-arithmetic" for i in range(4)]
+    assert f"skipping {sweep / 'notes'}: no run here or below" in " ".join(notes)
+    assert f"skipping {sweep / 'multirun.yaml'}" in " ".join(notes)  # a file the glob matches
+    code, text = cli(capsys, "report", str(sweep / "*"))
+    assert code == 0 and "note: skipping" in text, text
+    with pytest.raises(UserError, match="no run here or below"):  # named, not globbed: still an error
+        make_report([sweep / "notes"])
+    with pytest.raises(UserError, match="no run directory among the matches"):
+        make_report([str(sweep / "note*")])
+
+
+def test_report_out_on_an_unwritable_location_is_one_line(sweep, capsys, unwritable_dir):
+    code, text = cli(capsys, "report", str(sweep), "--out", str(unwritable_dir))
+    assert code == 2 and f"cannot write {unwritable_dir / 'report.csv'}" in one_error_line(text)
+    code, text = cli(capsys, "report", str(sweep), "--md", str(unwritable_dir / "t.md"))
+    assert code == 2 and "choose another --out" in one_error_line(text)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from rlrecipes.eval.report import find_runs
-from rlrecipes.plots import plot_comparison, plot_run, read_curves
+from rlrecipes.plots import default_out_dir, plot_comparison, plot_run, read_curves
 
 
 def plot_command(
@@ -36,16 +36,22 @@ def plot_command(
 ) -> None:
     """Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs
     held-out accuracy (SVG)."""
-    runs = find_runs([str(p) for p in run_dirs])
+    paths = [str(p) for p in run_dirs]
+    runs = find_runs(paths, log=_note)
     if len(runs) == 1 and metric is None and group_by is None:
-        target = plot_run(runs[0], out)
-        curves = read_curves(runs[0])
+        curves = read_curves(runs[0], log=_note)
+        target = plot_run(runs[0], out, curves)
         typer.echo(f"wrote {target} ({len(curves.train)} training, {len(curves.heldout)} held-out points)")
         return
     metrics = [m.strip() for m in metric.split(",") if m.strip()] if metric else None
     groups = tuple(k.strip() for k in group_by.split(",") if k.strip()) if group_by else ()
-    _, files = plot_comparison([str(p) for p in run_dirs], metrics, groups, out)
+    # the runs found above (whose skipped folders are said), written where the paths given say
+    _, files = plot_comparison(runs, metrics, groups, out or default_out_dir(paths), log=_note)
     typer.echo(f"wrote {files[0]} and {files[1]} ({len(runs)} runs)")
+
+
+def _note(message: str) -> None:
+    typer.echo(f"note: {message}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 
 from rlrecipes.commands.common import console
 from rlrecipes.eval.report import make_report, rich_table, write_exports
@@ -32,8 +33,11 @@ def report(
     """Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ,
     final and best metrics)."""
     groups = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else []
-    table = make_report(run_dirs, groups, sort, desc, where)
+    notes: list[str] = []
+    table = make_report(run_dirs, groups, sort, desc, where, log=notes.append)
     console.print(rich_table(table))
+    for note in notes:  # below the table, where they are read with it
+        console.print(f"note: {escape(note)}", highlight=False)
     for path in write_exports(table, Path(out) if out else None, {"csv": csv, "json": json_file, "md": md}):
         console.print(f"wrote {path}", highlight=False)
 

@@ -33,7 +33,8 @@ from rlrecipes.errors import UserError
 from rlrecipes.eval.benchmarks import SUITES
 from rlrecipes.eval.runner import run_eval
 from rlrecipes.eval.scoring import headline
-from rlrecipes.rundir import write_manifest
+from rlrecipes.rundir import write_manifest, write_text
+from rlrecipes.storage import check_writable, writing
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def pick_best(scores: dict[int, dict[str, float]]) -> Selection:
 
 Evaluate = Callable[[Checkpoint, Part, Path], dict[str, float]]
 SETTINGS = "checkpoint_eval_settings.json"  # what a part folder was evaluated with
+RERUN = "free space (or choose another --out) and rerun: finished evaluations are reused"
 
 
 def sweep(
@@ -254,9 +256,10 @@ def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str
             )
         if not done:
             cfg = eval_config_for(train_cfg, ckpt.model, eval_overrides)
-            part_dir.mkdir(parents=True, exist_ok=True)
-            write_manifest(part_dir, cfg)
-            (part_dir / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
+            with writing(part_dir, RERUN):
+                part_dir.mkdir(parents=True, exist_ok=True)
+                write_manifest(part_dir, cfg)
+                write_text(part_dir / SETTINGS, json.dumps(settings, indent=2) + "\n")
             log(f"step {ckpt.step}: {', '.join(part.benchmarks)} [{' '.join(part.overrides)}]")
             done = run_eval(cfg, part_dir, log=log)
         scores = {name: headline(m) for name, m in done["benchmarks"].items()}
@@ -284,8 +287,11 @@ def eval_checkpoints(
     checkpoints = find_checkpoints(run, include_base, every, log=log)
     for part in CHECKPOINT_SUITES[suite]:  # a bad key fails now, not after the first checkpoint
         compose_config("eval", [*part.overrides, f"benchmark.names=[{','.join(part.benchmarks)}]", *overrides])
+    check_writable(out_dir, "choose another --out")  # now, not after the first checkpoint's evaluation
     selection = sweep(checkpoints, CHECKPOINT_SUITES[suite], out_dir, eval_with_runner(run, overrides, log), log=log)
-    (out_dir / "checkpoint_eval.json").write_text(
-        json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n"
-    )
+    with writing(out_dir, RERUN):
+        write_text(
+            out_dir / "checkpoint_eval.json",
+            json.dumps({"run_dir": str(run), "suite": suite, **selection.as_dict()}, indent=2) + "\n",
+        )
     return selection

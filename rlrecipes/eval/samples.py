@@ -31,6 +31,7 @@ from rlrecipes.data.files import iter_jsonl
 from rlrecipes.data.loader import gold_text
 from rlrecipes.errors import DataError
 from rlrecipes.rundir import write_lines
+from rlrecipes.storage import writing
 
 # Our name -> the names other harnesses write (first found wins).
 # A single string (e.g. "response") is one completion.
@@ -98,17 +99,21 @@ def read_samples(path: Path) -> list[ProblemRecord]:
 
 
 class SampleWriter:
-    """Appends records to ``samples.jsonl``, one flushed line per problem."""
+    """Appends records to ``samples.jsonl``, one flushed line per problem.
+
+    A write that fails (disk full, read-only) is one line saying how to continue: the
+    records already written stay, and ``resume=true`` drops a torn last line."""
 
     def __init__(self, path: Path, keep: list[ProblemRecord]) -> None:
-
         self.path = path
+        self.then = f"free space and rerun the same command with resume=true run_dir={path.parent}"
         # Rewrite what is kept, so a torn last line never sits before new records; atomically,
-        # so a kill during the rewrite leaves the old file whole
-        write_lines(path, [rec.to_json() for rec in keep])
+        # so a kill or a full disk during the rewrite leaves the old file whole and no temporary file
+        with writing(path, self.then):
+            write_lines(path, [rec.to_json() for rec in keep])
 
     def write(self, records: list[ProblemRecord]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        with writing(self.path, self.then), self.path.open("a", encoding="utf-8") as f:
             for rec in records:
                 f.write(rec.to_json() + "\n")
             f.flush()

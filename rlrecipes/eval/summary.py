@@ -13,6 +13,7 @@ from rlrecipes.eval.samples import ProblemRecord
 from rlrecipes.eval.scoring import headline
 from rlrecipes.grading import GradingCounts, GradingPool, grading_counts
 from rlrecipes.rundir import versions, write_json
+from rlrecipes.storage import writing
 
 
 def make_pool(cfg: Any) -> GradingPool | None:
@@ -87,5 +88,6 @@ def build_summary(
         **{k: round(v, 2) for k, v in timing.items()},
         "versions": versions(),
     }
-    write_json(run_dir / "summary.json", summary)
+    with writing(run_dir / "summary.json", f"free space and rerun the same command with resume=true run_dir={run_dir}"):
+        write_json(run_dir / "summary.json", summary)  # every problem is in samples.jsonl: resume regrades them
     return summary

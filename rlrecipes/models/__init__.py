@@ -8,6 +8,7 @@ transformers loading code used for every model, local or hub.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any, Callable
 
@@ -95,6 +96,13 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
             model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, **kwargs, **quantized)
     except OSError as exc:
         raise UserError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    except pickle.UnpicklingError:
+        # transformers reads torch weights with weights_only=True: an object that could run code is refused
+        files = sorted(p.name for p in Path(name_or_path).expanduser().glob("*.bin")) or ["a .bin file"]
+        raise UserError(
+            f"cannot load model {name_or_path!r}: {', '.join(files)} holds pickled Python objects beyond "
+            "tensors, which are never loaded (it could run code); use the model's safetensors weights"
+        ) from None
     except Exception as exc:
         if type(exc).__name__ != "SafetensorError":
             raise

@@ -12,6 +12,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from rlrecipes.integrity import content_digest
+from rlrecipes.storage import writing
+
+RECORD = "rlrecipes_build.json"  # the key the folder was built from
+CONTENT_HASH = "rlrecipes_content.sha256"  # sha256 of every other file, written when built
+UNWRITABLE = "set RLRECIPES_CACHE (or cache_dir=) to a writable folder"
+
 
 def cache_root(cache_dir: str | None = None) -> Path:
     root = cache_dir or os.environ.get("RLRECIPES_CACHE") or Path.home() / ".cache" / "rlrecipes"
@@ -28,56 +35,60 @@ def cached_folder(folder: Path, key: Any, build: Callable[[Path], None], log: Ca
     A lock file serialises concurrent builders (parallel tests, sweeps): the second one
     waits and then finds the finished folder instead of training the same model again.
     A folder whose recorded key differs (an older builder version) is rebuilt, so a
-    fixed builder reaches caches made before the fix.
+    fixed builder reaches caches made before the fix; so is one whose files no longer hash
+    to what was recorded when it was built (flipped bytes, a truncated or planted file).
+    An unwritable cache is one line naming it, never a traceback.
     """
-    if _is_current(folder, key):
+    if _stale_reason(folder, key) is None:
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+    with writing(folder.parent, UNWRITABLE):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(folder.parent / f"{folder.name}.lock", "w")
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_current(folder, key):
+        reason = _stale_reason(folder, key)
+        if reason is None:
             return folder
         if folder.exists():
-            log(f"rebuilding {folder}: it was built by an older version of its builder, or its weights are damaged")
+            log(f"rebuilding {folder}: {reason}")
             stale = Path(tempfile.mkdtemp(prefix=folder.name + ".stale.", dir=folder.parent))
             folder.rename(stale / folder.name)  # out of the way at once; deleted below
             shutil.rmtree(stale, ignore_errors=True)
         return _build(folder, key, build, log)
 
 
-def _is_current(folder: Path, key: Any) -> bool:
-    record = folder / "rlrecipes_build.json"
+def _stale_reason(folder: Path, key: Any) -> str | None:
+    """Why `folder` cannot be used as the build of `key` (None: it can).
+
+    Only JSON is parsed and the other files are hashed as bytes: nothing in the cache is
+    unpickled or run to decide whether it is sound."""
+    record = folder / RECORD
+    if not folder.exists():
+        return "not built"
     if not (folder / "config.json").is_file() or not record.is_file():
-        return False
+        return f"it has no config.json or no {RECORD} (a build that did not finish)"
     try:
-        same = json.loads(record.read_text()) == json.loads(json.dumps(key, default=str))
-    except ValueError:  # a torn record: rebuild
-        return False
-    return same and _weights_readable(folder)
-
-
-def _weights_readable(folder: Path) -> bool:
-    """Every safetensors file's header parses and the file is as long as the header says: a
-    truncated or overwritten cache entry is rebuilt instead of breaking every later run."""
-    files = list(folder.glob("*.safetensors"))
+        same = json.loads(record.read_text(encoding="utf-8")) == json.loads(json.dumps(key, default=str))
+    except ValueError:  # a torn record
+        same = False
+    if not same:
+        return "it was built by an older version of its builder"
     try:
-        for path in files:
-            with open(path, "rb") as f:
-                header_size = int.from_bytes(f.read(8), "little")
-                header = json.loads(f.read(header_size))
-            data_end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-            if path.stat().st_size != 8 + header_size + data_end:
-                return False
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a safetensors file any more
-        return False
-    return True  # (a folder with other weight files is not checked here)
+        recorded = (folder / CONTENT_HASH).read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return f"it has no readable {CONTENT_HASH} (built before rlrecipes recorded one)"
+    if content_digest(folder, exclude=(CONTENT_HASH,)) != recorded:
+        return "its files differ from what was built (content hash mismatch: damaged, truncated or altered weights)"
+    return None
 
 
 def _build(folder: Path, key: Any, build: Callable[[Path], None], log: Callable[[str], None]) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    with writing(folder.parent, UNWRITABLE):
+        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     try:
         build(tmp)
-        (tmp / "rlrecipes_build.json").write_text(json.dumps(key, indent=2, default=str))
+        (tmp / RECORD).write_text(json.dumps(key, indent=2, default=str))
+        (tmp / CONTENT_HASH).write_text(content_digest(tmp, exclude=(CONTENT_HASH,)) + "\n", encoding="ascii")
         try:
             tmp.rename(folder)
         except OSError:  # another process finished first: keep theirs

@@ -7,7 +7,7 @@ import pytest
 from rlrecipes.config.compose import compose_config
 from rlrecipes.errors import UserError
 from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, Checkpoint, find_checkpoints, pick_best, sweep
-from tests.conftest import compose
+from tests.conftest import cli, compose, one_error_line
 
 
 def test_best_average_by_hand():
@@ -128,3 +128,14 @@ def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_pat
     assert summary["final_eval"]["arithmetic"]["metric"] == "pass@1"
     assert 0.0 <= summary["final_eval"]["arithmetic"]["value"] <= 1.0
     assert len((tmp_path / "run" / "eval" / "samples.jsonl").read_text().splitlines()) == 6
+
+
+def test_an_unwritable_out_is_one_line_before_any_evaluation(tmp_path, capsys, monkeypatch, unwritable_dir):
+    import rlrecipes.eval.checkpoints as checkpoints
+
+    run = fake_run(tmp_path, [20], final_step=30)
+    evaluated = []
+    monkeypatch.setattr(checkpoints, "run_eval", lambda *a, **k: evaluated.append(a))
+    code, text = cli(capsys, "eval-checkpoints", str(run), "--suite", "synthetic", "--out", str(unwritable_dir / "ce"))
+    assert code == 2 and f"cannot write {unwritable_dir / 'ce'}: " in one_error_line(text)
+    assert "choose another --out" in text and evaluated == [] and "checkpoint 1/" not in text

@@ -4,6 +4,7 @@ Runs that load a model go through a subprocess, as users run them; re-scoring an
 input errors need no model and run the same CLI in-process (seconds instead of imports).
 """
 
+import errno
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY
+from tests.conftest import TINY, one_error_line
 
 # The train TINY settings that also exist in the eval config: the same cached toy model.
 EVAL_TINY = [o for o in TINY if not o.startswith("trainer.")] + ["progress=false", "grading.workers=0"]
@@ -344,3 +345,59 @@ def test_report_refuses_a_summary_that_is_not_a_run(tmp_path):
     (tmp_path / "summary.json").write_text("[1, 2]")
     with pytest.raises(UserError, match="summary.json: not a run summary"):
         comparison_table([tmp_path])
+
+
+class _FullDisk:
+    """A text file whose writes run out of space after a few bytes (they do reach the disk)."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, text):
+        self.file.write(text[:5])
+        self.file.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path, capsys, monkeypatch):
+    """The disk fills while samples.jsonl is written: one line saying how to continue, and
+    neither the half-written temporary file nor the appended half line breaks a resume."""
+    import builtins
+
+    from rlrecipes import rundir
+    from rlrecipes.errors import StorageError
+    from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
+
+    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        handle = builtins.open(file, mode, *args, **kwargs)
+        return _FullDisk(handle) if Path(file).name == ".samples.jsonl.tmp" else handle
+
+    gen = tmp_path / "gens.jsonl"
+    gen.write_text(json.dumps({"id": "p1", "gold": "2", "completions": ["\\boxed{2}"]}) + "\n")
+    run = tmp_path / "run"
+    monkeypatch.setattr(rundir, "open", open_on_a_full_disk, raising=False)
+    code, text = cli(capsys, "eval", f"generations={gen}", "benchmark=math500", f"run_dir={run}")
+    error = one_error_line(text)
+    assert code == 2 and f"cannot write {run / 'samples.jsonl'}: No space left on device" in error
+    assert f"resume=true run_dir={run}" in error
+    assert not (run / ".samples.jsonl.tmp").exists() and not run.exists()  # nothing was kept: the run is gone
+    monkeypatch.undo()
+
+    record = ProblemRecord("b", "1", "p", "p", "2", ["\\boxed{2}"])
+    path = tmp_path / "kept" / "samples.jsonl"
+    path.parent.mkdir()
+    writer = SampleWriter(path, keep=[record])
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: _FullDisk(builtins.open(self, *a, **k)))
+    with pytest.raises(StorageError, match="No space left on device; free space and rerun"):
+        writer.write([ProblemRecord("b", "2", "q", "q", "3", ["x"])])
+    monkeypatch.undo()
+    assert read_samples(path) == [record]  # the torn appended line is dropped on resume

@@ -89,3 +89,34 @@ def test_pair_files_are_written_once_with_their_provenance(tmp_path):
     with pytest.raises(UserError, match="already exists; pair files are never overwritten"):
         write_pairs(out, build, {})
     assert out.read_text().count("\n") == 1
+
+
+def test_an_interrupted_pair_write_leaves_nothing_that_blocks_the_rerun(tmp_path, monkeypatch):
+    """Writing the pair file fails (disk full): no pair file, no temporary file, one
+    line; the rerun writes both files (the provenance left behind describes no pairs)."""
+    import errno
+    import os
+
+    from rlrecipes import rundir
+    from rlrecipes.errors import StorageError
+    from rlrecipes.judge.build_pairs import build_pairs, write_pairs
+
+    verify = lambda text, gold: text == gold  # noqa: E731
+    build = build_pairs([{"id": "a", "problem": "1+1", "answer": "2"}], [["2", "3"]], verify, seed=0)
+    out = tmp_path / "pairs.jsonl"
+    real_replace = os.replace
+
+    def full_disk(src, dst):
+        if str(dst) == str(out):  # the pair file, after its provenance
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(rundir.os, "replace", full_disk)
+    with pytest.raises(StorageError, match=f"cannot write {out}: No space left on device") as error:
+        write_pairs(out, build, {"model": "m"})
+    assert "\n" not in str(error.value)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl.provenance.json"]
+    write_pairs(out, build, {"model": "m"})
+    assert len(out.read_text().splitlines()) == 1
+    assert json.loads((tmp_path / "pairs.jsonl.provenance.json").read_text())["counts"]["pairs"] == 1
