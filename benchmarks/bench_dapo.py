@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchkit import stats
 
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 
 SEEDS = [0, 1, 2]
 
@@ -57,7 +57,7 @@ def wall_clock_budget(seconds: float):
 
 
 def run(recipe: str, seed: int, budget: float, extra: list[str]) -> dict:
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose_config(
         "train", [f"recipe={recipe}", f"seed={seed}", "trainer.max_steps=100000", "trainer.progress=false", *extra]

@@ -31,7 +31,7 @@ def per_token(step_times: list[float], mean_lengths: list[float]) -> list[float]
 def main() -> None:
     import torch
 
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
 

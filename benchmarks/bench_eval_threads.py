@@ -37,7 +37,7 @@ def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
     """One eval in this process; prints its timing and a fingerprint of the completions."""
     import hashlib
 
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.eval.runner import run_eval
 
     overrides = [

@@ -95,7 +95,7 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
 
 
 def measure(model_overrides: list[str]) -> dict:
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
 

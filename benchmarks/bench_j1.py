@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchkit import stats
 
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 
 SEEDS = (0, 1, 2)
 SETTINGS = [
@@ -84,7 +84,7 @@ def setup(seed: int, extra: list[str]):
 
 def j1_run(seed: int, extra: list[str]) -> dict:
     from rlrecipes.models import load_model
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg, _, _, held_out = setup(seed, extra)
     with tempfile.TemporaryDirectory() as tmp:

@@ -41,11 +41,11 @@ from pathlib import Path
 
 from benchkit import stats
 
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 
 
 def history_run(args: argparse.Namespace, workdir: Path) -> dict:
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose_config(
         "train",
@@ -73,7 +73,7 @@ def history_run(args: argparse.Namespace, workdir: Path) -> dict:
 def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path, curves: bool = True) -> dict:
     """One one-shot run; `curves` adds the held-out curve and checkpoints (π1's runs)."""
     from rlrecipes.rundir import write_manifest
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose_config(
         "train",

@@ -35,14 +35,14 @@ from pathlib import Path
 
 from benchkit import stats
 
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 
 SEEDS = [0, 1, 2]
 CONTROLS = ("rft", "sft_teacher", "sft_correct")
 
 
 def grpo_run(seed: int, extra: list[str]) -> dict:
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose_config("train", [f"seed={seed}", "trainer.progress=false", *extra])
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchkit import sample_completions, stats
 
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 
 SEEDS = (0, 1, 2)
 SELECTION_SIZE = 400  # = model.toy.sft_dev_size: the tail of the train split
@@ -77,7 +77,7 @@ def maj_at_k(outs: list[list[str]], items: list[dict], verify) -> float:
 
 def select_settings(selection: list[dict], verify) -> tuple[float, int, list[dict]]:
     """(learning rate, steps) with the best selection-split avg@8 over the grid, seed 0."""
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     table = []
     for lr in LEARNING_RATES:
@@ -113,7 +113,7 @@ def main() -> None:
 
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     torch.set_num_threads(1)
     started = time.time()

@@ -18,8 +18,8 @@ def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None
     Returns the run's summary plus `rows` (its metrics.jsonl) and, when given, `inspected`:
     what `inspect(run_dir)` returned before the directory (and the model in it) went away.
     """
-    from rlrecipes.config import compose_config
-    from rlrecipes.train import train
+    from rlrecipes.compose import compose_config
+    from rlrecipes.training.job import train
 
     cfg = compose_config("train", [*overrides, "trainer.progress=false"])
     with tempfile.TemporaryDirectory() as tmp:

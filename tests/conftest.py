@@ -38,7 +38,7 @@ TINY = [
 
 
 def compose(*overrides: str):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     return compose_config("train", [*TINY, *overrides])
 

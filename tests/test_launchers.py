@@ -14,8 +14,8 @@ def launcher_config(*overrides: str) -> dict:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
 
-    from rlrecipes.config.compose import conf_dir
-    from rlrecipes.config.store import register_configs
+    from rlrecipes.compose.compose import conf_dir
+    from rlrecipes.compose.store import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from rlrecipes.config.compose import conf_dir
+from rlrecipes.compose.compose import conf_dir
 
 
 @pytest.mark.integration
@@ -20,7 +20,7 @@ def test_non_editable_install_finds_its_configs(tmp_path):
     if build.returncode != 0:
         pytest.skip(f"could not build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
     code = (
-        "from rlrecipes.config import compose_config, conf_dir; "
+        "from rlrecipes.compose import compose_config, conf_dir; "
         "cfg = compose_config('train', ['recipe=grpo', 'trainer.max_steps=3']); "
         "from rlrecipes.launch import config_path; "
         "print(conf_dir()); print(cfg.trainer.max_steps); print(config_path('zero3').parent)"

@@ -1,12 +1,12 @@
-"""What a resume runs with (`rlrecipes.resume.resumed_config`): the run's saved config,
+"""What a resume runs with (`rlrecipes.training.resume.resumed_config`): the run's saved config,
 with only the keys the command line names taken from it. No model is loaded."""
 
 import pytest
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
-from rlrecipes.resume import explicit_keys, resumed_config
 from rlrecipes.rundir import write_manifest
+from rlrecipes.training.resume import explicit_keys, resumed_config
 from tests.conftest import compose
 
 

@@ -10,28 +10,39 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rlrecipes"
 
 # What each part may not import: the engine and the plain building blocks sit below the
 # recipes, the evaluation, the training job and the commands.
-ABOVE = ("rlrecipes.recipes", "rlrecipes.eval", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli")
+ABOVE = (
+    "rlrecipes.compose",
+    "rlrecipes.recipes",
+    "rlrecipes.eval",
+    "rlrecipes.training",
+    "rlrecipes.commands",
+    "rlrecipes.cli",
+)
 FORBIDDEN = {
     "rlrecipes.engine": ABOVE,
     "rlrecipes.rewards": ABOVE + ("rlrecipes.engine",),
     "rlrecipes.grading": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.metrics", "rlrecipes.data"),
     "rlrecipes.data": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
     "rlrecipes.models": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
-    "rlrecipes.recipes": ("rlrecipes.eval", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.train", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.train": ("rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.config": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models"),
+    "rlrecipes.recipes": ("rlrecipes.eval", "rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.training": ("rlrecipes.commands", "rlrecipes.cli"),
 }
 # function-local imports of rlrecipes modules that must stay local, and why
 LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     # Hydra's ConfigStore must hold every recipe's schema before a config composes, and the
     # schemas live next to their recipes, a layer above config (which they import for
     # RecipeConfig); the store reads the registries when a config is first composed.
-    ("rlrecipes.config.store", "rlrecipes.recipes"): "recipe schemas live with their recipes",
-    ("rlrecipes.config.store", "rlrecipes.config.eval_schema"): "its per-benchmark fields need the registry",
-    ("rlrecipes.config.eval_schema", "rlrecipes.eval.benchmarks"): "one protocol field per registered benchmark",
+    ("rlrecipes.compose.store", "rlrecipes.recipes"): "recipe schemas live with their recipes",
+    ("rlrecipes.compose.store", "rlrecipes.eval.config"): "its per-benchmark fields need the registry",
+    ("rlrecipes.eval.config", "rlrecipes.eval.benchmarks"): "one protocol field per registered benchmark",
     # TRL imports the optional vLLM, which logs on import: `rlrecipes train` composes the
     # config first, so a mistake is reported in one line before the job is imported
-    ("rlrecipes.commands.train", "rlrecipes.train"): "the job imports TRL and the optional vLLM",
+    ("rlrecipes.commands.train", "rlrecipes.training.job"): "the job imports TRL and the optional vLLM",
+    ("rlrecipes.commands.train", "rlrecipes.training.plan"): "the plan imports TRL's GRPOConfig",
+    ("rlrecipes.commands.train", "rlrecipes.training.resume"): "resume imports torch and transformers",
 }
 
 

@@ -49,7 +49,7 @@ def test_tensorboard_events_hold_the_logged_scalars_and_wandb_runs_offline(toy_m
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from rlrecipes.rundir import write_manifest
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     trackers = ["tensorboard"]
     try:

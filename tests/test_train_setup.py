@@ -12,7 +12,7 @@ from tests.conftest import compose
 @pytest.fixture(scope="module")
 def warm():
     """Import TRL and transformers once, so each case times the checks alone."""
-    from rlrecipes.train import check_run
+    from rlrecipes.training.plan import check_run
 
     check_run(compose())
 
@@ -22,9 +22,9 @@ def nothing_loads(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model or dataset was loaded before the mistake was reported")
 
-    monkeypatch.setattr("rlrecipes.train.resolve_model_path", refuse)
-    monkeypatch.setattr("rlrecipes.train.load_model", refuse)
-    monkeypatch.setattr("rlrecipes.train.load_problem_set", refuse)
+    monkeypatch.setattr("rlrecipes.training.job.resolve_model_path", refuse)
+    monkeypatch.setattr("rlrecipes.training.job.load_model", refuse)
+    monkeypatch.setattr("rlrecipes.training.job.load_problem_set", refuse)
 
 
 MISTAKES = [
@@ -101,7 +101,7 @@ MISTAKES = [
 @pytest.mark.integration
 @pytest.mark.parametrize("overrides, message", MISTAKES, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_mistakes_fail_at_once_before_anything_loads(overrides, message, warm, nothing_loads, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(*overrides)
     start = time.perf_counter()
@@ -114,7 +114,7 @@ def test_mistakes_fail_at_once_before_anything_loads(overrides, message, warm, n
 
 
 def test_check_run_returns_the_grpo_config_the_job_trains_with(warm, nothing_loads):
-    from rlrecipes.train import check_run
+    from rlrecipes.training.plan import check_run
 
     args = check_run(compose("recipe=dapo"))
     assert (args.loss_type, args.epsilon, args.epsilon_high, args.beta) == ("dapo", 0.2, 0.28, 0.0)
@@ -125,8 +125,8 @@ def test_check_run_returns_the_grpo_config_the_job_trains_with(warm, nothing_loa
 
 def test_a_gpu_preset_is_checked_on_a_cpu_machine(warm, nothing_loads):
     """`--dry-run` checks the config, not this machine: a bf16 GPU preset builds here."""
-    from rlrecipes.config import compose_config
-    from rlrecipes.train import dry_run
+    from rlrecipes.compose import compose_config
+    from rlrecipes.training.plan import dry_run
 
     rows = dict(dry_run(compose_config("train", ["experiment=dapo_paper"])))
     assert rows["recipe"] == "dapo" and rows["model"] == "Qwen/Qwen2.5-32B"
@@ -136,8 +136,8 @@ def test_a_gpu_preset_is_checked_on_a_cpu_machine(warm, nothing_loads):
 
 
 def test_the_quick_start_plan_is_printed_as_it_will_run(warm, nothing_loads):
-    from rlrecipes.config import compose_config
-    from rlrecipes.train import dry_run
+    from rlrecipes.compose import compose_config
+    from rlrecipes.training.plan import dry_run
 
     rows = dict(dry_run(compose_config("train", [])))
     assert rows["loss"] == "loss_type=grpo beta=0.0 epsilon=0.2 scale_rewards=group"
@@ -149,7 +149,7 @@ def test_the_quick_start_plan_is_printed_as_it_will_run(warm, nothing_loads):
 
 @pytest.mark.integration
 def test_fewer_problems_than_one_rollout_step_is_refused(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     with pytest.raises(
         UserError, match="3 training problems are fewer than one rollout step's trainer.prompts_per_rollout=4"
@@ -195,7 +195,7 @@ def test_a_sweep_stops_before_its_first_job_when_any_job_is_wrong(warm, nothing_
 
 
 def test_an_infinite_clip_range_is_the_unclipped_objective_and_allowed(warm, nothing_loads):
-    from rlrecipes.train import check_run
+    from rlrecipes.training.plan import check_run
 
     args = check_run(compose("recipe.epsilon=inf", "recipe.epsilon_high=inf"))
     assert args.epsilon == float("inf") and args.epsilon_high == float("inf")
@@ -205,3 +205,23 @@ def test_an_infinite_clip_range_is_the_unclipped_objective_and_allowed(warm, not
 def test_dry_run_refuses_a_nan_learning_rate_in_one_line(warm, nothing_loads, capsys):
     code, out = _cli(capsys, "train", "--dry-run", "trainer.learning_rate=nan")
     assert code == 2 and out.strip() == "error: trainer.learning_rate=nan must be a finite number"
+
+
+def test_a_plan_is_made_once_and_named_after_the_run_directory(warm, nothing_loads, tmp_path, monkeypatch):
+    from rlrecipes.training import job
+    from rlrecipes.training.plan import plan_run
+
+    cfg = compose("recipe=dapo", 'final_eval=["benchmark=arithmetic"]')
+    plan = plan_run(cfg, hardware=False)  # what the sweep check makes, before the run directory exists
+    moved = plan.at(tmp_path / "run")
+    assert moved.recipe is plan.recipe and moved.rewards == plan.rewards and moved.hardware
+    assert moved.args.output_dir == str(tmp_path / "run" / "checkpoints")
+    assert moved.final_eval.model.name_or_path == str(tmp_path / "run" / "model")
+    assert moved.at(tmp_path / "run") is moved  # planned for this directory, with this machine's checks
+
+    def planned_again(*args, **kwargs):
+        raise AssertionError("setup planned the run again")
+
+    monkeypatch.setattr(job, "plan_run", planned_again)
+    with pytest.raises(AssertionError, match="a model or dataset was loaded"):  # got past planning
+        job.setup(cfg, tmp_path / "run", lambda _: None, plan=moved)

@@ -6,7 +6,7 @@ import typer
 from omegaconf import OmegaConf
 
 from rlrecipes.commands.common import OVERRIDES
-from rlrecipes.config.compose import compose_config
+from rlrecipes.compose.compose import compose_config
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 
 config_app = typer.Typer(no_args_is_help=True, help="Inspect configurations.")

@@ -14,7 +14,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from rlrecipes.commands.common import OVERRIDES, console, run_job
-from rlrecipes.config.hydra_app import run_hydra
+from rlrecipes.compose.hydra_app import run_hydra
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 from rlrecipes.eval.report import print_eval_summary, write_report
 from rlrecipes.eval.rundir import discard_if_empty, log_resume, open_run_dir

@@ -14,7 +14,6 @@ from omegaconf import OmegaConf
 from rich.table import Table
 
 from rlrecipes.commands.common import console, fail
-from rlrecipes.config.eval_schema import GenerationConfig
 from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
 from rlrecipes.data.loader import read_records, to_problems
 from rlrecipes.data.problems import answer_verifier
@@ -22,6 +21,7 @@ from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
+from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
 from rlrecipes.judge.evaluate import JudgeSettings, evaluate_judge

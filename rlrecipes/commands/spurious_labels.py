@@ -15,7 +15,7 @@ from typing import Annotated, Optional, Sequence
 import typer
 
 from rlrecipes.commands.common import OVERRIDES, console
-from rlrecipes.config import compose_config
+from rlrecipes.compose import compose_config
 from rlrecipes.data.problems import load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError

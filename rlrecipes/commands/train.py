@@ -1,4 +1,4 @@
-"""`rlrecipes train`: the Hydra job around the training job (`rlrecipes.train`)."""
+"""`rlrecipes train`: the Hydra job around the training job (`rlrecipes.training`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from rich.table import Table
 
 from rlrecipes import rundir
 from rlrecipes.commands.common import OVERRIDES, console, fail, run_job
-from rlrecipes.config.hydra_app import compose_jobs, run_hydra
+from rlrecipes.compose.hydra_app import compose_jobs, run_hydra
 from rlrecipes.data.problems import data_label
 from rlrecipes.errors import UserError
-from rlrecipes.resume import reopen_run_dir, resumed_config
 from rlrecipes.rundir import (
     create_run_dir,
     discard_unstarted_run,
@@ -44,7 +43,7 @@ def train(
         cfg, changes = resumed
         check_config(cfg)
         rundir.invocation = list(sys.argv)
-        run_training_job(cfg, lambda: reopen_run_dir(cfg, changes, log=console.log))
+        run_training_job(cfg, lambda: _reopen(cfg, changes))
         return
     # every job of a sweep is checked before the first starts; the machine (CUDA, vLLM) by the
     # job itself, which may run elsewhere (a Slurm launcher)
@@ -53,7 +52,7 @@ def train(
 
 def resumed_job(overrides: list[str], multirun: bool) -> tuple[Any, list] | None:
     """For `resume=true run_dir=R`: the run's saved config with the command line's explicit
-    keys on top (`rlrecipes.resume`), and those changes; None for a new run. A resume runs
+    keys on top (`rlrecipes.training.resume`), and those changes; None for a new run. A resume runs
     without Hydra's job machinery: its settings come from the run, not from composition."""
     try:
         jobs = compose_jobs("train", overrides, multirun)
@@ -61,6 +60,8 @@ def resumed_job(overrides: list[str], multirun: bool) -> tuple[Any, list] | None
             return None
         if multirun:
             raise UserError("resume=true continues one run: leave out -m and resume each run with its own run_dir")
+        from rlrecipes.training.resume import resumed_config
+
         return resumed_config(jobs[0][1], overrides)
     except UserError as exc:
         fail(str(exc))
@@ -71,15 +72,29 @@ def resumed_job(overrides: list[str], multirun: bool) -> tuple[Any, list] | None
 # TRL imports the optional vLLM when installed, which logs on import, so a mistyped key
 # would no longer be the one line of its report.
 def check_config(cfg: Any) -> None:
-    """`rlrecipes.train.check_run` without the machine checks (a Slurm job may run elsewhere)."""
-    from rlrecipes.train import check_run
+    """`rlrecipes.training.plan.plan_run` without the machine checks (a Slurm job may run
+    elsewhere); the plan is kept for a job that runs in this process."""
+    from omegaconf import OmegaConf
 
-    check_run(cfg, hardware=False)
+    from rlrecipes.training.plan import plan_run
+
+    PLANS[OmegaConf.to_yaml(cfg, resolve=True)] = plan_run(cfg, hardware=False)
+
+
+# the plans the sweep check made, by config: an in-process job takes its own instead of
+# planning again (`RunPlan.at` names it after the run directory the job gets)
+PLANS: dict[str, Any] = {}
+
+
+def _reopen(cfg: Any, changes: list) -> Path:
+    from rlrecipes.training.resume import reopen_run_dir
+
+    return reopen_run_dir(cfg, changes, log=console.log)
 
 
 def print_plans(overrides: list[str], multirun: bool) -> None:
-    """`--dry-run`: each job's plan (`rlrecipes.train.dry_run`) as a table."""
-    from rlrecipes.train import dry_run
+    """`--dry-run`: each job's plan (`rlrecipes.training.dry_run`) as a table."""
+    from rlrecipes.training.plan import dry_run
 
     jobs = compose_jobs("train", overrides, multirun)
     resumed = resumed_job(overrides, multirun)
@@ -119,8 +134,12 @@ def train_job(cfg: Any) -> Optional[float]:
 def run_training_job(cfg: Any, create: Callable[[], Path]) -> Optional[float]:
     """One training run in the run directory `create` makes (or reopens, for a resume) on the
     main process and every process shares; prints its summary."""
-    from rlrecipes.train import TrainingInterrupted
-    from rlrecipes.train import train as run_training
+    from omegaconf import OmegaConf
+
+    from rlrecipes.training.job import TrainingInterrupted
+    from rlrecipes.training.job import train as run_training
+
+    plan = PLANS.pop(OmegaConf.to_yaml(cfg, resolve=True), None)
 
     main = is_main_process()  # every rank of a multi-process launch runs this job; rank 0 owns the files
     try:
@@ -132,7 +151,7 @@ def run_training_job(cfg: Any, create: Callable[[], Path]) -> Optional[float]:
         if main:
             console.rule(f"[bold]{cfg.recipe.name}[/] on {data_label(cfg.data)} -> {run_dir}")
         try:
-            return run_training(cfg, run_dir, log=console.log)
+            return run_training(cfg, run_dir, log=console.log, plan=plan)
         except TrainingInterrupted as exc:  # SIGINT/SIGTERM: a checkpoint was saved, keep the run
             if main:
                 console.print(f"[bold yellow]interrupted:[/] {exc}", highlight=False, soft_wrap=True)

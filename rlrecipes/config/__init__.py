@@ -1,6 +1,6 @@
-"""Configuration: typed schema, ConfigStore registration and Hydra entry points."""
+"""Configuration: the typed schemas and the value rules types cannot express. Composing a
+command line into a config is `rlrecipes.compose`, a layer above (it registers the recipes')."""
 
-from rlrecipes.config.compose import compose_config, conf_dir
 from rlrecipes.errors import ConfigError
 
-__all__ = ["ConfigError", "compose_config", "conf_dir"]
+__all__ = ["ConfigError"]

@@ -1,5 +1,5 @@
 """Value rules of a train config that the types cannot express (part of
-`rlrecipes.train.check_run`, which runs before anything loads).
+`rlrecipes.training.check_run`, which runs before anything loads).
 
 A bad value (`trainer.temperature=0`, `recipe.epsilon_high` below `recipe.epsilon`) would
 otherwise surface as a traceback from deep inside TRL, often after the model has loaded;
@@ -14,7 +14,6 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from rlrecipes.config.compose import compose_config
 from rlrecipes.errors import ConfigError
 
 NEEDS_MIN_LR = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")
@@ -94,11 +93,6 @@ def check_train_values(cfg: Any) -> None:
             "+trainer.lr_scheduler_kwargs.min_lr_rate=0.1 (a fraction of the peak lr) or "
             "+trainer.lr_scheduler_kwargs.min_lr=..."
         )
-    if cfg.final_eval:
-        try:
-            compose_config("eval", list(cfg.final_eval))
-        except ConfigError as exc:
-            raise ConfigError(f"final_eval: {exc}") from None
 
 
 def check_numbers_are_finite(cfg: Any) -> None:

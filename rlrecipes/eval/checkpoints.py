@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from omegaconf import OmegaConf, open_dict
+from omegaconf import OmegaConf
 
-from rlrecipes.config.compose import compose_config
+from rlrecipes.compose.compose import compose_config, eval_config_for
 from rlrecipes.engine.checkpoints import MARKER
 from rlrecipes.engine.progress import format_duration
 from rlrecipes.errors import UserError
@@ -222,19 +222,6 @@ def sweep(
             for bench in part.benchmarks:
                 scores[ckpt.step][part.label(bench)] = result[bench]
     return pick_best(scores)
-
-
-def eval_config_for(train_cfg: Any, model_path: str | None, eval_overrides: Sequence[str]) -> Any:
-    """The `rlrecipes eval` config for a model trained with `train_cfg`: the model as trained
-    (dtype, tokenizer...) and, for synthetic suites, its task; `model_path` None = the base."""
-    cfg = compose_config("eval", list(eval_overrides))
-    with open_dict(cfg):
-        cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
-        cfg.data = OmegaConf.merge(cfg.data, train_cfg.data)
-        cfg.cache_dir = cfg.cache_dir or train_cfg.get("cache_dir")
-        if model_path is not None:
-            cfg.model.name_or_path = model_path
-    return cfg
 
 
 def eval_with_runner(run_dir: Path, overrides: Sequence[str], log: Callable[[str], None]) -> Evaluate:

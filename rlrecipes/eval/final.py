@@ -1,6 +1,6 @@
 """`python -m rlrecipes.eval.final DIR`: evaluate with the config in DIR/config.yaml into DIR.
 
-A training run's `final_eval` starts this in a process of its own (see `rlrecipes.train`),
+A training run's `final_eval` starts this in a process of its own (see `rlrecipes.training`),
 so the evaluation's generation engine never shares the training process's GPU memory
 or torch.distributed world. Writes `headline.json` ({benchmark: {metric, value}}) next
 to the evaluation's own `summary.json`.

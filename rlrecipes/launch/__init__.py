@@ -2,7 +2,7 @@
 
 rlrecipes launches nothing itself: `accelerate launch --config_file $(rlrecipes
 launch-config NAME) -m rlrecipes.cli train ...` starts one process per GPU, and every
-process runs the same training job (see `rlrecipes.train`). Each file's header says
+process runs the same training job (see `rlrecipes.training`). Each file's header says
 when to use it.
 """
 

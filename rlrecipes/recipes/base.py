@@ -35,7 +35,7 @@ class Recipe:
         """Refuse, with a one-line `ConfigError`, settings this recipe cannot train with.
 
         `cfg` is the whole train config (recipe, trainer, data, ...); nothing has been loaded.
-        `rlrecipes.train.check_run` calls it with every other check before a run starts, so
+        `rlrecipes.training.check_run` calls it with every other check before a run starts, so
         a recipe's own rules (TTRL: the vote reward; one-shot: rows per example) fail at once.
         """
 

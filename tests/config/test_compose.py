@@ -1,7 +1,8 @@
 import pytest
 
-from rlrecipes.config import ConfigError, compose_config
-from rlrecipes.config.hydra_app import expand_sweep, validate
+from rlrecipes.compose import compose_config
+from rlrecipes.compose.hydra_app import expand_sweep, validate
+from rlrecipes.errors import ConfigError
 
 
 def test_default_config_is_the_quick_start():
@@ -83,9 +84,10 @@ def test_every_choice_matches_the_code_that_reads_it():
     from transformers.trainer_utils import SchedulerType  # noqa: F401  (TRL's config needs transformers)
     from trl import GRPOConfig
 
-    from rlrecipes.config import eval_schema, schema
+    from rlrecipes.config import schema
     from rlrecipes.data.templates import TEMPLATES
     from rlrecipes.engine.policy_score import SCORERS
+    from rlrecipes.eval import config as eval_schema
     from rlrecipes.eval.backends import BACKENDS
     from rlrecipes.eval.rescore import RESCORE_FROM
     from rlrecipes.grading import STYLES
@@ -148,7 +150,7 @@ def test_a_sweep_checks_every_job_before_the_first_starts():
 
 @pytest.mark.integration
 def test_every_group_option_composes():
-    from rlrecipes.config.compose import conf_dir, group_options
+    from rlrecipes.compose.compose import conf_dir, group_options
 
     for group in ("recipe", "model", "data", "trainer", "rollout"):
         for option in group_options(group):
@@ -204,6 +206,6 @@ def test_a_list_setting_takes_one_bare_value(override):
 
 
 def test_a_comma_list_stays_a_sweep():
-    from rlrecipes.config.compose import as_lists
+    from rlrecipes.compose.compose import as_lists
 
     assert as_lists(["report_to=tensorboard,wandb", "seed=1"]) == ["report_to=tensorboard,wandb", "seed=1"]

@@ -18,8 +18,8 @@ import pytest
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.config import compose_config, conf_dir
-from rlrecipes.config.store import register_configs
+from rlrecipes.compose import compose_config, conf_dir
+from rlrecipes.compose.store import register_configs
 
 GROUPS = ("recipe", "trainer", "model", "data", "rollout", "protocol", "benchmark")
 ROOTS = {"train.yaml": "train_schema", "eval.yaml": "eval_schema"}

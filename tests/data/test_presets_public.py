@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rlrecipes.config import compose_config
-from rlrecipes.config.compose import conf_dir
+from rlrecipes.compose import compose_config
+from rlrecipes.compose.compose import conf_dir
 
 EXPERIMENTS = sorted(p.stem for p in (Path(conf_dir()) / "experiment").glob("*.yaml"))
 

@@ -76,7 +76,7 @@ def test_countdown_check_requires_each_number_once():
 
 
 def test_unknown_task_and_bad_sizes_fail_with_one_line():
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     # the schema refuses an unknown task when the config composes, naming the valid ones
     with pytest.raises(UserError, match="data.synthetic.task='sudoku'; valid: arithmetic, countdown"):

@@ -300,7 +300,7 @@ def test_any_recipe_can_switch_it_on(tmp_path):
     (one-digit sums, which the tiny model gets right only sometimes)."""
     import json
 
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
     from tests.conftest import compose
 
     cfg = compose(

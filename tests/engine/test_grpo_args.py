@@ -62,7 +62,7 @@ def test_vllm_rollout_without_vllm_is_a_clear_error(tmp_path):
 
 
 def test_ttrl_v1_schedule_keeps_openrlhfs_floor(tmp_path):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     cfg = compose_config(
         "train", ["experiment=ttrl_v1_amc_qwen2_5_math_7b", "rollout=hf", "trainer.use_cpu=true", "trainer.bf16=false"]

@@ -34,7 +34,7 @@ def test_history_across_epochs_matches_logged_accuracy(toy_model_dir, tmp_path):
     """4 problems, 4 prompts per step: each step is one epoch, so after 3 steps every
     problem has exactly 3 accuracies, and each step's mean over the 4 problems is the
     accuracy the run logged for that step."""
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         "data.max_examples=4",

@@ -9,7 +9,7 @@ the gold-accuracy monitor that every run logs.
 import pytest
 
 from rlrecipes.engine.grpo_args import build_grpo_config
-from rlrecipes.train import build_trainer, setup
+from rlrecipes.training.job import build_trainer, setup
 from tests.conftest import compose
 
 

@@ -138,7 +138,7 @@ def test_spurious_no_clip_objective_gradient_by_hand(objective, toy_model_dir, t
 def test_a_training_run_follows_the_longer_schedule(toy_model_dir, tmp_path):
     import json
 
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     # 2 steps of a 4-step cosine without warm-up: the rate logged at step 2 is the one its
     # update used, lr(1) = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + cos(pi / 4))) = 8.681981e-4

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rlrecipes.config.compose import compose_config
+from rlrecipes.compose.compose import compose_config
 from rlrecipes.errors import UserError
 from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, Checkpoint, find_checkpoints, pick_best, sweep
 from tests.conftest import cli, compose, one_error_line
@@ -86,7 +86,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     (8 held-out problems) through the real eval runner; re-running reuses the results."""
     from rlrecipes.eval.checkpoints import eval_checkpoints
     from rlrecipes.rundir import write_manifest
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         "trainer.max_steps=1",
@@ -119,7 +119,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
 
 @pytest.mark.integration
 def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose("trainer.max_steps=1", "trainer.eval_before=false", 'final_eval=["benchmark=arithmetic","limit=6"]')
     summary = train(cfg, tmp_path / "run", log=lambda _: None)

@@ -79,7 +79,7 @@ def test_auto_falls_back_to_hf_without_vllm(monkeypatch, toy_model_dir):
 
 
 def test_the_eval_default_is_auto():
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     assert compose_config("eval", []).generation.backend == "auto"
 

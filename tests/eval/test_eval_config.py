@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rlrecipes.config import ConfigError, compose_config
-from rlrecipes.config.compose import conf_dir
+from rlrecipes.compose import compose_config
+from rlrecipes.compose.compose import conf_dir
+from rlrecipes.errors import ConfigError
 from rlrecipes.eval.benchmarks import BENCHMARKS, SUITES, resolve_benchmarks
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 

@@ -226,7 +226,7 @@ def _free_port() -> int:
 @two_gpus
 def test_vllm_server_rollouts_with_nccl_weight_sync(tmp_path):
     pytest.importorskip("vllm")
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
 

@@ -69,7 +69,7 @@ def test_hybrid_asks_the_judge_only_where_the_rule_says_no(tmp_path, monkeypatch
 def test_tiny_policy_trained_against_a_tiny_judge_logs_its_verdicts(toy_model_dir, tmp_path):
     from rlrecipes.models import resolve_model_path
     from rlrecipes.recipes.j1 import J1
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     judge_cfg = compose("recipe=j1", "recipe.prompt=compact", "model.toy.sft_max_new_tokens=24")
     recipe = J1(judge_cfg.recipe)

@@ -137,7 +137,7 @@ def logits(model, tokenizer):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_dir, tmp_path, built_trainers):
     from rlrecipes.models import load_model
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     run = tmp_path / "run"
     cfg = compose(
@@ -176,7 +176,7 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
 
 @pytest.mark.integration
 def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_path, built_trainers):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     run = tmp_path / "run"
     cfg = compose(

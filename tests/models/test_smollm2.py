@@ -38,7 +38,7 @@ def test_smollm2_trains_a_step(tmp_path):
     left in config.json, transformers' Trainer refused it ("purely quantized models")."""
     needs_smollm2()
     from rlrecipes.models import resolve_model_path
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         "model=smollm2-135m",

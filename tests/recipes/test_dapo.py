@@ -32,7 +32,7 @@ def test_every_rung_of_the_ablation_ladder_is_one_override():
 
 
 def test_paper_preset_has_the_spec_numbers():
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     cfg = compose_config("train", ["recipe=dapo", "experiment=dapo_paper"])  # no tiny overrides
     r, t = cfg.recipe, cfg.trainer
@@ -129,7 +129,7 @@ EASY = [
 
 @pytest.mark.integration
 def test_tiny_dapo_run_refills_the_batch(tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         "recipe=dapo",

@@ -55,7 +55,7 @@ def test_recipe_keeps_accuracy_for_monitoring_only():
     ],
 )
 def test_presets_carry_the_papers_numbers(preset, model, prompts, group, lr, beta, steps, prompt):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     cfg = compose_config("train", [f"experiment={preset}"])
     r, t = cfg.recipe, cfg.trainer
@@ -76,7 +76,7 @@ def test_bad_scorer_is_one_line():
 @pytest.mark.integration
 @pytest.mark.parametrize("scorer", ["online", "offline"])
 def test_tiny_run_trains_on_self_certainty_alone(scorer, competent_toy_dir, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         *COMPETENT,
@@ -128,7 +128,7 @@ def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, 
     """The direction of the update: completions whose self-certainty is above their group's
     mean (positive advantage) gain log-probability relative to those below it."""
     from rlrecipes.models import load_model
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     spy = BatchSpy()
     hooks = Intuitor.hooks

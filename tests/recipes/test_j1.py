@@ -117,7 +117,7 @@ def test_toy_problem_set_is_both_orders_and_keyed_apart_from_the_arithmetic_toy(
 
 @pytest.mark.integration
 def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(*TOY_JUDGE, "recipe.reward=consistency", "recipe.max_eval_pairs=8")
     summary = train(cfg, tmp_path, log=lambda _: None)

@@ -55,7 +55,7 @@ PRESETS_1_5B = {
 )
 @pytest.mark.parametrize("name", list(PRESETS_1_5B))
 def test_presets_carry_the_papers_numbers(name, size, model, steps):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
 
     preset = name.replace("1_5b", size)
     cfg = compose_config("train", [f"experiment={preset}"])
@@ -79,7 +79,7 @@ def test_presets_carry_the_papers_numbers(name, size, model, steps):
 
 
 def test_format_baseline_rewards_a_boxed_answer_right_or_wrong():
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import answer_verifier
     from rlrecipes.rewards import RewardContext
 
@@ -159,7 +159,7 @@ def test_loss_is_pg_plus_kl_minus_entropy_on_a_hand_made_distribution(toy_model_
 @pytest.mark.integration
 def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir, tmp_path):
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(
         "recipe=one_shot",
@@ -182,7 +182,7 @@ def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir,
 
 def test_pi1_preset_trains_on_128_copies_of_the_wind_sail_problem(shared_data):
     """The preset's data (DSR-sub, ids from extra_info.index) -> π1's row, duplicated."""
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
 
     pool = shared_data / "one_shot_rlvr" / "One-Shot-RLVR"

@@ -14,11 +14,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlrecipes.cli import main
-from rlrecipes.config import compose_config
-from rlrecipes.config.compose import conf_dir
+from rlrecipes.compose import compose_config
+from rlrecipes.compose.compose import conf_dir
 from rlrecipes.engine.grpo_args import EngineGRPOConfig, plan_batches
 from rlrecipes.recipes import get_recipe
-from rlrecipes.train import check_run
+from rlrecipes.training.plan import check_run
 
 EXPERIMENTS = sorted(p.stem for p in (Path(conf_dir()) / "experiment").glob("*.yaml"))
 TTRL_PRESETS = [name for name in EXPERIMENTS if name.startswith("ttrl_") and "_grpo_" not in name]

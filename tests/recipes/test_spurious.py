@@ -95,7 +95,7 @@ def test_clip_switch_by_hand(clip, loss, grad, tmp_path):
 
 @pytest.mark.parametrize("size, model", [("7b", "Qwen/Qwen2.5-Math-7B"), ("1_5b", "Qwen/Qwen2.5-Math-1.5B")])
 def test_presets_carry_the_papers_numbers(size, model):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.engine.grpo_args import plan_batches
 
     cfg = compose_config("train", [f"experiment=spurious_qwen2_5_math_{size}", "reward=random"])
@@ -114,7 +114,7 @@ def test_presets_carry_the_papers_numbers(size, model):
 @pytest.mark.integration
 def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp_path):
     from rlrecipes.commands.spurious_labels import label_problems
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     # a model right on most training problems: on the TINY one every label reward reads 0
     few = [*COMPETENT, "data.max_examples=8"]
@@ -150,7 +150,7 @@ def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp
 
 @pytest.mark.integration
 def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     # two updates per rollout: the second is off-policy, where a clip could bind
     cfg = compose(

@@ -88,7 +88,7 @@ def test_recipe_is_grpo_with_the_vote_reward():
 def test_presets_carry_the_papers_numbers(
     preset, model, data, votes, train, prompts, updates, steps, beta, loss, beta2
 ):
-    from rlrecipes.config import compose_config
+    from rlrecipes.compose import compose_config
     from rlrecipes.engine.grpo_args import plan_batches
 
     cfg = compose_config("train", [f"experiment={preset}"])
@@ -164,7 +164,7 @@ def test_vote_reward_scores_whole_groups_and_logs_diagnostics():
 @pytest.mark.integration
 def test_tiny_label_free_run_logs_the_diagnostics(competent_toy_dir, tmp_path):
     """On a model right on most training problems (on the TINY one every gold-based number is 0)."""
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     cfg = compose(*COMPETENT, "recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
     summary = train(cfg, tmp_path, log=lambda _: None)
@@ -209,7 +209,7 @@ def unlabelled_run(toy_model_dir, data_file, *overrides):
 
 @pytest.mark.integration
 def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     data = unlabelled_questions(tmp_path / "questions.jsonl")
     cfg = unlabelled_run(toy_model_dir, data, "recipe=ttrl", "recipe.n_train=2")
@@ -226,7 +226,7 @@ def test_ttrl_trains_on_questions_without_answers(toy_model_dir, tmp_path):
 @pytest.mark.integration
 def test_graded_rewards_refuse_unlabelled_data_naming_the_alternatives(toy_model_dir, tmp_path):
     from rlrecipes.errors import UserError
-    from rlrecipes.train import train
+    from rlrecipes.training.job import train
 
     data = unlabelled_questions(tmp_path / "questions.jsonl")
     with pytest.raises(UserError, match="no answers .* reward accuracy grades against them; label-free choices"):

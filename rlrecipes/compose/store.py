@@ -28,7 +28,7 @@ def register_configs() -> None:
     # Local imports, on purpose: the recipes' schemas live next to their code, a layer above
     # this package (which they import for RecipeConfig), and the eval schema lists the
     # registered benchmarks; both are read when a config is first composed, never at import.
-    from rlrecipes.config import eval_schema
+    from rlrecipes.eval import config as eval_schema
     from rlrecipes.recipes import load_all
 
     for name, recipe_cls in load_all().items():

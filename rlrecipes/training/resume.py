@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes import rundir
-from rlrecipes.config.compose import compose_config, conf_dir
+from rlrecipes.compose.compose import compose_config, conf_dir
 from rlrecipes.engine.checkpoints import remove_incomplete, usable_checkpoint
 from rlrecipes.errors import ConfigError, UserError
 

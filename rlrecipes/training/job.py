@@ -1,14 +1,9 @@
 """`train(cfg, run_dir)`: one RL run, from a resolved config to a finished run directory.
 
 The training job sits above the recipes and the engine and wires them together, in
-four phases: `setup` (every check, then data, recipe, rewards, model), `build_trainer`,
-`run` (held-out accuracy before, RL, held-out accuracy after) and `finish` (model,
-summary, final evaluation).
-
-`check_run(cfg)` is the one validation of a train config: every check that needs no model
-and no data, ending with the `trl.GRPOConfig` the run trains with. `rlrecipes train` runs it
-on every job of a sweep before the first starts, `setup` first thing, and `--dry-run`
-stops after it.
+four phases: `setup` (the run plan, then data, rewards, model), `build_trainer`, `run`
+(held-out accuracy before, RL, held-out accuracy after) and `finish` (model, summary),
+then the final evaluation (`rlrecipes.training.final_eval`).
 
 Every process of a multi-process launch runs this same function on the same run
 directory (created once by the CLI). Work that is per-run rather than per-rank —
@@ -19,18 +14,20 @@ FSDP those calls are collective.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import random
-import subprocess
-import sys
+import shutil
+import signal
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.engine.checkpoints import (
@@ -41,20 +38,20 @@ from rlrecipes.engine.checkpoints import (
 )
 from rlrecipes.engine.dynamic_sampling import DynamicSamplingSettings
 from rlrecipes.engine.group_rewards import GatheredGroupReward
-from rlrecipes.engine.grpo_args import build_grpo_config, plan_batches, rollout_steps
+from rlrecipes.engine.grpo_args import rollout_steps
 from rlrecipes.engine.guards import RewardGuard
 from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
-from rlrecipes.errors import ConfigError, UserError
-from rlrecipes.eval.checkpoints import eval_config_for
+from rlrecipes.errors import UserError
 from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
-from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.rewards import GroupReward, RewardContext, Verifier, build_reward, needs_answer, reward_names
-from rlrecipes.rundir import write_json, write_manifest
+from rlrecipes.rewards import GroupReward, RewardContext, needs_answer
+from rlrecipes.rundir import is_main_process, write_json
+from rlrecipes.training.final_eval import evaluate_final_model
+from rlrecipes.training.plan import RunPlan, plan_run, planned_rewards, reward_context
 
 Log = Callable[[str], None]
 
@@ -72,11 +69,11 @@ class TrainingJob:
     reward_context: RewardContext
     reward_fns: list
     train_rows: list[dict[str, Any]]
-    args: Any  # trl.GRPOConfig
+    plan: RunPlan
+    args: Any  # trl.GRPOConfig (the plan's)
     model_path: str = ""
     model: Any = None
     tokenizer: Any = None
-    final_eval: DictConfig | None = None
     lora: Any = None  # peft's LoraConfig, or None for full fine-tuning
     summary: dict[str, Any] = field(default_factory=dict)
 
@@ -89,145 +86,38 @@ class TrainingInterrupted(Exception):
         self.signal = signal
 
 
-def train(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
+def train(cfg: DictConfig, run_dir: Path, log: Log = print, plan: RunPlan | None = None) -> dict[str, Any]:
+    """Train as `cfg` says into `run_dir`; `plan` is the run's plan when the caller has it
+    (`rlrecipes train`'s sweep check made it in this process), else `setup` makes it."""
     import torch
 
     started = time.time()
-    job = setup(cfg, run_dir, log)
+    job = setup(cfg, run_dir, log, plan)
     trainer, writer, heldout, stop = build_trainer(job)
     run(job, trainer, writer, heldout, stop)
     finish(job, trainer, writer, started)
-    if job.final_eval is not None:
+    if job.plan.final_eval is not None:
         evaluate_final_model(job, trainer, started)
     torch.set_grad_enabled(True)
     return job.summary
 
 
-# --------------------------------------------------------------------------- validate
-def check_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True) -> Any:
-    """Validate `cfg` without loading a model, a tokenizer or any data, and return the
-    `trl.GRPOConfig` the run trains with; the first mistake is a one-line `UserError`.
-
-    In order: the config's value rules (`rlrecipes.config.checks`), the reward names, the
-    recipe's own rules (`Recipe.validate`), the LoRA settings, the reward functions and
-    their weights, the batch plan and TRL's own checks. `run_dir` only names the output
-    folders in the GRPOConfig (nothing is created); `hardware=False` skips what depends on
-    this machine, not on the config (vLLM installed, bf16 on a GPU).
-    """
-    return plan_run(cfg, run_dir, hardware)[0]
-
-
-def plan_run(
-    cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
-) -> tuple[Any, list[tuple[str, float]]]:
-    """`check_run`'s work: the GRPOConfig and the run's (reward name, weight) pairs."""
-    check_train_values(cfg)
-    recipe_cls = get_recipe(cfg.recipe.name)
-    _check_reward_names(cfg.recipe)
-    recipe_cls.validate(cfg)
-    peft_config(cfg.model)
-    recipe = recipe_cls(cfg.recipe)
-    rewards = planned_rewards(recipe, reward_context(cfg, _not_scoring))
-    if cfg.recipe.dynamic_sampling and cfg.recipe.dynamic_sampling_filter not in [fn.__name__ for fn, _ in rewards]:
-        raise ConfigError(
-            f"recipe.dynamic_sampling_filter={cfg.recipe.dynamic_sampling_filter!r} is not one of this run's "
-            f"rewards; valid: {', '.join(fn.__name__ for fn, _ in rewards)}"
-        )
-    if run_dir is None:  # named in the GRPOConfig only: a dry run creates nothing
-        run_dir = Path(cfg.run_dir or Path(cfg.output_root) / f"{cfg.recipe.name}-{data_label(cfg.data)}")
-    args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in rewards], hardware=hardware)
-    return args, [(fn.__name__, w) for fn, w in rewards]
-
-
-def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
-    """`rlrecipes train --dry-run`: every check of `check_run`, then what the run would train
-    with, as (what, value) rows. Loads and writes nothing; the machine's own capabilities
-    (CUDA, bf16, vLLM) are left to the real run, so a GPU preset can be checked anywhere."""
-    args, rewards = plan_run(cfg, hardware=False)
-    t, world = cfg.trainer, args.world_size
-    plan = plan_batches(t, world)
-    clip = f"{args.epsilon}" if args.epsilon_high in (None, args.epsilon) else f"{args.epsilon} / {args.epsilon_high}"
-    kwargs = ", ".join(f"{k}={v}" for k, v in dict(args.lr_scheduler_kwargs or {}).items())
-    return [
-        ("recipe", cfg.recipe.name),
-        ("model", str(cfg.model.name_or_path or f"{cfg.model.name} (built: {cfg.model.builder})")),
-        ("data", data_label(cfg.data)),
-        ("loss", f"loss_type={args.loss_type} beta={args.beta} epsilon={clip} scale_rewards={args.scale_rewards}"),
-        ("rewards", ", ".join(f"{name}={weight:g}" for name, weight in rewards)),
-        (
-            "optimizer",
-            f"learning_rate={args.learning_rate:g} weight_decay={args.weight_decay:g} "
-            f"max_grad_norm={args.max_grad_norm:g}",
-        ),
-        (
-            "scheduler",
-            f"{t.lr_scheduler_type}{f' ({kwargs})' if kwargs else ''} over "
-            f"{getattr(args, 'scheduler_steps', None) or args.max_steps} steps, warmup_steps={t.warmup_steps} "
-            f"warmup_ratio={t.warmup_ratio:g}",
-        ),
-        (
-            "batch",
-            f"{t.prompts_per_rollout} prompts x {t.num_generations} completions = {plan.completions_per_rollout} per "
-            f"rollout step; {t.updates_per_rollout} update(s) of {plan.completions_per_update} "
-            f"({plan.per_device_batch} per device x {plan.grad_accum} accumulation x {world} process(es), WORLD_SIZE)",
-        ),
-        ("steps", f"max_steps={args.max_steps} (optimizer steps) num_iterations={args.num_iterations}"),
-        (
-            "generation",
-            f"max_completion_length={args.max_completion_length} temperature={args.temperature} "
-            f"rollout={cfg.rollout.backend}",
-        ),
-        ("precision", f"bf16={args.bf16} use_cpu={args.use_cpu} (CUDA, bf16 and vLLM are checked when the run starts)"),
-    ]
-
-
-def _check_reward_names(recipe_cfg: Any) -> None:
-    known = reward_names()
-    for spec in recipe_cfg.rewards:
-        if spec.name not in known:
-            raise ConfigError(f"unknown reward {spec.name!r} (recipe.rewards); valid: {', '.join(known)}")
-
-
-def _not_scoring(completion: str, gold: Any) -> bool:
-    raise RuntimeError("check_run builds the reward functions to check them; they score nothing")
-
-
-def reward_context(cfg: DictConfig, verify: Verifier, run_dir: Path | None = None) -> RewardContext:
-    """What the reward functions know of the run; `verify` comes with the data (its task's checker)."""
-    return RewardContext(
-        verify=verify,
-        answer_style=cfg.data.answer_style,
-        max_completion_length=cfg.trainer.max_completion_length,
-        seed=cfg.seed,
-        recipe=cfg.recipe,
-        run_dir=run_dir,
-    )
-
-
-def planned_rewards(recipe: Recipe, ctx: RewardContext) -> list:
-    """The recipe's reward functions with their weights, plus the accuracy monitor."""
-    return _with_accuracy_monitor(recipe.reward_functions(ctx), ctx)
-
-
-# ------------------------------------------------------------------------------ setup
-def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
-    """Every check (`check_run`), then the data, recipe, rewards and the model."""
-    import warnings
-
+def setup(cfg: DictConfig, run_dir: Path, log: Log, plan: RunPlan | None = None) -> TrainingJob:
+    """The run plan (every check), then the data, the rewards and the model."""
     import torch
     from transformers.utils import logging as hf_logging
 
-    # Built before anything loads: a setting TRL rejects fails at once, and under ZeRO-3 the
+    # Planned before anything loads: a setting TRL rejects fails at once, and under ZeRO-3 the
     # config's DeepSpeed settings must exist for from_pretrained to load sharded.
-    args = check_run(cfg, run_dir)
+    plan = plan_run(cfg, run_dir) if plan is None else plan.at(run_dir)
+    args, recipe = plan.args, plan.recipe
     hf_logging.disable_progress_bar()  # our own display reports progress
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
-    is_main = int(os.environ.get("RANK", "0")) == 0
+    is_main = is_main_process()
     log = log if is_main else _silent
     if cfg.trainer.cpu_threads:
         torch.set_num_threads(cfg.trainer.cpu_threads)
     _seed_everything(cfg.seed)
-    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
     problems = recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
     log(f"data: {problems.report}")
     ctx = reward_context(cfg, problems.verify, run_dir)
@@ -242,8 +132,8 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log) -> TrainingJob:
         reward_context=ctx,
         reward_fns=reward_fns,
         train_rows=[],
+        plan=plan,
         args=args,
-        final_eval=_final_eval_config(cfg, run_dir),  # a mistake in it fails now, not after training
         lora=peft_config(cfg.model),
     )  # LoRA settings are checked before the model loads
     _load_model(job)
@@ -290,7 +180,6 @@ def _prompt(job: TrainingJob, item: dict[str, Any]) -> str:
     return render_prompt(item["problem"], data.template, job.tokenizer, data.system_prompt)
 
 
-# ---------------------------------------------------------------------------- trainer
 def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     """The RecipeGRPOTrainer with the metrics writer, progress display, held-out accuracy,
     checkpoint and graceful-stop callbacks."""
@@ -303,8 +192,6 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     if t.progress:
         callbacks.append(RichProgress(writer, extra_keys=getattr(job.recipe, "progress_keys", ())))
     if cfg.get("report_to"):  # the trackers get the whole resolved config, not only TRL's GRPOConfig
-        from omegaconf import OmegaConf
-
         callbacks.append(
             TrackerConfig(
                 OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
@@ -352,7 +239,6 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     return trainer, writer, heldout, stop
 
 
-# -------------------------------------------------------------------------------- run
 def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) -> None:
     """RL (from the last complete checkpoint when resuming), with held-out accuracy measured by
     `heldout` at its start and end. A SIGINT/SIGTERM ends it with a checkpoint: TrainingInterrupted."""
@@ -380,8 +266,6 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
                 f"a write failed while training ({_storage_reason(exc)}); {_how_to_continue(job)}"
             ) from None
     if stop.stopped_at is not None:
-        import signal
-
         command = f"rlrecipes train resume=true run_dir={job.run_dir}"
         raise TrainingInterrupted(
             f"{signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
@@ -432,7 +316,6 @@ def _say_if_sharding_is_ignored(trainer: Any, log: Log) -> None:
         )
 
 
-# ----------------------------------------------------------------------------- finish
 def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
     """The model (every process takes part: ZeRO-3 gathers its shards to save) and summary.json."""
 
@@ -455,8 +338,6 @@ def finish(job: TrainingJob, trainer: Any, writer: Any, started: float) -> None:
 
 
 def _is_storage_error(exc: BaseException) -> bool:
-    import errno
-
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
         return True
     return "No space left" in str(exc) or "Disk quota" in str(exc)  # safetensors' own error type
@@ -475,101 +356,9 @@ def _storage_reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
 
 
-def evaluate_final_model(job: TrainingJob, trainer: Any, started: float) -> None:
-    """`final_eval=[...]`: evaluate the saved model once, in a process of its own.
-
-    A separate process starts from a clean slate: its vLLM engine does not share the
-    training's GPU memory, nor inherit the training's torch.distributed world (which a
-    second in-process vLLM engine would try to join). The training's own engine and
-    model are released first.
-    """
-    trainer.accelerator.wait_for_everyone()
-    _release_generation_memory(trainer)
-    if job.is_main:
-        out_dir = job.run_dir / "eval"
-        try:
-            job.summary["final_eval"] = _run_final_eval(job.final_eval, out_dir, job.log)
-        except Exception as exc:
-            job.summary["final_eval_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            write_json(job.run_dir / "summary.json", job.summary)
-            raise
-        job.summary["wall_seconds"] = round(time.time() - started, 2)
-        write_json(job.run_dir / "summary.json", job.summary)
-    trainer.accelerator.wait_for_everyone()
-
-
-def _release_generation_memory(trainer: Any) -> None:
-    import gc
-
-    import torch
-
-    generation = getattr(trainer, "vllm_generation", None)
-    if generation is not None and getattr(generation, "llm", None) is not None:
-        generation.llm = None  # TRL's colocated engine: its KV cache is most of a GPU's memory
-    trainer.model = trainer.model_wrapped = None
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _final_eval_config(cfg: DictConfig, run_dir: Path) -> DictConfig | None:
-    if not cfg.final_eval:
-        return None
-
-    return eval_config_for(cfg, str(run_dir / "model"), list(cfg.final_eval))
-
-
-def _run_final_eval(eval_cfg: DictConfig, out_dir: Path, log: Log) -> dict[str, Any]:
-    """Run the evaluation of `eval_cfg` (written to out_dir/config.yaml) in a child process;
-    returns each benchmark's headline metric."""
-    import json
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_manifest(out_dir, eval_cfg)
-    log(f"final evaluation of the trained model -> {out_dir}")
-    done = subprocess.run([sys.executable, "-m", "rlrecipes.eval.final", str(out_dir)], env=_single_process_env())
-    if done.returncode != 0:
-        raise RuntimeError(f"the final evaluation exited with status {done.returncode} (its output is above)")
-    return json.loads((out_dir / "headline.json").read_text())
-
-
-def _single_process_env() -> dict[str, str]:
-    """This process's environment without the launcher's distributed variables, on this rank's GPU."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k
-        not in (
-            "RANK",
-            "LOCAL_RANK",
-            "WORLD_SIZE",
-            "LOCAL_WORLD_SIZE",
-            "GROUP_RANK",
-            "ROLE_RANK",
-            "ROLE_WORLD_SIZE",
-            "MASTER_ADDR",
-            "MASTER_PORT",
-            "TORCHELASTIC_RUN_ID",
-        )
-        and not k.startswith(("ACCELERATE_", "TORCHELASTIC_"))
-    }
-    local_rank = os.environ.get("LOCAL_RANK")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if local_rank is not None and visible:
-        devices = visible.split(",")
-        env["CUDA_VISIBLE_DEVICES"] = devices[int(local_rank) % len(devices)]
-    elif local_rank is not None:
-        env["CUDA_VISIBLE_DEVICES"] = local_rank
-    return env
-
-
-# ---------------------------------------------------------------------------- helpers
 def _keep_inputs(files: list[str], run_dir: Path) -> dict[str, str]:
     """Copy the recipe's input files into `run_dir/inputs/` (a rerun must not depend on a
     file that may change); returns {file name: sha256}."""
-    import hashlib
-    import shutil
-
     kept = {}
     for name in files:
         source = Path(name).expanduser()
@@ -597,17 +386,6 @@ def as_trl_reward(fn: Any, guard: Any) -> Any:
     """What TRL is given for a reward: a group reward scored on the gathered batch, any
     other behind the guard (both count failures and never stop the run by themselves)."""
     return GatheredGroupReward(fn, guard) if isinstance(fn, GroupReward) else guard.wrap(fn)
-
-
-def _with_accuracy_monitor(reward_fns: list, ctx: RewardContext) -> list:
-    """Always log correctness: add the accuracy reward with weight 0 if the recipe lacks it.
-
-    Label-free recipes (TTRL, INTUITOR) train without it; the paper's diagnostics and
-    our progress display still need it, as INTUITOR's own config does (weight 0.0).
-    """
-    if any(fn.__name__ == "accuracy" for fn, _ in reward_fns):
-        return reward_fns
-    return [*reward_fns, (build_reward("accuracy", ctx), 0.0)]
 
 
 def _seed_everything(seed: int) -> None:

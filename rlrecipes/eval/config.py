@@ -146,7 +146,7 @@ class EvalConfig:
     rescore_from: RescoreFrom = RescoreFrom.auto
 
 
-def register(cs) -> None:  # called by rlrecipes.config.store.register_configs
+def register(cs) -> None:  # called by rlrecipes.compose.store.register_configs
     cs.store(name="eval_schema", node=EvalConfig)
     cs.store(group="benchmark", name="benchmark_schema", node=BenchmarkConfig)
     cs.store(group="protocol", name="protocol_schema", node=ProtocolConfig)

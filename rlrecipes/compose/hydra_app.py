@@ -11,8 +11,8 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig
 
 from rlrecipes import rundir
-from rlrecipes.config.compose import as_lists, compose_config, conf_dir
-from rlrecipes.config.store import register_configs
+from rlrecipes.compose.compose import as_lists, compose_config, conf_dir
+from rlrecipes.compose.store import register_configs
 from rlrecipes.errors import ConfigError, UserError
 
 Check = Callable[[DictConfig], Any]  # raises a UserError for a config no job can run

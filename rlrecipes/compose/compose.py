@@ -2,17 +2,17 @@
 turning Hydra's multi-line exceptions into one line that names the valid choices.
 
 Composition checks keys and types (a `Choice` field takes only its listed values); the
-rules between values are each command's validation (`rlrecipes.train.check_run`)."""
+rules between values are each command's validation (`rlrecipes.training.check_run`)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rlrecipes.config.store import register_configs
+from rlrecipes.compose.store import register_configs
 from rlrecipes.errors import ConfigError
 
 
@@ -178,3 +178,16 @@ def _valid_keys(full_key: str, config_name: str, overrides: Sequence[str]) -> li
 def _first_line(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def eval_config_for(train_cfg: Any, model_path: str | None, eval_overrides: Sequence[str]) -> Any:
+    """The `rlrecipes eval` config for a model trained with `train_cfg`: the model as trained
+    (dtype, tokenizer...) and, for synthetic suites, its task; `model_path` None = the base."""
+    cfg = compose_config("eval", list(eval_overrides))
+    with open_dict(cfg):
+        cfg.model = OmegaConf.merge(cfg.model, train_cfg.model)
+        cfg.data = OmegaConf.merge(cfg.data, train_cfg.data)
+        cfg.cache_dir = cfg.cache_dir or train_cfg.get("cache_dir")
+        if model_path is not None:
+            cfg.model.name_or_path = model_path
+    return cfg
