@@ -53,7 +53,7 @@ METRICS = ("consistent_accuracy", "accuracy_mean_order", "flip_rate", "tie_rate"
 
 def judge_metrics_of(model, tokenizer, cfg, pairs) -> dict:
     from rlrecipes.eval.backends import HFBackend
-    from rlrecipes.judge.evaluate import JudgeSettings, judge_texts, judged_pairs
+    from rlrecipes.eval.judge import JudgeSettings, judge_texts, judged_pairs
     from rlrecipes.judge.metrics import judge_metrics
     from rlrecipes.judge.pairs import judge_rows
 

@@ -99,7 +99,7 @@ def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path, c
 
 def post_saturation_gain(run: Path, threshold: float) -> tuple[float | None, float | None]:
     """(first step where training accuracy >= threshold, held-out gain after it, in points)."""
-    from rlrecipes.plots import read_curves
+    from rlrecipes.runs.plots import read_curves
 
     curves = read_curves(run)
     saturated = next((step for step, acc in curves.train if acc >= threshold), None)
@@ -128,9 +128,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="extra key=value for every run")
     args = parser.parse_args()
 
-    from rlrecipes.eval.checkpoints import eval_checkpoints
-    from rlrecipes.plots import plot_run
-    from rlrecipes.selection import rank
+    from rlrecipes.runs.checkpoints import eval_checkpoints
+    from rlrecipes.runs.plots import plot_run
+    from rlrecipes.runs.selection import rank
 
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:

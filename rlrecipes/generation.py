@@ -10,6 +10,7 @@ vLLM honours); a completion is cut at its first stop token or stop string; and a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -139,3 +140,15 @@ def greedy_accuracy(
         return float("nan")
     completions = generate_completions(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
     return sum(verify(c[0], a) for c, a in zip(completions, answers)) / len(prompts)
+
+
+@functools.cache
+def on_vllm_cpu() -> bool:
+    """Whether vLLM is installed here and is the CPU build."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()

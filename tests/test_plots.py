@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
-from rlrecipes.plots import BOTTOM, HEIGHT, LEFT, TOP, comparison_figure, read_curves, svg_plot
+from rlrecipes.runs.plots import BOTTOM, HEIGHT, LEFT, TOP, comparison_figure, read_curves, svg_plot
 from tests.conftest import cli, one_error_line
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
-from rlrecipes.eval.report import build_report, group_rows, load_runs, make_report, to_markdown
+from rlrecipes.runs.discover import load_runs
+from rlrecipes.runs.report import build_report, group_rows, make_report, to_markdown
 from tests.conftest import TINY, cli, one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,7 +234,7 @@ def test_sweep_report_columns_and_values_come_from_each_run(real_sweep):
 
 @pytest.mark.integration
 def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
-    from rlrecipes.plots import plot_comparison
+    from rlrecipes.runs.plots import plot_comparison
 
     folder, _ = real_sweep
     fig, files = plot_comparison([folder], ["reward", "entropy"], out=tmp_path)

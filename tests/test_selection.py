@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from rlrecipes.cli import app
 from rlrecipes.errors import UserError
-from rlrecipes.selection import load_history, population_variance, rank, rows_for, select
+from rlrecipes.runs.selection import load_history, population_variance, rank, rows_for, select
 
 PAPER = "one_shot_rlvr/One-Shot-RLVR"
 

@@ -11,6 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rlrecipes"
 # What each part may not import: the engine and the plain building blocks sit below the
 # recipes, the evaluation, the training job and the commands.
 ABOVE = (
+    "rlrecipes.runs",
     "rlrecipes.compose",
     "rlrecipes.recipes",
     "rlrecipes.eval",
@@ -26,9 +27,12 @@ FORBIDDEN = {
     "rlrecipes.models": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
     "rlrecipes.config": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models"),
     "rlrecipes.recipes": ("rlrecipes.eval", "rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.training": ("rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.engine", "rlrecipes.compose", "rlrecipes.runs")
+    + ("rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.judge": ABOVE + ("rlrecipes.engine",),
+    "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.training": ("rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.runs": ("rlrecipes.commands", "rlrecipes.cli"),
 }
 # function-local imports of rlrecipes modules that must stay local, and why
 LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {

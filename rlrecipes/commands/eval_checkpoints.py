@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console
-from rlrecipes.eval.checkpoints import Selection, eval_checkpoints
+from rlrecipes.runs.checkpoints import Selection, eval_checkpoints
 
 
 def eval_checkpoints_command(

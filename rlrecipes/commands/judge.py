@@ -22,9 +22,9 @@ from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
 from rlrecipes.eval.config import GenerationConfig
+from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
 from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
-from rlrecipes.judge.evaluate import JudgeSettings, evaluate_judge
 from rlrecipes.judge.pairs import PairFields, load_pairs
 from rlrecipes.rundir import create_run_dir
 

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from rlrecipes.eval.report import find_runs
-from rlrecipes.plots import default_out_dir, plot_comparison, plot_run, read_curves
+from rlrecipes.runs.discover import find_runs
+from rlrecipes.runs.plots import default_out_dir, plot_comparison, plot_run, read_curves
 
 
 def plot_command(

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from rlrecipes.commands.common import console
-from rlrecipes.eval.report import make_report, rich_table, write_exports
+from rlrecipes.runs.report import make_report, rich_table, write_exports
 
 
 def report(

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from rlrecipes.commands.common import console
-from rlrecipes.selection import load_history, rows_for, select, selection_records, write_jsonl
+from rlrecipes.runs.selection import load_history, rows_for, select, selection_records, write_jsonl
 
 
 def select_command(

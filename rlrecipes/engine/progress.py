@@ -10,16 +10,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from rlrecipes.display import format_duration
 from rlrecipes.rundir import append_line, write_lines
-
-
-def format_duration(seconds: float) -> str:
-    """``1h05m``, ``3m07s`` or ``42s``: elapsed times and ETAs of the progress lines."""
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
-
 
 # TRL's metric names -> the names rlrecipes documents in metrics.jsonl
 _RENAMES = {

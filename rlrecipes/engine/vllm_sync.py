@@ -27,18 +27,7 @@ from typing import Any, Iterator
 import torch
 
 from rlrecipes.engine.hooks import EngineHook
-
-
-@functools.cache
-def on_vllm_cpu() -> bool:
-    """Whether vLLM is installed here and is the CPU build."""
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    from vllm.platforms import current_platform
-
-    return current_platform.is_cpu()
+from rlrecipes.generation import on_vllm_cpu
 
 
 def _colocated_on_cpu(args: Any) -> bool:

@@ -14,9 +14,8 @@ from __future__ import annotations
 import zlib
 from typing import Any, Protocol, Sequence
 
-from rlrecipes.engine.vllm_sync import on_vllm_cpu
 from rlrecipes.errors import UserError
-from rlrecipes.generation import Completion, Sampling, hf_generate
+from rlrecipes.generation import Completion, Sampling, hf_generate, on_vllm_cpu
 from rlrecipes.models import load_model
 from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
 

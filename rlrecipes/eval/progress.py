@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from rlrecipes.engine.progress import format_duration
+from rlrecipes.display import format_duration
 
 
 class RateColumn(ProgressColumn):

@@ -55,6 +55,6 @@ def test_history_across_epochs_matches_logged_accuracy(toy_model_dir, tmp_path):
         mean = sum(v[step] for v in history.values()) / 4
         assert math.isclose(mean, logged[step], abs_tol=1e-6)
     # `rlrecipes select` reads our own files as it reads the paper's
-    from rlrecipes.selection import load_history, rank
+    from rlrecipes.runs.selection import load_history, rank
 
     assert {r.id for r in rank(load_history(tmp_path / "accuracy_history.json"))} == set(history)

@@ -214,7 +214,7 @@ def vllm_server(toy_vllm_dir, tmp_path):
     group: the API server and its engine processes) however the test ends."""
     from trl.scripts.vllm_serve import ScriptArguments, build_command
 
-    from rlrecipes.engine.vllm_sync import on_vllm_cpu
+    from rlrecipes.generation import on_vllm_cpu
 
     port = _free_port()
     log = (tmp_path / "server.log").open("w")

@@ -6,7 +6,7 @@ import pytest
 
 from rlrecipes.compose.compose import compose_config
 from rlrecipes.errors import UserError
-from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, Checkpoint, find_checkpoints, pick_best, sweep
+from rlrecipes.runs.checkpoints import CHECKPOINT_SUITES, Checkpoint, find_checkpoints, pick_best, sweep
 from tests.conftest import cli, compose, one_error_line
 
 
@@ -84,8 +84,8 @@ def test_sweep_labels_a_benchmark_scored_twice(tmp_path):
 def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
     """Train 1 step saving it, then evaluate base + checkpoint on the synthetic suite
     (8 held-out problems) through the real eval runner; re-running reuses the results."""
-    from rlrecipes.eval.checkpoints import eval_checkpoints
     from rlrecipes.rundir import write_manifest
+    from rlrecipes.runs.checkpoints import eval_checkpoints
     from rlrecipes.training.job import train
 
     cfg = compose(
@@ -131,7 +131,7 @@ def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_pat
 
 
 def test_an_unwritable_out_is_one_line_before_any_evaluation(tmp_path, capsys, monkeypatch, unwritable_dir):
-    import rlrecipes.eval.checkpoints as checkpoints
+    import rlrecipes.runs.checkpoints as checkpoints
 
     run = fake_run(tmp_path, [20], final_step=30)
     evaluated = []

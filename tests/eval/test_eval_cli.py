@@ -340,7 +340,7 @@ def test_multirun_sweep_and_report(toy_model_dir, tmp_path, capsys):
 
 def test_report_refuses_a_summary_that_is_not_a_run(tmp_path):
     from rlrecipes.errors import UserError
-    from rlrecipes.eval.report import comparison_table
+    from rlrecipes.runs.report import comparison_table
 
     (tmp_path / "summary.json").write_text("[1, 2]")
     with pytest.raises(UserError, match="summary.json: not a run summary"):

@@ -6,7 +6,7 @@ import pytest
 
 from rlrecipes.engine.checkpoints import MARKER
 from rlrecipes.errors import UserError
-from rlrecipes.eval.checkpoints import CHECKPOINT_SUITES, find_checkpoints, sweep, torn_reason
+from rlrecipes.runs.checkpoints import CHECKPOINT_SUITES, find_checkpoints, sweep, torn_reason
 
 
 def weights(folder, truncate: bool = False):

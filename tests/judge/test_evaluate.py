@@ -2,8 +2,8 @@
 
 import json
 
+from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
 from rlrecipes.generation import Completion
-from rlrecipes.judge.evaluate import JudgeSettings, evaluate_judge
 from rlrecipes.judge.pairs import Pair
 
 

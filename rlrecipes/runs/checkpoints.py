@@ -27,8 +27,8 @@ from typing import Any, Callable, Optional, Sequence
 from omegaconf import OmegaConf
 
 from rlrecipes.compose.compose import compose_config, eval_config_for
+from rlrecipes.display import format_duration
 from rlrecipes.engine.checkpoints import MARKER
-from rlrecipes.engine.progress import format_duration
 from rlrecipes.errors import UserError
 from rlrecipes.eval.benchmarks import SUITES
 from rlrecipes.eval.runner import run_eval

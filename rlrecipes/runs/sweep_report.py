@@ -8,9 +8,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from rlrecipes.errors import UserError
-from rlrecipes.eval.report import make_report, write_exports
-from rlrecipes.plots import plot_comparison
 from rlrecipes.rundir import is_main_process
+from rlrecipes.runs.plots import plot_comparison
+from rlrecipes.runs.report import make_report, write_exports
 
 
 class SweepReport(Callback):

@@ -23,20 +23,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rlrecipes.errors import UserError
-from rlrecipes.eval.report import (
-    Run,
-    build_report,
-    cell,
-    column_labels,
-    find_runs,
-    group_rows,
-    is_run,
-    load_runs,
-    metrics_note,
-    read_metrics,
-    read_summary,
-)
 from rlrecipes.rundir import write_text
+from rlrecipes.runs.discover import Run, find_runs, is_run, load_runs, metrics_note, read_metrics, read_summary
+from rlrecipes.runs.report import build_report, cell, column_labels, group_rows
 from rlrecipes.storage import writing
 
 Series = list[tuple[float, float]]  # (step, accuracy)
