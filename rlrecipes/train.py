@@ -46,6 +46,7 @@ from rlrecipes.engine.guards import RewardGuard
 from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
+from rlrecipes.engine.tool_setup import check_tool_rollout, rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.eval.checkpoints import eval_config_for
@@ -125,6 +126,7 @@ def plan_run(
     recipe_cls = get_recipe(cfg.recipe.name)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
+    check_tool_rollout(cfg)
     peft_config(cfg.model)
     recipe = recipe_cls(cfg.recipe)
     rewards = planned_rewards(recipe, reward_context(cfg, _not_scoring))
@@ -346,6 +348,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         callbacks=[*callbacks, heldout, stop, keeper],
         hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
+        **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
     heldout.trainer = keeper.trainer = stop.trainer = trainer
