@@ -173,3 +173,39 @@ def test_tiny_run_with_tools_logs_the_tool_metrics(tmp_path):
             assert 0.0 <= r[key] <= 1.0
         assert 1.0 <= r["tools/turns"] <= 3.0  # max_turns=2, then the final turn
         assert 0.0 <= r["tools/calls_per_rollout"] <= 2.0
+
+
+@pytest.mark.slow
+def test_two_processes_make_the_same_generate_calls(tmp_path):
+    """Rank 0's rollouts take two turns, rank 1's one: rank 1 still joins rank 0's second
+    `generate` call with as many (padding) rows, as vLLM server mode's gather requires."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rlrecipes.launch import config_path
+    from tests.conftest import TINY
+    from tests.test_train_multiprocess import ROOT, free_port
+
+    entry = str(Path(__file__).with_name("tool_multiprocess_entry.py"))
+    launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp"))]
+    launcher += ["--num_processes", "2", "--main_process_port", str(free_port())]
+    overrides = ["trainer.max_steps=1", "trainer.max_completion_length=64", "trainer.eval_before=false"]
+    overrides += ["trainer.eval_after=false"]
+    overrides += ["rollout.tools=[calculator]", f"run_dir={tmp_path / 'run'}"]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+        "RLRECIPES_TOOL_CALLS": str(tmp_path),
+    }
+    command = [sys.executable, *launcher, entry, "train", *TINY, *overrides]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    calls = {rank: (tmp_path / f"calls-{rank}.txt").read_text().split() for rank in (0, 1)}
+    # 4 prompts x 4 completions over 2 processes: 8 rows each; rank 0's 8 rows need a second turn
+    assert calls == {0: ["8", "8"], 1: ["8", "8"]}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    [step] = [r for r in rows if "tools/turns" in r]
+    assert step["tools/calls_per_rollout"] == 0.5 and step["tools/turns"] == 1.5  # summed over both ranks
