@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError
 from tests.conftest import compose
 
@@ -79,25 +80,15 @@ def _trainer(toy_model_dir, tmp_path, rollout, hooks=()):
     return trainer, tok, {row["prompt"]: row["answer"] for row in rows}
 
 
-class Capture:
+class Capture(EngineHook):
     """An engine hook that keeps TRL's scored batch."""
-
-    from rlrecipes.engine.hooks import EngineHook as _Base
 
     def __init__(self):
         self.batches = []
 
-    def bind(self, trainer):
-        pass
-
     def after_scoring(self, trainer, batch, rewards):
         self.batches.append(batch)
         return batch
-
-    needs_global_view = False
-
-    def transform_rewards(self, trainer, rewards, view):
-        return rewards
 
 
 @pytest.mark.slow
