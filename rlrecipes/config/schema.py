@@ -290,6 +290,20 @@ class RolloutConfig:
     # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
     # codebases did, so reproductions keep it off unless asked.
     importance_sampling_correction: bool = False
+    # Multi-turn tool use, for any recipe (rlrecipes/engine/tool_rollout.py): the tools the
+    # model may call while it generates (rlrecipes/tools: search, calculator, python);
+    # empty: single-turn rollouts. Tool settings: +rollout.tool_kwargs.<tool>.<key>=value
+    tools: List[str] = field(default_factory=list)
+    tool_kwargs: Dict[str, Any] = field(default_factory=dict)
+    # turns in which tools run; one more turn without tools follows (Search-R1: 4 in the
+    # paper, 2 in its repo's train_grpo.sh)
+    max_turns: int = 2
+    max_tool_result_tokens: int = 500  # each result is cut to this (Search-R1's max_obs_length)
+    tool_timeout_s: float = 10.0  # a call running longer becomes an error text the model reads
+    answer_close: str = "</answer>"  # the tag that completes an answer and ends the rollout
+    # tool-result tokens stay in the context but out of the policy loss, KL and importance
+    # ratio (Search-R1's state masking); false: the no-masking ablation
+    mask_tool_output: bool = True
 
 
 @dataclass

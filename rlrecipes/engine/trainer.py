@@ -17,6 +17,7 @@ from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.hooks import EngineHook, RolloutView
 from rlrecipes.engine.paired_batches import KeepRowsTogether
+from rlrecipes.engine.tool_rollout import model_written
 
 
 class RecipeGRPOTrainer(GRPOTrainer):
@@ -41,6 +42,8 @@ class RecipeGRPOTrainer(GRPOTrainer):
 
     # ------------------------------------------------------------------ rewards
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # tool rollouts: rewards read only what the model wrote, never a tool's result
+        completions = model_written(inputs, completions)
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         global_hooks = [h for h in self.hooks if h.needs_global_view]
         if global_hooks:

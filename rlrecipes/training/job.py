@@ -43,6 +43,7 @@ from rlrecipes.engine.guards import RewardGuard
 from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
+from rlrecipes.engine.tool_setup import rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import UserError
 from rlrecipes.models import load_model, lora, resolve_model_path
@@ -233,6 +234,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         callbacks=[*callbacks, heldout, stop, keeper],
         hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
+        **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
     heldout.trainer = keeper.trainer = stop.trainer = trainer

@@ -21,6 +21,7 @@ from rlrecipes.compose import eval_config_for
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, plan_batches
+from rlrecipes.engine.tool_setup import check_tool_rollout
 from rlrecipes.errors import ConfigError
 from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
@@ -77,6 +78,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     recipe_cls = get_recipe(cfg.recipe.name)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
+    check_tool_rollout(cfg)
     peft_config(cfg.model)
     recipe = recipe_cls(cfg.recipe)
     rewards = planned_rewards(recipe, reward_context(cfg, _not_scoring))

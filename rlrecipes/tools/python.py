@@ -1,0 +1,47 @@
+"""`python`: run the model's program in the sandbox (tools/sandbox.py) and show it the output.
+
+Opt-in (`rollout.tools=[python]`): it is the one place where model text is executed, and
+only inside the sandbox. The default tag pair is ReTool-like (`<python>` ... `</python>`,
+output in `<output>` ... `</output>`); SimpleTIR's format is
+`open: "```python"`, `close: "```"`, `wrap: "```output\\n{}\\n```"`. A program that fails,
+times out or prints past the cap is a tool error whose text (the traceback's tail, or
+what happened) the model reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlrecipes.tools import ToolFailure, ToolSpec, register_tool
+from rlrecipes.tools.sandbox import SandboxLimits, run_python, sandbox_interpreter
+
+
+@dataclass
+class PythonOptions:
+    open: str = "<python>"
+    close: str = "</python>"
+    wrap: str = "<output>{}</output>"
+    wall_s: float = 5.0
+    cpu_s: int = 3
+    memory_mb: int = 512
+    output_bytes: int = 4096
+
+
+@register_tool("python", PythonOptions)
+def python_tool(options: PythonOptions) -> ToolSpec:
+    sandbox_interpreter()  # refuse now, with one line, where the sandbox cannot be made
+    limits = SandboxLimits(
+        wall_s=options.wall_s, cpu_s=options.cpu_s, memory_mb=options.memory_mb, output_bytes=options.output_bytes
+    )
+
+    def run(code: str) -> str:
+        result = run_python(code, limits)
+        if result.timed_out:
+            raise ToolFailure(f"timed out after {limits.wall_s:g} s\n{result.output}".rstrip())
+        if result.output_capped:
+            raise ToolFailure(f"output past {limits.output_bytes} bytes; stopped\n{result.output}")
+        if result.exit_code != 0:
+            raise ToolFailure(result.output.strip() or f"exit status {result.exit_code}")
+        return result.output
+
+    return ToolSpec("python", options.open, options.close, options.wrap, run)
