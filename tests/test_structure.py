@@ -29,7 +29,7 @@ FORBIDDEN = {
     "rlrecipes.recipes": ("rlrecipes.eval", "rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.engine", "rlrecipes.compose", "rlrecipes.runs")
     + ("rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
-    "rlrecipes.judge": ABOVE + ("rlrecipes.engine",),
+    "rlrecipes.judge": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
     "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.training": ("rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.runs": ("rlrecipes.commands", "rlrecipes.cli"),

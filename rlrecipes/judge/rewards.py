@@ -18,9 +18,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
-from rlrecipes.judge.pairs import ROLES
 from rlrecipes.judge.verdicts import Judgement, parse
 
 _THINK_FIRST = re.compile(r"^\s*<think>\s*\S.*?</think>", re.DOTALL)
@@ -52,14 +51,3 @@ def pointwise_pair(
 
 def format_reward(text: str, judge: str) -> float:
     return float(bool(_THINK_FIRST.match(text)) and parse(text, judge).ok)
-
-
-# ------------------------------------------------------ as a TRL reward function (recipe=j1)
-def format_reward_fn(judge: str) -> Callable[..., list]:
-    def judge_format(completions: list[str], answer: list[Any], **_: Any) -> list:
-        formats = [
-            "pointwise" if g in ROLES else ("pairwise_scores" if judge == "multitask" else judge) for g in answer
-        ]
-        return [format_reward(t, f) for t, f in zip(completions, formats)]
-
-    return judge_format

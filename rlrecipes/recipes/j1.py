@@ -14,7 +14,7 @@ GRPO on judge prompts built from preference pairs whose winner is known:
 
 Both orders land in one rollout batch through the engine's KeepRowsTogether (blocks of two
 consecutive rows; four for multitask); the `verdict` column is a group reward, scored on the
-gathered batch (judge/pair_reward.py). Pairs come from a file or hub id (recipe.pairs, with a
+gathered batch (rewards/j1.py, the registered `verdict` reward). Pairs come from a file or hub id (recipe.pairs, with a
 field mapping) or, by default, from the
 synthetic arithmetic task (a correct vs a wrong sum; judge/synthetic.py), whose toy judge
 is warm-started on a position-biased teacher. RM-R1 (arXiv 2505.02387) is the same recipe
@@ -33,15 +33,13 @@ from rlrecipes.data.problems import ProblemSet
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.paired_batches import KeepRowsTogether
 from rlrecipes.errors import ConfigError
-from rlrecipes.judge.pair_reward import pair_reward
 from rlrecipes.judge.pairs import PairFields, judge_rows, load_pairs
 from rlrecipes.judge.prompts import check_choice
-from rlrecipes.judge.rewards import format_reward_fn
 from rlrecipes.judge.synthetic import judge_task
 from rlrecipes.judge.verdicts import verdict_verifier
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.rewards import GroupReward, RewardContext
+from rlrecipes.rewards import RewardContext, build_reward
 
 
 class JudgeFormat(Choice):  # rlrecipes/judge/prompts.py
@@ -102,6 +100,8 @@ class J1(Recipe):
     def validate(cls, cfg: Any) -> None:
         r = cfg.recipe
         check_choice(r.judge, r.prompt)
+        if "verdict" not in [spec.name for spec in r.rewards]:
+            raise ConfigError("recipe=j1 trains on the 'verdict' reward: keep {name: verdict} in recipe.rewards")
         if r.reward not in REWARDS:
             raise ConfigError(f"recipe.reward={r.reward!r}; valid: {', '.join(REWARDS)}")
         if r.reward == "consistency" and r.judge == "pointwise":  # multitask: consistency on its PaS rows
@@ -162,13 +162,11 @@ class J1(Recipe):
         return 4 if self.cfg.judge == "multitask" else 2
 
     def reward_functions(self, ctx: RewardContext) -> list:
-        """J1's `verdict` column (scored on the gathered batch), then the optional format reward."""
-        c = self.cfg
-        verdict = GroupReward("verdict", pair_reward(c.judge, c.reward == "consistency", float(c.wrong_reward)))
-        out: list = [(verdict, 1.0)]
-        if c.format_weight:
-            out.append((format_reward_fn(c.judge), float(c.format_weight)))
-        return out + super().reward_functions(ctx)
+        """`recipe.rewards` (the `verdict` column), then the think-format reward when weighted."""
+        out = super().reward_functions(ctx)
+        if self.cfg.format_weight:
+            out.append((build_reward("judge_format", ctx), float(self.cfg.format_weight)))
+        return out
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
         return [KeepRowsTogether(self.rows_per_pair)]

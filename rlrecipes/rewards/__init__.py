@@ -96,6 +96,14 @@ def register_reward(
         raise TypeError(f"reward {name!r}: params must be a dataclass, got {params!r}")
 
     def decorate(factory: RewardFactory) -> RewardFactory:
+        known = _REGISTRY.get(name)
+        where = f"{factory.__module__}.{factory.__qualname__}"
+        if known is not None and f"{known.factory.__module__}.{known.factory.__qualname__}" != where:
+            # a second reward of the same name would silently replace the first (a re-import
+            # of the same module re-registers the same factory, which is fine)
+            raise ValueError(
+                f"reward {name!r} is registered twice: {known.factory.__module__}.{known.factory.__qualname__} and {where}"
+            )
         _REGISTRY[name] = _Registered(factory, needs_answer, scope, params)
         return factory
 

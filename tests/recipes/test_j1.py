@@ -3,14 +3,13 @@
 
 import json
 import re
-from types import SimpleNamespace
 
 import pytest
 
 from rlrecipes.errors import ConfigError
-from rlrecipes.judge.pair_reward import pair_reward
 from rlrecipes.recipes.j1 import J1
 from rlrecipes.rewards import Group
+from rlrecipes.rewards.j1 import pair_reward
 from tests.conftest import compose
 
 TOY_JUDGE = [
@@ -32,7 +31,7 @@ def test_recipe_defaults_and_one_line_errors():
         0.0,
         None,
     )
-    assert list(r.rewards) == [] and r.loss_type == "dapo"
+    assert [spec.name for spec in r.rewards] == ["verdict"] and r.loss_type == "dapo"  # registered: rewards/j1.py
     J1.validate(compose("recipe=j1", "recipe.prompt=compact"))
     for override, message in [
         ("recipe.judge=pairs", "recipe.judge='pairs'; valid: pairwise, pairwise_scores, pointwise, multitask"),
@@ -140,7 +139,9 @@ def test_multitask_rows_and_their_column():
     assert "<score_A>" in problems.task.solution(problems.train[0]) and "<score>" in problems.task.solution(
         problems.train[2]
     )
-    fns = recipe.reward_functions(SimpleNamespace(verify=problems.verify))
+    from rlrecipes.training.plan import reward_context
+
+    fns = recipe.reward_functions(reward_context(cfg, problems.verify))
     assert [fn.__name__ for fn, _ in fns] == ["verdict"]
     with pytest.raises(ConfigError, match="must be a multiple of 4"):
         J1.validate(compose("recipe=j1", "recipe.judge=multitask", "trainer.prompts_per_rollout=6"))

@@ -1,25 +1,54 @@
-"""J1's reward column, scored on whole rollout batches (a group reward, rewards/__init__.py).
+"""J1's rewards as TRL rewards (arXiv 2505.10320 §2): the `verdict` column and the think-format
+reward, registered like every other reward so `recipe.rewards` names them. The scoring itself
+is the judge library's (`rlrecipes.judge.rewards`, pure functions of parsed judgements).
 
-Consistency and pointwise-pair rewards need the other order's (or the other response's)
-judgements, which TRL may have generated on another process; as a group reward the column
-is scored on the gathered batch, where the rows of every pair are present
-(`KeepRowsTogether`). One column serves every format: rows judged in the two orders earn
-verdict correctness (or, with `consistency`, the both-orders reward), rows scoring one
-response earn the pointwise-pair reward (rewards.py). Each step also logs the share of each
-parse status, `consistent` (index-paired judgements right in both orders),
-`pointwise_right` (index-paired scores ranking the pair right) and `first_position_share`
-(the share of pairwise verdicts picking the first position: 0.5 = no position bias).
+`verdict` is a group reward: consistency and pointwise-pair rewards need the other order's (or
+the other response's) judgements, which TRL may have generated on another process; scored on
+the gathered batch, where the rows of every pair are present (`KeepRowsTogether`). One column
+serves every format: rows judged in the two orders earn verdict correctness (or, with
+`recipe.reward=consistency`, the both-orders reward), rows scoring one response earn the
+pointwise-pair reward. Each step also logs the share of each parse status, `consistent`
+(index-paired judgements right in both orders), `pointwise_right` (index-paired scores ranking
+the pair right) and `first_position_share` (the share of pairwise verdicts picking the first
+position: 0.5 = no position bias).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from rlrecipes.judge import rewards as judge_rewards
 from rlrecipes.judge.pairs import ORDERS, ROLES, split_row_id
 from rlrecipes.judge.verdicts import STATUSES, Judgement, parse
-from rlrecipes.rewards import Group, GroupRewardFn, MetricLog
+from rlrecipes.rewards import Group, GroupRewardFn, MetricLog, RewardContext, register_reward
+
+
+@dataclass
+class VerdictParams:
+    """The settings `verdict` reads (recipe=j1's fields of these names)."""
+
+    judge: str = "pairwise"  # recipe.judge: pairwise, pairwise_scores, pointwise, multitask
+    reward: str = "correctness"  # recipe.reward: correctness, or consistency (Tab. 8)
+    wrong_reward: float = 0.0  # a wrong or unparseable verdict's reward (-1: Tab. 4 / RM-R1)
+
+
+@dataclass
+class JudgeFormatParams:
+    judge: str = "pairwise"
+
+
+@register_reward("verdict", scope="group", params=VerdictParams)
+def _verdict(ctx: RewardContext) -> GroupRewardFn:
+    p = ctx.params
+    return pair_reward(str(p.judge), str(p.reward) == "consistency", float(p.wrong_reward))
+
+
+@register_reward("judge_format", params=JudgeFormatParams)
+def _judge_format(ctx: RewardContext) -> Callable[..., list]:
+    return format_reward_fn(str(ctx.params.judge))
+
 
 # a pair's two kinds of row blocks: their kinds, the pairing rule, the metric it logs
 BLOCKS = {
@@ -78,3 +107,10 @@ def diagnostics(judged: list[Judgement], paired: dict[str, list[float]]) -> dict
     if verdicts:
         out["first_position_share"] = verdicts.count("A") / len(verdicts)
     return out
+
+
+def format_reward_fn(judge: str) -> Callable[..., list]:
+    def judge_format(completions: list[str], answer: list[Any], **_: Any) -> list:
+        return [judge_rewards.format_reward(t, row_format(judge, g)) for t, g in zip(completions, answer)]
+
+    return judge_format
