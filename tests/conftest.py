@@ -115,7 +115,7 @@ def stop_process_group(process: subprocess.Popen, term_wait_s: float = 20) -> No
 
 TIERS = ("integration", "e2e", "gpu")
 # fixtures that build or load a model: a test using one is not a unit test
-MODEL_FIXTURES = ("toy_model_dir", "competent_toy_dir")
+MODEL_FIXTURES = ("toy_model_dir",)
 
 
 def pytest_collection_modifyitems(config, items):

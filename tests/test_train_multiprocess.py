@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.competent_toy import COMPETENT, competent_toy
 from tests.conftest import TINY
+from tests.scripted_model import answering, scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
@@ -84,16 +84,20 @@ def test_two_processes_share_one_run_dir_and_measure_held_out_accuracy_once(toy_
 
 def test_held_out_accuracy_does_not_depend_on_the_process_count(tmp_path):
     """Each process generates for its share of the held-out problems; the gathered verdicts
-    must give the single-process number (20 problems: 10 per process), on a model right about
-    half the time (on one that is never right, half the verdicts lost would read the same)."""
-    competent_toy()
+    must give the single-process number. A scripted policy (tests/scripted_model.py) answers 95
+    to every problem, on every machine: right on held-out problems 24, 36 and 49 of 64, one in
+    the first process's share (0-31) and two in the second's, so a share lost or counted alone
+    reads 1/64, 2/64, 1/32 or 2/32 instead of 3/64."""
+    model = scripted_model(tmp_path / "model", answering("95"))
     runs = {}
     for n in (1, 2):
-        out = launch(n, *COMPETENT, "trainer.max_steps=1", f"run_dir={tmp_path / str(n)}", cwd=tmp_path)
+        out = launch(
+            n, f"model.name_or_path={model}", "trainer.max_steps=1", f"run_dir={tmp_path / str(n)}", cwd=tmp_path
+        )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         runs[n] = json.loads((tmp_path / str(n) / "summary.json").read_text())
         assert runs[n]["world_size"] == n
-    assert runs[1]["accuracy_before"] == runs[2]["accuracy_before"] > 0.2
+    assert runs[1]["accuracy_before"] == runs[2]["accuracy_before"] == 3 / 64
 
 
 def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_dir, tmp_path):
@@ -123,19 +127,24 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
     assert any(row["dynamic_sampling/rounds"] > 1 for row in seen[2])  # the filter did act
 
 
-def test_ttrl_votes_over_whole_groups_as_one_process_does(toy_model_dir, tmp_path):
-    """TTRL's vote on 2 processes: with top_k=1 each prompt's completions do not depend on
-    which process samples them, so the vote's diagnostics per step must equal one process's."""
+def test_ttrl_votes_over_whole_groups_as_one_process_does(tmp_path):
+    """TTRL's vote on 2 processes, each holding 2 of a step's 4 groups: the diagnostics are the
+    gathered batch's, as on one process. A scripted policy answers 142 to every problem, so of
+    the TINY data's first four (golds 110, 142, 33, 124) exactly one label is right: the groups
+    of one process alone would read 0 or 1/2, never the batch's 1/4."""
+    model = scripted_model(tmp_path / "model", answering("142"))
     settings = [
+        f"model.name_or_path={model}",
+        "data.max_examples=4",
         "recipe=ttrl",
-        "trainer.top_k=1",
         "trainer.max_steps=2",
         "trainer.eval_before=false",
         "trainer.eval_after=false",
     ]
     keys = ("ttrl/label_accuracy", "ttrl/majority_ratio", "ttrl/reward_accuracy")
     seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
-    assert seen[1] == seen[2] and len(seen[2]) == 2
+    step = {"ttrl/label_accuracy": 0.25, "ttrl/majority_ratio": 1.0, "ttrl/reward_accuracy": 0.25}
+    assert seen[1] == seen[2] == [step, step]
 
 
 @pytest.mark.parametrize(

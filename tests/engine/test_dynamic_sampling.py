@@ -295,22 +295,21 @@ def test_settings_and_setup_errors():
 
 
 @pytest.mark.integration
-def test_any_recipe_can_switch_it_on(tmp_path):
-    """Plain GRPO with dynamic sampling on, filtering on the accuracy reward every run logs
-    (one-digit sums, which the tiny model gets right only sometimes)."""
+def test_any_recipe_can_switch_it_on(toy_model_dir, tmp_path):
+    """Plain GRPO with dynamic sampling on, filtering on a scripted reward beside the accuracy
+    reward: mixed groups by the prompt's CRC32 (tests/multiprocess_entry.py), so the rounds
+    needed do not depend on what the model samples."""
     import json
 
+    import tests.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
     from rlrecipes.training.job import train
     from tests.conftest import compose
 
     cfg = compose(
         "recipe=grpo",
         "recipe.dynamic_sampling=true",
-        "data.synthetic.num_train=80",
-        "data.synthetic.num_eval=20",
-        "data.synthetic.operand_max=[9,9]",
-        "model.toy.sft_dev_size=20",
-        "trainer.num_generations=8",
+        "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: scripted_groups, weight: 1.0}]",
+        "recipe.dynamic_sampling_filter=scripted_groups",
         "trainer.eval_before=false",
         "trainer.eval_after=false",
     )

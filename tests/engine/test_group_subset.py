@@ -168,13 +168,15 @@ def test_a_real_trl_run_trains_on_the_kept_rows(toy_model_dir, tmp_path):
         for it in problems.train[:16]
     ]
 
-    def length_mod_3(completions, **_):  # varies within groups, unlike the tiny model's accuracy
-        return [float(len(c) % 3) for c in completions]
+    def place_in_group(completions, **_):
+        # 0, 1, 2, 3 in every group, whatever is sampled: the kept rows (0, 1) differ, and their
+        # advantages over the kept rows (-+0.707) differ from those over the whole group
+        return [float(i % 4) for i in range(len(completions))]
 
     recorder = Recorder()
     trainer = RecipeGRPOTrainer(
         model=model,
-        reward_funcs=[length_mod_3],
+        reward_funcs=[place_in_group],
         args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
@@ -191,7 +193,7 @@ def test_a_real_trl_run_trains_on_the_kept_rows(toy_model_dir, tmp_path):
     keep = torch.arange(16) % 4 < 2
     expected = group_advantages(rewards[:, 0], 4, keep=keep)[keep]
     assert torch.allclose(batch["advantages"], expected)
-    assert batch["advantages"].abs().sum() > 0  # the rewards did vary
+    assert batch["advantages"].tolist() == pytest.approx([-0.5 / (0.5**0.5 + EPS), 0.5 / (0.5**0.5 + EPS)] * 4)
     # the loss saw 4 micro-batches of 2 kept rows each, i.e. every kept row once
     assert [x["completion_ids"].size(0) for x in seen] == [2, 2, 2, 2]
     trained = torch.cat([x["completion_ids"] for x in seen])

@@ -208,10 +208,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# A scripted policy (tests/scripted_model.py) answers each prompt by the letter it ends in, with a
+# margin of 1000 on every choice: greedy vLLM and greedy transformers agree by construction (on a
+# warm-started toy, their kernels could break a near-tie differently on some build).
+ANSWERS = {"g": "5", "h": "6", "k": "7"}
+
+
 @pytest.fixture
-def vllm_server(toy_vllm_dir, tmp_path):
-    """`trl vllm-serve` on the toy, listening on 127.0.0.1 only; killed (its whole process
-    group: the API server and its engine processes) however the test ends."""
+def scripted_dir(tmp_path):
+    from tests.scripted_model import scripted_model
+
+    return scripted_model(tmp_path / "model", ANSWERS)
+
+
+@pytest.fixture
+def vllm_server(scripted_dir, tmp_path):
+    """`trl vllm-serve` on the scripted model, listening on 127.0.0.1 only; killed (its whole
+    process group: the API server and its engine processes) however the test ends."""
     from trl.scripts.vllm_serve import ScriptArguments, build_command
 
     from rlrecipes.generation import on_vllm_cpu
@@ -220,7 +233,7 @@ def vllm_server(toy_vllm_dir, tmp_path):
     log = (tmp_path / "server.log").open("w")
     command = build_command(
         ScriptArguments(
-            model=str(toy_vllm_dir),
+            model=str(scripted_dir),
             host="127.0.0.1",
             port=port,
             gpu_memory_utilization=0.2,
@@ -261,7 +274,7 @@ def _wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: flo
     pytest.fail(f"the vLLM server was not up after {timeout_s:.0f} s:\n{log.read_text()[-3000:]}")
 
 
-def test_trl_vllm_server_generates_on_cpu(vllm_server, toy_vllm_dir):
+def test_trl_vllm_server_generates_on_cpu(vllm_server, scripted_dir):
     from omegaconf import OmegaConf
     from trl.generation.vllm_client import VLLMClient
 
@@ -272,13 +285,13 @@ def test_trl_vllm_server_generates_on_cpu(vllm_server, toy_vllm_dir):
     url, server, log = vllm_server
     _wait_until_up(url, server, log)
     client = VLLMClient(base_url=url, connection_timeout=10)
-    prompts = ["<|user|>12+7<|assistant|>", "<|user|>40+41<|assistant|>", "<|user|>3+3<|assistant|>"]
-    model, tokenizer = load_model(str(toy_vllm_dir), OmegaConf.structured(ModelConfig))
+    prompts = ["<|user|>12+7 g", "<|user|>40+41 h", "<|user|>3+3 k"]
+    model, tokenizer = load_model(str(scripted_dir), OmegaConf.structured(ModelConfig))
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     out = client.generate(prompts=ids, temperature=0.0, max_tokens=16)
     texts = [tokenizer.decode(c, skip_special_tokens=True) for c in out["completion_ids"]]
     expected = HFBackend(model, tokenizer).generate(prompts, Sampling(max_new_tokens=16), seeds=[0, 1, 2])
-    assert texts == [o[0].text for o in expected]
+    assert texts == [o[0].text for o in expected] == ["5", "6", "7"]
     assert all(len(lp) == len(c) for lp, c in zip(out["logprobs"], out["completion_ids"]))
     if not torch.cuda.is_available():
         # what rollout=vllm_server needs next, pushing weights, is NCCL: CUDA only

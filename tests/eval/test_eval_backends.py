@@ -1,4 +1,5 @@
-"""The hf backend on the toy model: counts, finish reasons, stop strings, seeding."""
+"""The hf backend: counts, finish reasons and stop strings on a scripted model (its completions
+known by construction), seeding on the toy model."""
 
 import pytest
 
@@ -17,27 +18,38 @@ def test_stable_seed_is_stable():
     assert stable_seed(0, "math500", "id-1") != stable_seed(1, "math500", "id-1")
 
 
-@pytest.fixture(scope="module")
-def backend(toy_model_dir):
+def hf_backend(folder):
     from omegaconf import OmegaConf
 
     from rlrecipes.config.schema import ModelConfig
     from rlrecipes.models import load_model
 
-    model, tok = load_model(str(toy_model_dir), OmegaConf.structured(ModelConfig))
+    model, tok = load_model(str(folder), OmegaConf.structured(ModelConfig))
     return HFBackend(model, tok, batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def backend(toy_model_dir):
+    return hf_backend(toy_model_dir)
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory):
+    """A backend on a model that writes 'Answer: 19' after every chat prompt (tests/scripted_model.py)."""
+    from tests.scripted_model import answering, scripted_model
+
+    return hf_backend(scripted_model(tmp_path_factory.mktemp("scripted"), answering("19")))
 
 
 PROMPTS = ["<|user|>12+7<|assistant|>", "<|user|>40+41<|assistant|>", "<|user|>3+3<|assistant|>"]
 
 
-@pytest.mark.integration
-def test_greedy_counts_and_length_limit(backend):
-    out = backend.generate(PROMPTS, Sampling(n=1, max_new_tokens=2), seeds=[0, 1, 2])
-    assert [len(o) for o in out] == [1, 1, 1]
-    assert all(c.finish_reason == "length" and c.num_tokens == 2 for o in out for c in o)
-    full = backend.generate(PROMPTS, Sampling(n=1, max_new_tokens=24), seeds=[0, 1, 2])
-    assert all(c.text.startswith("Answer:") and c.finish_reason == "stop" for o in full for c in o)
+def test_greedy_counts_and_length_limit(scripted):
+    out = scripted.generate(PROMPTS, Sampling(n=1, max_new_tokens=2), seeds=[0, 1, 2])
+    assert [[(c.text, c.finish_reason, c.num_tokens) for c in o] for o in out] == [[("An", "length", 2)]] * 3
+    full = scripted.generate(PROMPTS, Sampling(n=1, max_new_tokens=24), seeds=[0, 1, 2])
+    # ten tokens, then the end of sequence (not counted)
+    assert [[(c.text, c.finish_reason, c.num_tokens) for c in o] for o in full] == [[("Answer: 19", "stop", 10)]] * 3
 
 
 @pytest.mark.integration
@@ -50,9 +62,8 @@ def test_sampling_is_seeded(backend):
     assert backend.chunk_size(s) == 2  # batch of 8 sequences / 3 samples per problem
 
 
-@pytest.mark.integration
-def test_stop_strings_are_cut(backend):
-    out = backend.generate(PROMPTS[:1], Sampling(n=1, max_new_tokens=24, stop=("wer",)), seeds=[0])
+def test_stop_strings_are_cut(scripted):
+    out = scripted.generate(PROMPTS[:1], Sampling(n=1, max_new_tokens=24, stop=("wer",)), seeds=[0])
     assert out[0][0].text == "Ans" and out[0][0].finish_reason == "stop"
 
 

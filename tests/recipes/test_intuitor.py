@@ -11,8 +11,8 @@ from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.intuitor import Intuitor
 from rlrecipes.rewards import RewardContext
-from tests.competent_toy import COMPETENT
 from tests.conftest import compose
+from tests.scripted_model import ASSISTANT, chain, scripted_model
 
 PROMPT_3B = (
     "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. You FIRST "
@@ -73,30 +73,46 @@ def test_bad_scorer_is_one_line():
         Intuitor(compose("recipe=intuitor", "recipe.scorer=ema").recipe).hooks(ctx)
 
 
+# A scripted policy (tests/scripted_model.py) whose completions differ only in certainty: it
+# opens with one of 16 letters drawn uniformly, each followed by "Answer: 142" with a logit
+# margin of its own (certain in every case, but the larger the margin, the higher the
+# self-certainty). Every completion answers 142; which letters are drawn is chance, but a step
+# whose 4 groups hold no two different letters has probability 16^-12 (4e-15), and on a given
+# torch version the draws are the same on every machine (an exactly uniform distribution).
+LETTERS = "bcdfghijklmopqtu"
+
+
+def certainty_choice_model(folder):
+    script = {ASSISTANT: list(LETTERS), **{c: "A" for c in LETTERS}, **chain("A", "nswer: 142")}
+    return scripted_model(folder, script, margins={c: 200 + 10 * i for i, c in enumerate(LETTERS)})
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("scorer", ["online", "offline"])
-def test_tiny_run_trains_on_self_certainty_alone(scorer, competent_toy_dir, tmp_path):
+def test_tiny_run_trains_on_self_certainty_alone(scorer, tmp_path):
     from rlrecipes.training.job import train
 
     cfg = compose(
-        *COMPETENT,
+        f"model.name_or_path={certainty_choice_model(tmp_path / 'model')}",
+        "data.max_examples=4",  # 68+42, 75+67, 6+27, 91+33: each step answers all four, 75+67 rightly
         "recipe=intuitor",
         f"recipe.scorer={scorer}",
         "trainer.max_steps=2",
         "trainer.eval_before=false",
+        "trainer.eval_after=false",
         "recipe.score_batch_size=3",
         "recipe.score_chunk_tokens=5",
     )
-    summary = train(cfg, tmp_path, log=lambda _: None)
-    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "self_certainty/mean" in r]
     assert summary["steps"] == 2 and len(steps) == 2
     for r in steps:
-        # KL(U || p) is positive (and finite: the logits are)
+        # KL(U || p) is positive (and finite: the logits are); the letters' margins differ
         assert 0 < r["self_certainty/mean"] < math.inf and r["self_certainty/std"] > 0
         assert r["reward_mean"] == 0.0  # the accuracy reward weighs 0: TRL's own advantages are all 0
-    # ... although the model does answer correctly (a weight of 1 would have shown as reward)
-    assert min(r["accuracy"] for r in steps) > 0.5
+        # ... although 4 of the 16 completions are right (a weight of 1 would have shown as reward)
+        assert r["accuracy"] == 0.25
     # ... and still the policy moves at step 1, where the KL term has no gradient yet (policy ==
     # reference): the signal is self-certainty
     assert steps[0]["grad_norm"] > 0
@@ -124,16 +140,22 @@ def completion_logprob(model, batch):
 
 
 @pytest.mark.integration
-def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, tmp_path, monkeypatch):
-    """The direction of the update: completions whose self-certainty is above their group's
-    mean (positive advantage) gain log-probability relative to those below it."""
+def test_one_step_makes_the_more_certain_completions_more_likely(tmp_path, monkeypatch):
+    """The direction of the update, on the letter-choice policy above. Only the draw of the
+    opening letter is uncertain (every later token has probability 1 before and after the
+    step), and the step's first Adam update moves each letter's logit by about the learning
+    rate against the sign of its gradient, i.e. with the sign of the letter's summed advantage.
+    So the advantage-weighted log-likelihood rises, and the most certain letter drawn in a
+    mixed group (above its group's mean wherever it appears) gains on the least certain one."""
     from rlrecipes.models import load_model
     from rlrecipes.training.job import train
 
     spy = BatchSpy()
     hooks = Intuitor.hooks
     monkeypatch.setattr(Intuitor, "hooks", lambda self, ctx: [*hooks(self, ctx), spy])
+    model = certainty_choice_model(tmp_path / "model")
     cfg = compose(
+        f"model.name_or_path={model}",
         "recipe=intuitor",
         "trainer.max_steps=1",
         "trainer.eval_before=false",
@@ -143,7 +165,12 @@ def test_one_step_makes_the_more_certain_completions_more_likely(toy_model_dir, 
     )
     train(cfg, tmp_path / "run", log=lambda _: None)
     batch = spy.batches[0]
-    before = completion_logprob(load_model(str(toy_model_dir), cfg.model)[0], batch)
+    before = completion_logprob(load_model(str(model), cfg.model)[0], batch)
     after = completion_logprob(load_model(str(tmp_path / "run" / "model"), cfg.model)[0], batch)
     change, advantages = after - before, batch["advantages"]
-    assert change[advantages > 0].mean() > change[advantages < 0].mean()
+    assert (change * advantages).sum() > 0
+    _, tokenizer = load_model(str(model), cfg.model)
+    letters = [LETTERS.index(tokenizer.convert_ids_to_tokens(int(row[0]))) for row in batch["completion_ids"]]
+    mixed = [i for i in range(len(letters)) if advantages[i] != 0]  # a one-letter group's rows have 0
+    most, least = max(mixed, key=letters.__getitem__), min(mixed, key=letters.__getitem__)
+    assert change[most] > change[least]

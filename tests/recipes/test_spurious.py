@@ -10,8 +10,8 @@ import pytest
 from rlrecipes.config import ConfigError
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.spurious import Spurious, attach_labels
-from tests.competent_toy import COMPETENT
 from tests.conftest import TINY, compose
+from tests.scripted_model import LETTERED_DATA, lettered
 from tests.trl_loss import trl_loss
 
 REWARD_NAMES = {
@@ -111,18 +111,26 @@ def test_presets_carry_the_papers_numbers(size, model):
     assert t.max_steps == 150 * 8  # 150 rollout steps (the May-2025 PDF's Fig. 1)
 
 
+# Problems whose plain prompt ends in a letter; a scripted policy (tests/scripted_model.py)
+# answers each letter with its own digit, on every machine: 5 and 7 right, 6 and 3 wrong.
+LETTERED = [("2+3 g", "5"), ("4+4 h", "8"), ("1+6 k", "7"), ("9+0 m", "9")]
+ANSWERS = {"g": "5", "h": "6", "k": "7", "m": "3"}
+
+
 @pytest.mark.integration
-def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp_path):
+def test_tiny_run_on_majority_labels_built_from_the_model(tmp_path):
     from rlrecipes.commands.spurious_labels import label_problems
     from rlrecipes.training.job import train
 
-    # a model right on most training problems: on the TINY one every label reward reads 0
-    few = [*COMPETENT, "data.max_examples=8"]
+    data, model = lettered(LETTERED, ANSWERS, tmp_path)
+    few = [f"model.name_or_path={model}", f"data.path={data}", *LETTERED_DATA]
     rows = label_problems([*TINY, *few], samples=4, max_new_tokens=12)
-    assert len(rows) == 8 and all(r["num_samples"] == 4 for r in rows)
+    assert [(r["id"], r["num_samples"], r["majority_count"]) for r in rows] == [(str(i), 4, 4) for i in range(4)]
+    assert [r["majority"] for r in rows] == ["5", "6", "7", "3"]
+    assert [r["majority_correct"] for r in rows] == [True, False, True, False]
+    assert [r["incorrect"] for r in rows] == [None, "6", None, "3"]  # a wrong majority is its own incorrect label
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    usable = sum(r["majority"] is not None for r in rows)
     cfg = compose(
         "recipe=spurious",
         "reward=majority",
@@ -133,14 +141,15 @@ def test_tiny_run_on_majority_labels_built_from_the_model(competent_toy_dir, tmp
         "trainer.eval_after=false",
     )
     recipe = Spurious(cfg.recipe)
-    assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == usable
+    assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == 4
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
     [row] = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[:1]]
-    # the model mostly repeats its own majority answer, so a reward that reads each problem's own
-    # label is high (a label lost or taken from another problem reads low) ...
-    assert row["rewards/majority_label/mean"] > 0.5 and "accuracy" in row
+    # the step trains on all four problems and the policy repeats each one's own label, so a
+    # reward that reads each problem's own label is 1 (the labels differ: a label lost or taken
+    # from another problem reads 0 there) while gold accuracy is 2 of 4 ...
+    assert row["rewards/majority_label/mean"] == 1.0 and row["accuracy"] == 0.5
     # ... and it alone is trained on: the gold monitor weighs 0
-    assert row["reward_mean"] == pytest.approx(row["rewards/majority_label/mean"])
+    assert row["reward_mean"] == 1.0
     # the labels travel with the run: a copy and its digest
     import hashlib
 

@@ -10,8 +10,8 @@ from rlrecipes.data.problems import answer_verifier
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.ttrl import TTRL
 from rlrecipes.rewards import RewardContext
-from tests.competent_toy import COMPETENT
 from tests.conftest import compose
+from tests.scripted_model import answering, scripted_model
 
 
 def test_recipe_is_grpo_with_the_vote_reward():
@@ -162,30 +162,37 @@ def test_vote_reward_scores_whole_groups_and_logs_diagnostics():
 
 
 @pytest.mark.integration
-def test_tiny_label_free_run_logs_the_diagnostics(competent_toy_dir, tmp_path):
-    """On a model right on most training problems (on the TINY one every gold-based number is 0)."""
+def test_tiny_label_free_run_logs_the_diagnostics(tmp_path):
+    """A scripted policy (tests/scripted_model.py) answers 142 to every problem, so which label
+    is right is known before the run, whatever machine runs it: the TINY data's first four
+    problems are 68+42, 75+67, 6+27 and 91+33 (golds 110, 142, 33, 124), each step votes on all
+    four (4 prompts a step), and only 75+67's label is right. Every group is unanimous."""
+    from rlrecipes.data.problems import load_problem_set
     from rlrecipes.training.job import train
 
-    cfg = compose(*COMPETENT, "recipe=ttrl", "recipe.n_train=2", "trainer.max_steps=2", "trainer.eval_before=false")
-    summary = train(cfg, tmp_path, log=lambda _: None)
-    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    model = scripted_model(tmp_path / "model", answering("142"))
+    cfg = compose(
+        f"model.name_or_path={model}",
+        "data.max_examples=4",
+        "recipe=ttrl",
+        "recipe.n_train=2",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
+    assert [it["answer"] for it in load_problem_set(cfg.data).train] == ["110", "142", "33", "124"]
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "ttrl/majority_ratio" in r]
     assert summary["steps"] == 2 and len(steps) == 2
     for r in steps:
-        assert 1 / 4 <= r["ttrl/majority_ratio"] <= 1  # 4 votes: the winner has at least one
-        # a response scores 1 only if it voted for the label, so the mean reward cannot exceed
-        # the label's share of the votes
-        assert 0 < r["rewards/majority_vote/mean"] <= r["ttrl/majority_ratio"] + 1e-6
-        # the gold answers feed the monitor (weight 0) and diagnostics only: TRL's reward is the vote's
-        assert r["reward_mean"] == pytest.approx(r["rewards/majority_vote/mean"])
-        # a right label rewards exactly the right answers, so where every label is right the
-        # vote reward equals gold accuracy and agrees with it on every response
-        if r["ttrl/label_accuracy"] == 1:
-            assert r["ttrl/reward_accuracy"] == 1 and r["rewards/majority_vote/mean"] == pytest.approx(r["accuracy"])
-    # the diagnostics compare with the gold answers, and some label was right (0 on a gold-blind bug)
-    assert max(r["ttrl/label_accuracy"] for r in steps) > 0 and min(r["accuracy"] for r in steps) > 0.5
-    # the vote reward is not gold accuracy: they differ on a step where a label was wrong
-    assert any(r["rewards/majority_vote/mean"] != pytest.approx(r["accuracy"]) for r in steps)
+        assert r["ttrl/majority_ratio"] == 1.0  # 4 of 4 votes for the label
+        # the diagnostics compare each label with the gold answers: 1 label of 4 is right, and
+        # 4 of the 16 vote rewards equal the gold reward (a gold-blind diagnostic reads 0 or 1)
+        assert r["ttrl/label_accuracy"] == 0.25 and r["ttrl/reward_accuracy"] == 0.25
+        # the vote rewards agreement with the label, not gold accuracy: 1 against 4 right of 16
+        assert r["rewards/majority_vote/mean"] == 1.0 and r["accuracy"] == 0.25
+        # the gold answers feed the monitor (weight 0) and the diagnostics only: TRL's reward is the vote's
+        assert r["reward_mean"] == 1.0
 
 
 def unlabelled_questions(path, count=16):
