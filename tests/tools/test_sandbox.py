@@ -25,6 +25,7 @@ def _sandbox_works() -> bool:
 
 
 needs_sandbox = pytest.mark.skipif(not _sandbox_works(), reason="unshare namespaces not permitted here")
+pytestmark = pytest.mark.integration  # each test starts sandboxed processes and waits out limits
 LIMITS = SandboxLimits(wall_s=3, cpu_s=2, memory_mb=256, output_bytes=1024, processes=16)
 
 
