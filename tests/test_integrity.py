@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from rlrecipes.engine.checkpoints import MARKER, usable_checkpoint
+from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER, usable_checkpoint
 from rlrecipes.integrity import DamagedFile, content_digest, file_problem, load_torch_state
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rlrecipes"
@@ -37,7 +37,7 @@ def good_checkpoint(folder: Path) -> Path:
     torch.save({"last_epoch": 2, "_step_count": 3}, folder / "scheduler.pt")
     torch.save({"python": (3, (1, 2), None), "cpu": torch.get_rng_state()}, folder / "rng_state.pth")
     torch.save({"hooks": [], "dynamic_sampling": None, "job": {"accuracy_before": 0.5}}, folder / "engine_state.pt")
-    (folder / MARKER).write_text(json.dumps({"step": int(folder.name.split("-")[1])}))
+    (folder / CHECKPOINT_MARKER).write_text(json.dumps({"step": int(folder.name.split("-")[1])}))
     return folder
 
 

@@ -37,7 +37,7 @@ from rlrecipes.errors import UserError
 from rlrecipes.integrity import folder_problem, load_torch_state
 from rlrecipes.rundir import write_json
 
-MARKER = "rlrecipes_checkpoint.json"
+CHECKPOINT_MARKER = "rlrecipes_checkpoint.json"
 ENGINE_STATE = "engine_state.pt"
 _STEP = re.compile(r"^checkpoint-(\d+)$")
 
@@ -47,7 +47,7 @@ def checkpoints(folder: Path) -> list[tuple[int, Path, bool]]:
     if not folder.is_dir():
         return []
     found = [
-        (int(m.group(1)), p, (p / MARKER).is_file())
+        (int(m.group(1)), p, (p / CHECKPOINT_MARKER).is_file())
         for p in folder.iterdir()
         if p.is_dir() and (m := _STEP.match(p.name))
     ]
@@ -135,7 +135,7 @@ class CheckpointKeeper(TrainerCallback):
         path = self.folder / f"checkpoint-{state.global_step}"
         torch.save(engine_state(self.trainer, self.job_state()), path / ENGINE_STATE)
         value = self.latest_metrics().get(self.best_metric) if self.best_metric else None
-        write_json(path / MARKER, {"step": state.global_step, "metric": self.best_metric, "value": value})
+        write_json(path / CHECKPOINT_MARKER, {"step": state.global_step, "metric": self.best_metric, "value": value})
         self.prune()
 
     def prune(self) -> None:
@@ -144,7 +144,9 @@ class CheckpointKeeper(TrainerCallback):
             return
         keep = {path for _, path in complete[-self.keep_last :]}
         if self.best_metric:
-            scored = [(json.loads((path / MARKER).read_text()).get("value"), step, path) for step, path in complete]
+            scored = [
+                (json.loads((path / CHECKPOINT_MARKER).read_text()).get("value"), step, path) for step, path in complete
+            ]
             scored = [s for s in scored if isinstance(s[0], (int, float))]
             if scored:
                 keep.add(max(scored, key=lambda s: (s[0], s[1]))[2])  # the later one on a tie

@@ -186,16 +186,10 @@ def build_grpo_config(
         # paper's code (verl, OpenRLHF) did, so the plain k3 estimator is used.
         use_bias_correction_kl=False,
     )
-    # transformers 5 renamed gradient_checkpointing; set whichever this version has
     known = {f.name for f in fields(EngineGRPOConfig)}
-    ckpt_field = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
-    args[ckpt_field] = t.gradient_checkpointing
-    if t.warmup_ratio:
-        # transformers 5 folded warmup_ratio into warmup_steps (a float < 1 is a ratio)
-        if "warmup_ratio" in known:
-            args["warmup_ratio"] = t.warmup_ratio
-        else:
-            args["warmup_steps"] = float(t.warmup_ratio)
+    args["gradient_checkpointing"] = t.gradient_checkpointing
+    if t.warmup_ratio:  # transformers 5 (the pin) folded warmup_ratio into warmup_steps: a float < 1 is a ratio
+        args["warmup_steps"] = float(t.warmup_ratio)
     args.update(recipe_overrides)
     unknown = sorted(set(args) - known)
     if unknown:
@@ -211,7 +205,9 @@ def build_grpo_config(
 
 def _bf16_gpu_assumed() -> Any:
     """transformers refuses `bf16=True` without a bf16-capable GPU on this machine; a config
-    checked for another machine assumes that machine has one."""
+    checked for another machine (`hardware=False`: a dry run, a sweep's check before a Slurm
+    launch) assumes that machine has one. transformers offers no switch for this, so its check
+    is stood in for while the config is built (the real run builds it again, unpatched)."""
     from unittest import mock
 
     return mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True)

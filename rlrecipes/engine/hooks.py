@@ -2,46 +2,35 @@
 
 A hook overrides only the methods it needs:
 
-- `transform_rewards`: sees the rewards of the *whole* rollout batch (all processes,
-  groups intact) with the gathered completions and dataset columns, and may replace
-  reward columns. Group-aware rewards (TTRL's majority vote) live here.
 - `after_scoring`: edits TRL's scored batch for this process (advantages, masks) after
   rewards and advantages exist. Policy-aware rewards (self-certainty), train-on-a-
   subset (TTRL) and per-example accuracy histories (one-shot RLVR) live here.
+- `wrap_sampler`: wraps the training sampler, e.g. to keep the rows of a preference pair in
+  one rollout batch (J1, `paired_batches.KeepRowsTogether`).
+- `state_dict` / `load_state_dict`: what an exact resume must restore.
+
+Rewards that need whole groups (TTRL's majority vote, J1's verdict) are group rewards
+(`rlrecipes.rewards`, scored on the gathered batch by `group_rewards.py`), not hooks.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rlrecipes.errors import UserError
 
 
-@dataclass
-class RolloutView:
-    """The whole rollout batch as every process sees it after gathering."""
-
-    prompts: list[Any]
-    completions: list[str]
-    columns: dict[str, list[Any]]  # dataset columns, one entry per completion
-    num_generations: int
-    reward_names: list[str]
-
-
 class EngineHook:
-    needs_global_view: bool = False  # True: the engine gathers completions for transform_rewards
-
     def bind(self, trainer: Any) -> None:
         """Called once the trainer exists (e.g. to keep a handle on the policy)."""
-
-    def transform_rewards(self, trainer: Any, rewards: Any, view: RolloutView) -> Any:
-        """Return the (N_global, n_reward_funcs) reward tensor, possibly modified."""
-        return rewards
 
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: Any) -> dict[str, Any]:
         """Return this process's scored batch, possibly modified; `rewards` is the global tensor."""
         return batch
+
+    def wrap_sampler(self, sampler: Any) -> Any:
+        """Return the training sampler, possibly wrapped (called once, when training starts)."""
+        return sampler
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint must keep for an exact resume (a hook that accumulates returns it)."""

@@ -6,7 +6,7 @@ up in different batches. `BlockRepeatSampler` shuffles blocks of `rows` consecut
 instead, and a rollout batch (`generation_batch_size / num_generations` distinct rows) holds
 whole blocks only. The sampler is identical on every process (same seed) and accelerate
 splits each batch across processes, so once the engine gathers a batch (group rewards,
-engine/group_rewards.py; hooks' `transform_rewards`) every block is complete, on any process
+engine/group_rewards.py) every block is complete, on any process
 count.
 """
 
@@ -67,5 +67,5 @@ class KeepRowsTogether(EngineHook):
             raise ValueError(f"rows={rows} must be at least 1")
         self.rows = rows
 
-    def sampler(self, default: Any) -> Any:
+    def wrap_sampler(self, default: Any) -> Any:
         return BlockRepeatSampler(default, self.rows) if self.rows > 1 else default

@@ -15,8 +15,7 @@ from trl import GRPOTrainer
 from rlrecipes.engine import vllm_sync
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.group_rewards import GatheredGroupReward
-from rlrecipes.engine.hooks import EngineHook, RolloutView
-from rlrecipes.engine.paired_batches import KeepRowsTogether
+from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.tool_rollout import model_written
 
 
@@ -45,32 +44,15 @@ class RecipeGRPOTrainer(GRPOTrainer):
         # tool rollouts: rewards read only what the model wrote, never a tool's result
         completions = model_written(inputs, completions)
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        global_hooks = [h for h in self.hooks if h.needs_global_view]
-        if global_hooks:
-            view = self._global_view(inputs, prompts, completions)
-            for hook in global_hooks:
-                rewards = hook.transform_rewards(self, rewards, view)
         self.last_rewards = rewards
         self.last_inputs = inputs
         return rewards
 
-    def _global_view(self, inputs: list[dict], prompts: list, completions: list) -> RolloutView:
-        from accelerate.utils import gather_object
-
-        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-        keys = [k for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")]
-        local_columns = {k: [row[k] for row in inputs] for k in keys}
-        if self.accelerator.num_processes > 1:
-            prompts, texts = gather_object(list(prompts)), gather_object(texts)
-            local_columns = {k: gather_object(v) for k, v in local_columns.items()}
-        return RolloutView(list(prompts), texts, local_columns, self.num_generations, list(self.reward_func_names))
-
     # ------------------------------------------------------------------ sampling
     def _get_train_sampler(self, dataset=None):
         sampler = super()._get_train_sampler(dataset)
-        for hook in self.hooks:  # rows a recipe needs in one rollout batch (paired_batches.py)
-            if isinstance(hook, KeepRowsTogether):
-                sampler = hook.sampler(sampler)
+        for hook in self.hooks:  # e.g. rows a recipe needs in one rollout batch (paired_batches.py)
+            sampler = hook.wrap_sampler(sampler)
         return sampler
 
     # ----------------------------------------------------------------- scoring

@@ -9,7 +9,7 @@ the paper's ablation ladder (Tab. 1) is a sweep:
   the number of tokens, so long answers weigh per token, not per sequence.
 - Overlong filtering: `mask_truncated_completions` (TRL) drops truncated completions
   from the loss. Off, as in the authors' verl recipe: their best run did without it.
-- Soft overlong punishment: `soft_overlong_punishment` adds `rewards.overlong_penalty`
+- Soft overlong punishment: `soft_overlong_punishment` adds `rewards.overlong.overlong_penalty`
   (Eq. 13) with window `overlong_buffer_length`, times `overlong_penalty_factor`.
 - Dynamic sampling: the engine's generate-filter-refill loop
   (`rlrecipes.engine.dynamic_sampling`), filtering on the ±1 correctness reward.

@@ -3,7 +3,7 @@ the authors' open-r1 fork (sunblaze-ucb/Intuitor).
 
 GRPO whose only reward is the policy's own confidence: the self-certainty of each
 response, the mean over its tokens of KL(Uniform || p(. | prompt, previous tokens)),
-computed from full-vocabulary logits (`rlrecipes.rewards.self_certainty`), then
+computed from full-vocabulary logits (`rlrecipes.rewards.certainty.self_certainty`), then
 group-normalised into advantages:
 
     A_i = (SC_i - mean_group SC) / (std_group SC + 1e-4)   [+ the advantage of any reward

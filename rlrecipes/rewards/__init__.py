@@ -197,23 +197,3 @@ def _load_builtin() -> None:
 
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
-
-
-def __getattr__(name: str) -> Any:
-    # Public formula functions live in submodules; expose them at package level
-    # (`rlrecipes.rewards.overlong_penalty`) without importing torch eagerly.
-    _public = {
-        "accuracy_reward": "accuracy",
-        "overlong_penalty": "overlong",
-        "dapo_score": "dapo",
-        "minerva_normalize": "dapo",
-        "self_certainty": "certainty",
-        "format_reward": "spurious",
-        "random_rewards": "spurious",
-        "vote_rewards": "majority",
-    }
-    if name in _public:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_public[name]}"), name)
-    raise AttributeError(name)

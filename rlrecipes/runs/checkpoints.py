@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 
 from rlrecipes.compose.compose import compose_config, eval_config_for
 from rlrecipes.display import format_duration
-from rlrecipes.engine.checkpoints import MARKER
+from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER
 from rlrecipes.errors import UserError
 from rlrecipes.eval.benchmarks import SUITES
 from rlrecipes.eval.runner import run_eval
@@ -102,13 +102,13 @@ def find_checkpoints(
     folders = sorted((run / "checkpoints").glob("checkpoint-*"))
     # runs from before the completion marker have none; a run that writes it has it on every
     # complete checkpoint, so there a folder without it was cut short
-    marked = any((f / MARKER).is_file() for f in folders)
+    marked = any((f / CHECKPOINT_MARKER).is_file() for f in folders)
     for folder in folders:
         match = re.fullmatch(r"checkpoint-(\d+)", folder.name)
         if not match or int(match.group(1)) % every:
             continue
-        if marked and not (folder / MARKER).is_file():
-            log(f"skipping {folder.name}: torn (no {MARKER}; the save was cut short)")
+        if marked and not (folder / CHECKPOINT_MARKER).is_file():
+            log(f"skipping {folder.name}: torn (no {CHECKPOINT_MARKER}; the save was cut short)")
         elif (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file():
             found[int(match.group(1))] = str(folder)
     summary = _read_json(run / "summary.json")

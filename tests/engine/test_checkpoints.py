@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from rlrecipes.engine.checkpoints import (
-    MARKER,
+    CHECKPOINT_MARKER,
     CheckpointKeeper,
     checkpoints,
     last_complete_checkpoint,
@@ -22,7 +22,7 @@ def make(folder, step, value=None, complete=True):
     path.mkdir(parents=True)
     (path / "model.safetensors").write_text("w")
     if complete:
-        (path / MARKER).write_text(json.dumps({"step": step, "metric": "heldout_accuracy", "value": value}))
+        (path / CHECKPOINT_MARKER).write_text(json.dumps({"step": step, "metric": "heldout_accuracy", "value": value}))
     return path
 
 
@@ -87,4 +87,8 @@ def test_keeper_writes_engine_state_then_marker(tmp_path):
     keeper.on_save(None, SimpleNamespace(is_world_process_zero=True, global_step=3), None)
     state = load_torch_state(tmp_path / "checkpoint-3" / "engine_state.pt")  # plain values: weights_only=True reads it
     assert state == {"hooks": [{"history": {"a": [1.0]}}], "dynamic_sampling": None, "job": {"accuracy_before": 0.25}}
-    assert json.loads((tmp_path / "checkpoint-3" / MARKER).read_text()) == {"step": 3, "metric": "acc", "value": 0.75}
+    assert json.loads((tmp_path / "checkpoint-3" / CHECKPOINT_MARKER).read_text()) == {
+        "step": 3,
+        "metric": "acc",
+        "value": 0.75,
+    }

@@ -42,4 +42,4 @@ def test_blocks_that_cannot_fit_fail_with_one_line():
     with pytest.raises(UserError, match="41 training rows"):
         rollout_batches(rows=41)
     default = object()
-    assert KeepRowsTogether(1).sampler(default) is default
+    assert KeepRowsTogether(1).wrap_sampler(default) is default

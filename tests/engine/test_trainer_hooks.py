@@ -1,4 +1,4 @@
-"""The engine calls recipe hooks with the whole rollout batch, and their edits take effect."""
+"""The engine calls recipe hooks, and their edits take effect."""
 
 import pytest
 import torch
@@ -8,22 +8,23 @@ from tests.conftest import compose
 
 
 class Recorder(EngineHook):
-    needs_global_view = True
+    """Zeroes every advantage after scoring, and sees the sampler the engine trains with."""
 
     def __init__(self):
-        self.views, self.batches = [], []
-
-    def transform_rewards(self, trainer, rewards, view):
-        self.views.append(view)
-        return torch.ones_like(rewards)  # every completion "correct": zero advantages
+        self.batches, self.samplers = [], []
 
     def after_scoring(self, trainer, batch, rewards):
+        batch["advantages"] = torch.zeros_like(batch["advantages"])
         self.batches.append({k: v for k, v in batch.items() if torch.is_tensor(v)})
         return batch
 
+    def wrap_sampler(self, sampler):
+        self.samplers.append(sampler)
+        return sampler
+
 
 @pytest.mark.integration
-def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
+def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
     from datasets import Dataset
 
     from rlrecipes.data.problems import load_problem_set
@@ -31,7 +32,6 @@ def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
     from rlrecipes.engine.grpo_args import build_grpo_config
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
     from rlrecipes.models import load_model
-    from rlrecipes.rewards import RewardContext, build_reward
 
     cfg = compose("trainer.max_steps=1")
     problems = load_problem_set(cfg.data)
@@ -40,25 +40,23 @@ def test_hooks_see_whole_groups_and_edit_rewards(toy_model_dir, tmp_path):
         {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
         for it in problems.train[:16]
     ]
-    accuracy = build_reward("accuracy", RewardContext(verify=problems.verify))
+
+    def position(completions, **_):  # a completion's place in its group: every group is mixed
+        return [float(i % cfg.trainer.num_generations) for i in range(len(completions))]
+
     recorder = Recorder()
     trainer = RecipeGRPOTrainer(
         model=model,
-        reward_funcs=[accuracy],
+        reward_funcs=[position],
         args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
         hooks=[recorder],
     )
     trainer.train()
-    [view] = recorder.views
-    g = cfg.trainer.num_generations
-    assert view.num_generations == g and view.reward_names == ["accuracy"]
-    assert len(view.completions) == cfg.trainer.prompts_per_rollout * g
-    # groups are consecutive: every group shares one prompt and one id
-    for start in range(0, len(view.completions), g):
-        assert len(set(view.columns["id"][start : start + g])) == 1
-        assert len(set(view.prompts[start : start + g])) == 1
     [batch] = recorder.batches
-    assert torch.all(batch["advantages"] == 0)  # the hook's constant rewards were used
-    assert torch.all(trainer.last_rewards == 1)
+    assert torch.all(batch["advantages"] == 0) and len(recorder.samplers) == 1
+    # the edited batch is the one trained on: the rewards give every group nonzero advantages,
+    # the hook zeroes them, and with no KL term the policy gradient is exactly 0
+    [logged] = [row for row in trainer.state.log_history if "grad_norm" in row]
+    assert logged["grad_norm"] == 0.0

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rlrecipes.engine.checkpoints import MARKER
+from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER
 from rlrecipes.errors import UserError
 from rlrecipes.runs.checkpoints import CHECKPOINT_SUITES, find_checkpoints, sweep, torn_reason
 
@@ -26,7 +26,7 @@ def checkpoint(run, step, marker=True, has_weights=True, truncate=False):
     if has_weights:
         weights(folder, truncate)
     if marker:
-        (folder / MARKER).write_text(json.dumps({"step": step}))
+        (folder / CHECKPOINT_MARKER).write_text(json.dumps({"step": step}))
     return folder
 
 
@@ -47,7 +47,7 @@ def test_torn_checkpoints_are_skipped_with_one_line_each(run):
     notes: list[str] = []
     found = find_checkpoints(run, log=notes.append)
     assert [c.step for c in found] == [0, 10, 30, 40, 50]
-    assert notes == [f"skipping checkpoint-20: torn (no {MARKER}; the save was cut short)"]
+    assert notes == [f"skipping checkpoint-20: torn (no {CHECKPOINT_MARKER}; the save was cut short)"]
     evaluated = []
 
     def evaluate(ckpt, part, out):

@@ -7,8 +7,8 @@ from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
 from rlrecipes.grading.extract import raw_answer_line
-from rlrecipes.rewards import RewardContext, build_reward, dapo_score, minerva_normalize
-from rlrecipes.rewards.dapo import dapo_reward
+from rlrecipes.rewards import RewardContext, build_reward
+from rlrecipes.rewards.dapo import dapo_reward, dapo_score, minerva_normalize
 
 
 @pytest.mark.parametrize(

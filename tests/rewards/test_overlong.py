@@ -5,7 +5,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
-from rlrecipes.rewards import RewardContext, build_reward, overlong_penalty
+from rlrecipes.rewards import RewardContext, build_reward
+from rlrecipes.rewards.overlong import overlong_penalty
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,7 @@ import math
 import pytest
 import torch
 
-from rlrecipes.rewards import self_certainty
-from rlrecipes.rewards.certainty import policy_self_certainty, token_self_certainty
+from rlrecipes.rewards.certainty import policy_self_certainty, self_certainty, token_self_certainty
 
 A = math.log(512 / 270) / 3  # V = 3 token above
 B = math.log(2) / 4  # V = 4 token above
