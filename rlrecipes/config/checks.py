@@ -116,6 +116,8 @@ def check_ranges(cfg: Any) -> None:
         ("trainer.reward_max_failure_rate", t.reward_max_failure_rate, 0, 1, True, True),
         ("rollout.vllm_gpu_memory_utilization", cfg.rollout.vllm_gpu_memory_utilization, 0, 1, False, True),
     ]
+    if t.max_train_seconds is not None:
+        intervals.append(("trainer.max_train_seconds", t.max_train_seconds, 0, math.inf, False, False))
     if t.reward_timeout_s is not None:
         intervals.append(("trainer.reward_timeout_s", t.reward_timeout_s, 0, math.inf, False, False))
     for key, value, low, high, low_in, high_in in intervals:

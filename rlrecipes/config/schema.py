@@ -224,6 +224,9 @@ class TrainerConfig:
     """
 
     max_steps: int = 120
+    # a wall-clock budget: the run ends at the first rollout boundary after this many seconds of
+    # training (held-out measurements not counted), as a finished run; null = none
+    max_train_seconds: Optional[float] = None
     learning_rate: float = 2e-4
     lr_scheduler_type: str = "constant"
     # extra scheduler arguments, e.g. +trainer.lr_scheduler_kwargs.min_lr_rate=0.1 for cosine_with_min_lr

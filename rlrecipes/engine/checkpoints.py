@@ -27,6 +27,7 @@ import json
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -201,3 +202,35 @@ class GracefulStop(TrainerCallback):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+class TrainingTimeBudget(TrainerCallback):
+    """`trainer.max_train_seconds`: end the run at the first rollout boundary once this many
+    seconds of training have passed (held-out measurements, `excluded()`, not counted), as a
+    finished run whose summary says so. The processes agree on it (a max over ranks), so all
+    stop at the same step. A benchmark's equal-time controls use it; no engine patching."""
+
+    def __init__(
+        self,
+        seconds: float,
+        rollout_steps: int,
+        excluded: Callable[[], float] = lambda: 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.seconds, self.rollout_steps = float(seconds), max(1, rollout_steps)
+        self.excluded, self.clock = excluded, clock
+        self.started: float | None = None
+        self.stopped_at: int | None = None
+        self.trainer: Any = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = self.clock() - self.excluded()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        elapsed = self.clock() - self.started - self.excluded()
+        flag = torch.tensor([elapsed >= self.seconds], dtype=torch.long, device=self.trainer.accelerator.device)
+        over = bool(self.trainer.accelerator.reduce(flag, reduction="max").item())
+        if over and state.global_step % self.rollout_steps == 0:
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+        return control

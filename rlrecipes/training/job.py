@@ -33,6 +33,7 @@ from rlrecipes.data.templates import render_prompt
 from rlrecipes.engine.checkpoints import (
     CheckpointKeeper,
     GracefulStop,
+    TrainingTimeBudget,
     last_complete_checkpoint,
     load_engine_state,
 )
@@ -224,6 +225,8 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         latest_metrics=lambda: writer.rows[-1] if writer.rows else {},
     )
     stop = GracefulStop(rollout_steps(t), notify=job.log)
+    if t.max_train_seconds is not None:  # seconds of RL: the held-out measurements are not counted
+        callbacks.append(TrainingTimeBudget(t.max_train_seconds, rollout_steps(t), excluded=lambda: heldout.seconds))
     trainer = RecipeGRPOTrainer(
         model=job.model,
         reward_funcs=[as_trl_reward(fn, guard) for fn, _ in job.reward_fns],
@@ -237,7 +240,9 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
-    heldout.trainer = keeper.trainer = stop.trainer = trainer
+    for callback in (heldout, keeper, stop, *callbacks):  # the callbacks that act through the trainer
+        if hasattr(callback, "trainer"):
+            callback.trainer = trainer
     return trainer, writer, heldout, stop
 
 
@@ -277,6 +282,10 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
     job.summary["train_seconds"] = round(time.time() - started - heldout.seconds, 2)
     job.summary["heldout_seconds"] = round(heldout.seconds, 2)
     job.summary["steps"] = trainer.state.global_step
+    budget = next((c for c in trainer.callback_handler.callbacks if isinstance(c, TrainingTimeBudget)), None)
+    if budget is not None and budget.stopped_at is not None:
+        job.summary["stopped_by"] = f"trainer.max_train_seconds={budget.seconds:g} after step {budget.stopped_at}"
+        job.log(f"stopped after step {budget.stopped_at}: trainer.max_train_seconds={budget.seconds:g} reached")
     job.summary["accuracy_before"], job.summary["accuracy_after"] = heldout.before, heldout.after
     job.summary["distributed"] = trainer.accelerator.distributed_type.value
     if heldout.before is not None:

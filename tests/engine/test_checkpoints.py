@@ -92,3 +92,35 @@ def test_keeper_writes_engine_state_then_marker(tmp_path):
         "metric": "acc",
         "value": 0.75,
     }
+
+
+def test_the_time_budget_stops_at_the_first_rollout_boundary_past_it():
+    from rlrecipes.engine.checkpoints import TrainingTimeBudget
+
+    now = [100.0]
+    measured = [0.0]  # held-out seconds, not counted
+    budget = TrainingTimeBudget(10, rollout_steps=2, excluded=lambda: measured[0], clock=lambda: now[0])
+    budget.trainer = SimpleNamespace(accelerator=SimpleNamespace(device="cpu", reduce=lambda t, reduction: t))
+    budget.on_train_begin(None, None, None)
+
+    def step(n, at, heldout=0.0):
+        now[0], measured[0] = at, heldout
+        control = SimpleNamespace(should_training_stop=False)
+        return budget.on_step_end(None, SimpleNamespace(global_step=n), control).should_training_stop
+
+    assert not step(1, 105.0)
+    assert not step(2, 112.0, heldout=5.0)  # 12 s passed, 5 of them measuring held-out accuracy: 7 s of training
+    assert not step(3, 116.0, heldout=5.0)  # 11 s of training, but step 3 ends inside a rollout step
+    assert step(4, 117.0, heldout=5.0) and budget.stopped_at == 4
+
+
+@pytest.mark.integration
+def test_a_run_past_its_time_budget_ends_as_a_finished_run(toy_model_dir, tmp_path):
+    from rlrecipes.training.job import train
+    from tests.conftest import compose
+
+    cfg = compose("trainer.max_steps=6", "trainer.max_train_seconds=0.001", "trainer.eval_before=false")
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    assert summary["steps"] == 1  # any step takes longer than a millisecond: stopped after the first
+    assert summary["stopped_by"] == "trainer.max_train_seconds=0.001 after step 1"
+    assert (tmp_path / "run" / "summary.json").is_file() and (tmp_path / "run" / "model").is_dir()
