@@ -32,6 +32,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     # TRL imports the optional vLLM, which logs on import: `rlrecipes train` composes the
     # config first, so a mistake is reported in one line before the job is imported
     ("rlrecipes.commands.train", "rlrecipes.train"): "the job imports TRL and the optional vLLM",
+    ("rlrecipes.commands.sft", "rlrecipes.sft"): "the job imports TRL and the optional vLLM",
 }
 
 

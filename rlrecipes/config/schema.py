@@ -204,6 +204,13 @@ class DataConfig:
     # null: unlabelled questions (label-free recipes: ttrl, intuitor, reward=format|random)
     answer_field: Optional[str] = "answer"
     id_field: Optional[str] = None
+    # `rlrecipes sft` only: the column holding each row's target text (prompt-completion data;
+    # the prompt is `problem_field`, rendered with `template`). null on synthetic data: the
+    # task's correct solutions.
+    completion_field: Optional[str] = None
+    # `rlrecipes sft` only: a column of chat messages ([{role, content}, ...]) ending with the
+    # assistant's turn, which is the completion; the turns before it are the prompt (chat format).
+    messages_field: Optional[str] = None
     dedup: bool = False  # drop repeated problems (DAPO-Math-17k repeats each ~100x)
     max_examples: Optional[int] = None
     max_eval_examples: Optional[int] = None
@@ -352,4 +359,37 @@ class TrainConfig:
     final_eval: List[str] = field(default_factory=list)
     # experiment trackers that receive the logged metrics: tensorboard, wandb, trackio
     # (several at once); empty: none. Run name = the run directory's name.
+    report_to: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SFTOptions:
+    """What `rlrecipes sft` adds to the trainer settings (`trainer.*`: steps, learning rate,
+    schedule, precision, checkpoints, which it shares with `rlrecipes train`)."""
+
+    # sequences per optimizer step over all processes; trainer.micro_batch_size per device and
+    # forward pass, the rest gradient accumulation
+    batch_size: int = 8
+    # tokens of prompt + completion + EOS; a longer row is left out and counted (never truncated:
+    # a cut completion would teach the model to stop mid-answer)
+    max_length: int = 1024
+    # cross-entropy on the completion tokens only (the prompt is context, not a target);
+    # false: on every token of prompt and completion
+    completion_only_loss: bool = True
+
+
+@dataclass
+class SFTRunConfig:
+    """`rlrecipes sft` (conf/sft.yaml): supervised fine-tuning whose output model
+    (RUN/model) is a `model.name_or_path` for `rlrecipes train` and `rlrecipes eval`."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    sft: SFTOptions = field(default_factory=SFTOptions)
+    seed: int = 0
+    run_dir: Optional[str] = None
+    resume: bool = False  # continue run_dir from its last complete checkpoint
+    output_root: str = "outputs"
+    cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
     report_to: List[str] = field(default_factory=list)
