@@ -202,3 +202,39 @@ def test_an_unfinished_stage_model_is_refused_before_loading(tmp_path):
         check_input_model(str(run / "model"))
     with pytest.raises(UserError, match="holds no model"):
         check_input_model(str(tmp_path))
+
+
+def test_chat_rows_train_on_the_last_assistant_turn_and_long_rows_are_counted(tmp_path):
+    """Chat format by hand: the turns before the last are the prompt (with data.system_prompt
+    first), the last assistant turn + EOS the completion; a row over sft.max_length is left
+    out and named, not truncated; a chat without a final assistant turn is left out and counted."""
+    from rlrecipes.data.sft_examples import load_sft_data, tokenize_examples
+    from rlrecipes.models.toy import build_tokenizer
+
+    data = tmp_path / "chats.jsonl"
+    chats = [
+        [{"role": "user", "content": "1+1"}, {"role": "assistant", "content": "Answer: 2"}],
+        [{"role": "user", "content": "10+10"}, {"role": "assistant", "content": "Answer: 20"}],
+        [{"role": "user", "content": "no reply"}],
+    ]
+    data.write_text("".join(json.dumps({"id": f"c{i}", "chat": c}) + "\n" for i, c in enumerate(chats)))
+    cfg = sft_cfg("data.source=file", f"data.path={data}", "data.messages_field=chat", "data.id_field=id")
+    cfg.data.system_prompt = "S"
+    loaded = load_sft_data(cfg.data)
+    assert [ex["id"] for ex in loaded.train] == ["c0", "c1"]
+    assert "2 examples from" in loaded.report and "1 rows left out: row 2 (chat does not end with an assistant" in (
+        loaded.report
+    )
+    tok = build_tokenizer()
+
+    def ids(*parts: str) -> list[int]:
+        return [tok.convert_tokens_to_ids(t) for p in parts for t in ([p] if p.startswith("<|") else list(p))]
+
+    # <|system|>S<|user|>1+1<|assistant|> = 7 tokens, Answer: 2<|eos|> = 10: 17 in all (c1: 9 + 11)
+    out = tokenize_examples(loaded.train, cfg.data, tok, max_length=17)
+    assert out.rows[0]["input_ids"] == ids(
+        "<|system|>", "S", "<|user|>", "1+1", "<|assistant|>", "Answer: 2", "<|eos|>"
+    )
+    assert out.rows[0]["completion_mask"] == [0] * 7 + [1] * 10
+    assert len(out.rows) == 1 and out.too_long == ["c1"]
+    assert out.report("sft.max_length", 17) == "1 rows longer than sft.max_length=17 tokens left out: c1"
