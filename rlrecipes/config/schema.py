@@ -393,3 +393,41 @@ class SFTRunConfig:
     output_root: str = "outputs"
     cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
     report_to: List[str] = field(default_factory=list)
+
+
+class StageCommand(Choice):
+    sft = "sft"  # rlrecipes sft
+    train = "train"  # rlrecipes train
+
+
+@dataclass
+class StageConfig:
+    """One stage of a pipeline: an `rlrecipes sft` or `rlrecipes train` run in its own run
+    directory under the pipeline's."""
+
+    name: str = MISSING  # also the prefix of command-line keys for this stage only (`rl.seed=1`)
+    command: StageCommand = MISSING
+    overrides: List[str] = field(default_factory=list)  # the stage's config, as on its command line
+    # an earlier stage whose RUN/model this one starts from (model.name_or_path)
+    model_from: Optional[str] = None
+
+
+@dataclass
+class PipelineConfig:
+    name: str = MISSING
+    paper: Optional[str] = None
+    stages: List[StageConfig] = field(default_factory=list)
+
+
+@dataclass
+class StagesRunConfig:
+    """`rlrecipes stages` (conf/stages.yaml): the stages of a pipeline (conf/pipeline/), run in
+    order, each a run directory under one parent that resumes from its last unfinished stage."""
+
+    pipeline: PipelineConfig = MISSING
+    run_dir: Optional[str] = None
+    resume: bool = False  # continue run_dir: finished stages are kept, the unfinished one resumes
+    output_root: str = "outputs"
+    # what runs each stage's command; empty: this Python (`python -m rlrecipes.cli`). Several
+    # processes: [accelerate, launch, --config_file, FILE, -m, rlrecipes.cli]
+    launcher: List[str] = field(default_factory=list)
