@@ -52,7 +52,7 @@ def check_sft(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = Tru
     `hardware=False` leaves out what depends on this machine (bf16 on a GPU)."""
     check_numbers_are_finite(cfg)
     _check_values(cfg)
-    check_sft_fields(cfg.data)
+    check_sft_fields(cfg.data, cfg.sft.traces)
     peft_config(cfg.model)  # the LoRA settings
     if cfg.model.name_or_path:
         check_input_model(str(cfg.model.name_or_path))
@@ -183,7 +183,7 @@ def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
     t, world = cfg.trainer, int(os.environ.get("WORLD_SIZE", "1"))
     data = cfg.data
     if data.source == "synthetic":
-        fmt = f"synthetic {data.synthetic.task}: problem -> correct solution"
+        fmt = f"synthetic {data.synthetic.task}: problem -> {cfg.sft.traces}"
     elif data.messages_field:
         fmt = f"chat: {data.messages_field} (last assistant turn = completion)"
     else:
@@ -230,7 +230,7 @@ def sft(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
         torch.set_num_threads(cfg.trainer.cpu_threads)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    data = load_sft_data(cfg.data)  # a field-mapping mistake fails here, before the model loads
+    data = load_sft_data(cfg.data, cfg.sft.traces)  # a field-mapping mistake fails here, before the model loads
     log(f"data: {data.report}")
     model_path = resolve_model_path(cfg.model, data.task, cfg.data.synthetic if data.task else None, cfg.cache_dir, log)
     model, tokenizer = load_model(model_path, cfg.model)

@@ -362,6 +362,12 @@ class TrainConfig:
     report_to: List[str] = field(default_factory=list)
 
 
+class SFTTraces(Choice):  # the completions of synthetic data (rlrecipes/data/priming.py)
+    solution = "solution"  # the task's correct answer line
+    search = "search"  # Countdown: a search trace showing four behaviours, ending correct
+    search_wrong = "search_wrong"  # the same search ending in a wrong answer
+
+
 @dataclass
 class SFTOptions:
     """What `rlrecipes sft` adds to the trainer settings (`trainer.*`: steps, learning rate,
@@ -376,6 +382,9 @@ class SFTOptions:
     # cross-entropy on the completion tokens only (the prompt is context, not a target);
     # false: on every token of prompt and completion
     completion_only_loss: bool = True
+    # synthetic data only: what the completions are (Cognitive Behaviors' priming conditions
+    # on the toy Countdown task: search / search_wrong traces; solution: the answer alone)
+    traces: SFTTraces = SFTTraces.solution
 
 
 @dataclass

@@ -17,10 +17,12 @@ Two steps, so that a data mistake fails before any model loads:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from rlrecipes.data.loader import get_field, gold_text, read_records
+from rlrecipes.data.priming import trace
 from rlrecipes.data.synthetic import SyntheticTask, make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import ConfigError, DataError
@@ -49,8 +51,12 @@ class TokenizedExamples:
         return f"{len(self.too_long)} rows longer than {limit_key}={limit} tokens left out: {shown}"
 
 
-def check_sft_fields(data_cfg: Any) -> None:
+def check_sft_fields(data_cfg: Any, traces: str = "solution") -> None:
     """The field mapping a source needs, checked without reading it."""
+    if traces != "solution" and (data_cfg.source != "synthetic" or data_cfg.synthetic.task != "countdown"):
+        raise ConfigError(
+            f"sft.traces={traces} writes toy Countdown traces: use data=countdown (or sft.traces=solution)"
+        )
     if data_cfg.source == "synthetic":
         if data_cfg.completion_field or data_cfg.messages_field:
             raise ConfigError(
@@ -70,11 +76,12 @@ def check_sft_fields(data_cfg: Any) -> None:
         )
 
 
-def load_sft_data(data_cfg: Any) -> SFTData:
-    """The training and held-out examples of `data_cfg` (no tokenizer needed)."""
-    check_sft_fields(data_cfg)
+def load_sft_data(data_cfg: Any, traces: str = "solution") -> SFTData:
+    """The training and held-out examples of `data_cfg` (no tokenizer needed); `traces`: the
+    completions of synthetic data (`sft.traces`)."""
+    check_sft_fields(data_cfg, traces)
     if data_cfg.source == "synthetic":
-        return _synthetic(data_cfg)
+        return _synthetic(data_cfg, traces)
     if data_cfg.source not in ("hub", "file"):
         raise ConfigError(f"data.source={data_cfg.source!r}; valid: synthetic, hub, file")
     if not data_cfg.path:
@@ -86,20 +93,18 @@ def load_sft_data(data_cfg: Any) -> SFTData:
     return SFTData(train, held_out, f"train: {train_report}; held-out: {eval_report}")
 
 
-def _synthetic(data_cfg: Any) -> SFTData:
+def _synthetic(data_cfg: Any, traces: str) -> SFTData:
     task = make_task(data_cfg.synthetic)
+    rng = random.Random(data_cfg.synthetic.seed)  # the same traces for the same task
 
     def example(item: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "id": item["id"],
-            "prompt": item["problem"],
-            "completion": task.solution(item),
-            "answer": item["answer"],
-        }
+        completion = task.solution(item) if traces == "solution" else trace(item, traces, rng)
+        return {"id": item["id"], "prompt": item["problem"], "completion": completion, "answer": item["answer"]}
 
     train = [example(it) for it in task.train[: data_cfg.max_examples or None]]
     held_out = [example(it) for it in task.eval[: data_cfg.max_eval_examples or None]]
-    report = f"{len(train)} train / {len(held_out)} held-out {task.name} problems with their correct solutions"
+    what = "their correct solutions" if traces == "solution" else f"{traces} traces"
+    report = f"{len(train)} train / {len(held_out)} held-out {task.name} problems with {what}"
     return SFTData(train, held_out, report, task, task.verify)
 
 
