@@ -58,7 +58,8 @@ def test_the_loss_is_on_the_completion_and_its_eos_only(toy_model_dir, tmp_path)
     (chat template: <|user|>12+3<|assistant|>) is masked, the completion and EOS are targets."""
     from rlrecipes.data.sft_examples import tokenize_examples
     from rlrecipes.models import load_model
-    from rlrecipes.sft import build_trainer, check_sft
+    from rlrecipes.sft import build_trainer
+    from rlrecipes.sft_plan import check_sft
 
     cfg = sft_cfg()
     model, tok = load_model(str(toy_model_dir), cfg.model)
@@ -70,10 +71,12 @@ def test_the_loss_is_on_the_completion_and_its_eos_only(toy_model_dir, tmp_path)
     prompt, completion = ids("<|user|>", "12+3", "<|assistant|>"), ids("Answer: 15", "<|eos|>")
     assert rows[0]["input_ids"] == prompt + completion and len(prompt) == 6 and len(completion) == 11
 
-    trainer, _, _ = build_trainer(cfg, tmp_path, check_sft(cfg, tmp_path), model, tok, rows, [], QUIET)
+    trainer, _, _ = build_trainer(cfg, tmp_path, check_sft(cfg, tmp_path), model, tok, rows, [], {}, QUIET)
     assert trainer.train_dataset[0]["labels"] == [-100] * 6 + completion
     everything = sft_cfg("sft.completion_only_loss=false")
-    trainer, _, _ = build_trainer(everything, tmp_path, check_sft(everything, tmp_path), model, tok, rows, [], QUIET)
+    trainer, _, _ = build_trainer(
+        everything, tmp_path, check_sft(everything, tmp_path), model, tok, rows, [], {}, QUIET
+    )
     assert trainer.train_dataset[0]["labels"] == prompt + completion
 
 
@@ -187,7 +190,7 @@ def test_resume_continues_an_interrupted_run_exactly(toy_model_dir, tmp_path, ca
 
 
 def test_an_unfinished_stage_model_is_refused_before_loading(tmp_path):
-    from rlrecipes.sft import check_input_model
+    from rlrecipes.sft_plan import check_input_model
 
     run = tmp_path / "run"
     (run / "model").mkdir(parents=True)

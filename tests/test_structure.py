@@ -33,6 +33,7 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     # config first, so a mistake is reported in one line before the job is imported
     ("rlrecipes.commands.train", "rlrecipes.train"): "the job imports TRL and the optional vLLM",
     ("rlrecipes.commands.sft", "rlrecipes.sft"): "the job imports TRL and the optional vLLM",
+    ("rlrecipes.commands.sft", "rlrecipes.sft_plan"): "its checks build TRL's SFTConfig",
 }
 
 

@@ -68,14 +68,14 @@ def resumed_job(overrides: list[str], multirun: bool) -> tuple[Any, list] | None
 # The job is imported only once Hydra has composed the config: it imports TRL, and TRL imports
 # the optional vLLM, which logs on import (a mistyped key would no longer be one line).
 def check_config(cfg: Any) -> None:
-    """`rlrecipes.sft.check_sft` without the machine checks (a Slurm job may run elsewhere)."""
-    from rlrecipes.sft import check_sft
+    """`rlrecipes.sft_plan.check_sft` without the machine checks (a Slurm job may run elsewhere)."""
+    from rlrecipes.sft_plan import check_sft
 
     check_sft(cfg, hardware=False)
 
 
 def print_plans(overrides: list[str], multirun: bool) -> None:
-    from rlrecipes.sft import dry_run
+    from rlrecipes.sft_plan import dry_run
 
     jobs = compose_jobs("sft", overrides, multirun)
     resumed = resumed_job(overrides, multirun)
