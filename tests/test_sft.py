@@ -241,3 +241,11 @@ def test_chat_rows_train_on_the_last_assistant_turn_and_long_rows_are_counted(tm
     assert out.rows[0]["completion_mask"] == [0] * 7 + [1] * 10
     assert len(out.rows) == 1 and out.too_long == ["c1"]
     assert out.report("sft.max_length", 17) == "1 rows longer than sft.max_length=17 tokens left out: c1"
+
+    # the same chat as a prompt column of messages + a completion column (OpenRLHF's input_key/output_key)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        json.dumps({"ctx": [{"role": "system", "content": "S"}, *chats[0][:1]], "out": "Answer: 2"}) + "\n"
+    )
+    split = sft_cfg("data.source=file", f"data.path={pairs}", "data.problem_field=ctx", "data.completion_field=out")
+    assert tokenize_examples(load_sft_data(split.data).train, split.data, tok, 17).rows == out.rows

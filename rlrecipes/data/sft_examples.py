@@ -150,24 +150,32 @@ def _read(data_cfg: Any, path: str, split: str, limit: int | None) -> tuple[list
     return examples, report
 
 
-def _prompt_completion(row: dict[str, Any], problem_field: str, completion_field: str) -> tuple[str, str] | str:
-    """(prompt, completion) of a row, or why it is left out."""
-    prompt, completion = get_field(row, problem_field), _text(row, completion_field)
-    if not isinstance(prompt, str) or not prompt.strip():
+def _prompt_completion(
+    row: dict[str, Any], problem_field: str, completion_field: str
+) -> tuple[str | list[dict[str, str]], str] | str:
+    """(prompt, completion) of a row, or why it is left out. A prompt column of chat messages
+    (OpenRLHF's `input_key` with `apply_chat_template`) is the prompt whole, system turn
+    included, rendered by the chat template; a text column goes through `data.template`."""
+    prompt, completion = _value(row, problem_field), _value(row, completion_field)
+    if isinstance(prompt, list) and prompt:
+        if not all(isinstance(m, dict) and isinstance(m.get("content"), str) and "role" in m for m in prompt):
+            return f"{problem_field} is not a list of {{role, content}} messages"
+        prompt = [{"role": str(m["role"]), "content": m["content"]} for m in prompt]
+    elif not isinstance(prompt, str) or not prompt.strip():
         return f"no {problem_field}"
-    if completion is None:
+    if not isinstance(completion, str) or not completion.strip():
         return f"no {completion_field}"
     return prompt, completion
 
 
-def _text(row: dict[str, Any], name: str) -> str | None:
-    """A text field (dotted names reach into nested records); None when missing or empty."""
+def _value(row: dict[str, Any], name: str) -> Any:
+    """A field's value (dotted names reach into nested records); None when missing."""
     value: Any = row
     for part in name.split("."):
         if not isinstance(value, dict) or part not in value:
             return None
         value = value[part]
-    return value if isinstance(value, str) and value.strip() else None
+    return value
 
 
 def _split_messages(messages: Any, name: str) -> tuple[list[dict[str, str]], str] | str:
