@@ -25,6 +25,8 @@ from rlrecipes.errors import UserError
 COMMANDS = {
     "recipes": ("recipes", "Table of the registered recipes: name, paper, idea, status."),
     "train": ("train", "Train with RL (no arguments: the CPU quick-start)."),
+    "sft": ("sft", "Supervised fine-tuning (TRL SFTTrainer); RUN/model feeds train and eval as model.name_or_path."),
+    "stages": ("stages", "Run a pipeline's stages (SFT, then RL, ...) in order under one run directory; resume=true continues it."),
     "eval": ("evaluate", "Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."),
     "report": ("report", "Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ, final and best metrics)."),
     "plot": ("plot", "Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs held-out accuracy (SVG)."),

@@ -47,6 +47,8 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("rlrecipes.commands.train", "rlrecipes.training.job"): "the job imports TRL and the optional vLLM",
     ("rlrecipes.commands.train", "rlrecipes.training.plan"): "the plan imports TRL's GRPOConfig",
     ("rlrecipes.commands.train", "rlrecipes.training.resume"): "resume imports torch and transformers",
+    ("rlrecipes.commands.sft", "rlrecipes.training.sft"): "the job imports TRL and the optional vLLM",
+    ("rlrecipes.commands.sft", "rlrecipes.training.sft_plan"): "its checks build TRL's SFTConfig",
 }
 
 

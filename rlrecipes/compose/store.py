@@ -20,6 +20,9 @@ def register_configs() -> None:
         return
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=schema.TrainConfig)
+    cs.store(name="sft_schema", node=schema.SFTRunConfig)
+    cs.store(name="stages_schema", node=schema.StagesRunConfig)
+    cs.store(group="pipeline", name="pipeline_schema", node=schema.PipelineConfig)
     cs.store(group="model", name="model_schema", node=schema.ModelConfig)
     cs.store(group="data", name="data_schema", node=schema.DataConfig)
     cs.store(group="trainer", name="trainer_schema", node=schema.TrainerConfig)

@@ -204,6 +204,13 @@ class DataConfig:
     # null: unlabelled questions (label-free recipes: ttrl, intuitor, reward=format|random)
     answer_field: Optional[str] = "answer"
     id_field: Optional[str] = None
+    # `rlrecipes sft` only: the column holding each row's target text (prompt-completion data;
+    # the prompt is `problem_field`, rendered with `template`). null on synthetic data: the
+    # task's correct solutions.
+    completion_field: Optional[str] = None
+    # `rlrecipes sft` only: a column of chat messages ([{role, content}, ...]) ending with the
+    # assistant's turn, which is the completion; the turns before it are the prompt (chat format).
+    messages_field: Optional[str] = None
     dedup: bool = False  # drop repeated problems (DAPO-Math-17k repeats each ~100x)
     max_examples: Optional[int] = None
     max_eval_examples: Optional[int] = None
@@ -370,3 +377,83 @@ class TrainConfig:
     # experiment trackers that receive the logged metrics: tensorboard, wandb, trackio
     # (several at once); empty: none. Run name = the run directory's name.
     report_to: List[str] = field(default_factory=list)
+
+
+class SFTTraces(Choice):  # the completions of synthetic data (rlrecipes/data/priming.py)
+    solution = "solution"  # the task's correct answer line
+    search = "search"  # Countdown: a search trace showing four behaviours, ending correct
+    search_wrong = "search_wrong"  # the same search ending in a wrong answer
+
+
+@dataclass
+class SFTOptions:
+    """What `rlrecipes sft` adds to the trainer settings (`trainer.*`: steps, learning rate,
+    schedule, precision, checkpoints, which it shares with `rlrecipes train`)."""
+
+    # sequences per optimizer step over all processes; trainer.micro_batch_size per device and
+    # forward pass, the rest gradient accumulation
+    batch_size: int = 8
+    # tokens of prompt + completion + EOS; a longer row is left out and counted (never truncated:
+    # a cut completion would teach the model to stop mid-answer)
+    max_length: int = 1024
+    # cross-entropy on the completion tokens only (the prompt is context, not a target);
+    # false: on every token of prompt and completion
+    completion_only_loss: bool = True
+    # synthetic data only: what the completions are (Cognitive Behaviors' priming conditions
+    # on the toy Countdown task: search / search_wrong traces; solution: the answer alone)
+    traces: SFTTraces = SFTTraces.solution
+
+
+@dataclass
+class SFTRunConfig:
+    """`rlrecipes sft` (conf/sft.yaml): supervised fine-tuning whose output model
+    (RUN/model) is a `model.name_or_path` for `rlrecipes train` and `rlrecipes eval`."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    sft: SFTOptions = field(default_factory=SFTOptions)
+    seed: int = 0
+    run_dir: Optional[str] = None
+    resume: bool = False  # continue run_dir from its last complete checkpoint
+    output_root: str = "outputs"
+    cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
+    report_to: List[str] = field(default_factory=list)
+
+
+class StageCommand(Choice):
+    sft = "sft"  # rlrecipes sft
+    train = "train"  # rlrecipes train
+
+
+@dataclass
+class StageConfig:
+    """One stage of a pipeline: an `rlrecipes sft` or `rlrecipes train` run in its own run
+    directory under the pipeline's."""
+
+    name: str = MISSING  # also the prefix of command-line keys for this stage only (`rl.seed=1`)
+    command: StageCommand = MISSING
+    overrides: List[str] = field(default_factory=list)  # the stage's config, as on its command line
+    # an earlier stage whose RUN/model this one starts from (model.name_or_path)
+    model_from: Optional[str] = None
+
+
+@dataclass
+class PipelineConfig:
+    name: str = MISSING
+    paper: Optional[str] = None
+    stages: List[StageConfig] = field(default_factory=list)
+
+
+@dataclass
+class StagesRunConfig:
+    """`rlrecipes stages` (conf/stages.yaml): the stages of a pipeline (conf/pipeline/), run in
+    order, each a run directory under one parent that resumes from its last unfinished stage."""
+
+    pipeline: PipelineConfig = MISSING
+    run_dir: Optional[str] = None
+    resume: bool = False  # continue run_dir: finished stages are kept, the unfinished one resumes
+    output_root: str = "outputs"
+    # what runs each stage's command; empty: this Python (`python -m rlrecipes.cli`). Several
+    # processes: [accelerate, launch, --config_file, FILE, -m, rlrecipes.cli]
+    launcher: List[str] = field(default_factory=list)

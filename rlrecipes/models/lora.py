@@ -133,7 +133,10 @@ def load_adapter_merged(path: str, dtype: Any, **kwargs: Any) -> Any:
         raise UserError(
             f"the adapter in {path} was trained on {base}, which cannot be loaded: {str(exc).splitlines()[0]}"
         ) from None
-    return PeftModel.from_pretrained(model, path).merge_and_unload()
+    merged = PeftModel.from_pretrained(model, path).merge_and_unload()
+    # peft froze the base's weights for the adapter's training: a merged model that trains
+    # again (full fine-tuning from a LoRA stage's RUN/model) must have them trainable
+    return merged.requires_grad_(True)
 
 
 def merged_model_path(path: str, model_cfg: Any, cache_dir: str | None = None, log: Any = print) -> str:

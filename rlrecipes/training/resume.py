@@ -75,7 +75,7 @@ def resumed_config(composed: DictConfig, overrides: Sequence[str]) -> tuple[Dict
             changes.append((key, old, new))
         OmegaConf.update(cfg, key, new, merge=False)
     for group, line in groups:
-        _check_group_is_the_runs(group, line, composed, cfg, keys)
+        check_group_is_the_runs(group, line, composed, cfg, keys)
     cfg.resume, cfg.run_dir = True, str(composed.run_dir)
     return cfg, changes
 
@@ -110,7 +110,7 @@ def explicit_keys(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, 
     return keys, groups
 
 
-def _check_group_is_the_runs(group: str, line: str, composed: DictConfig, cfg: DictConfig, keys: Sequence[str]) -> None:
+def check_group_is_the_runs(group: str, line: str, composed: DictConfig, cfg: DictConfig, keys: Sequence[str]) -> None:
     """A config group named again on a resume (the start command repeated with resume=true, as
     a Slurm script does) must give the run's own values: it may not silently reset a setting
     the run was started with. Groups packaged at the root (`experiment`) are compared whole."""
