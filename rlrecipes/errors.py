@@ -17,3 +17,12 @@ class DataError(UserError):
 class StorageError(UserError):
     """A file or folder that cannot be written (read-only or full filesystem, no permission):
     the message names it and says what to do; it is the machine's state, not a bug."""
+
+
+class RunInterrupted(Exception):
+    """SIGINT/SIGTERM stopped a run after saving a checkpoint; `signal` is the signal number.
+    The command exits with 128 + signal after printing the message (which says how to resume)."""
+
+    def __init__(self, message: str, signal: int):
+        super().__init__(message)
+        self.signal = signal

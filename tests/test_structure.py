@@ -49,6 +49,8 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("rlrecipes.commands.train", "rlrecipes.training.resume"): "resume imports torch and transformers",
     ("rlrecipes.commands.sft", "rlrecipes.training.sft"): "the job imports TRL and the optional vLLM",
     ("rlrecipes.commands.sft", "rlrecipes.training.sft_plan"): "its checks build TRL's SFTConfig",
+    ("rlrecipes.commands.sft", "rlrecipes.training.sft_resume"): "resume imports torch and transformers",
+    ("rlrecipes.commands.sft", "rlrecipes.training.resume"): "resume imports torch and transformers",
 }
 
 

@@ -46,7 +46,7 @@ from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
 from rlrecipes.engine.tool_setup import rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
-from rlrecipes.errors import UserError
+from rlrecipes.errors import RunInterrupted, UserError
 from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes.base import Recipe
@@ -80,12 +80,8 @@ class TrainingJob:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-class TrainingInterrupted(Exception):
+class TrainingInterrupted(RunInterrupted):
     """SIGINT/SIGTERM stopped the run after saving a checkpoint; `signal` is the signal number."""
-
-    def __init__(self, message: str, signal: int):
-        super().__init__(message)
-        self.signal = signal
 
 
 def train(cfg: DictConfig, run_dir: Path, log: Log = print, plan: RunPlan | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from rlrecipes.data.problems import answer_verifier, data_label
 from rlrecipes.data.sft_examples import SFTData, load_sft_data, render_sft_prompt, tokenize_examples
 from rlrecipes.engine.checkpoints import CheckpointKeeper, GracefulStop, last_complete_checkpoint, load_engine_state
 from rlrecipes.engine.progress import MetricsWriter, RichProgress
-from rlrecipes.errors import UserError
+from rlrecipes.errors import RunInterrupted, UserError
 from rlrecipes.generation import greedy_accuracy
 from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
@@ -35,12 +35,8 @@ from rlrecipes.training.sft_plan import check_sft
 Log = Callable[[str], None]
 
 
-class SFTInterrupted(Exception):
+class SFTInterrupted(RunInterrupted):
     """SIGINT/SIGTERM stopped the run after saving a checkpoint; `signal` is the signal number."""
-
-    def __init__(self, message: str, signal: int):
-        super().__init__(message)
-        self.signal = signal
 
 
 # --------------------------------------------------------------------------------- run
