@@ -47,18 +47,35 @@ def resume_requested(composed: DictConfig) -> bool:
 
 
 def resumed_config(composed: DictConfig, overrides: Sequence[str]) -> tuple[DictConfig, list[Change]]:
-    """The config a resume runs with: the run's saved `config.yaml`, typed by the schema of
-    its recipe, with each key the command line names explicitly taken from `composed` (the
+    """The config a training run resumes with: the run's saved `config.yaml`, typed by the schema
+    of its recipe, with each key the command line names explicitly taken from `composed` (the
     command line composed as usual). Returns it with the keys whose values changed."""
+    return resumed_run_config(composed, overrides, "train", _recipe_schema)
+
+
+def _recipe_schema(saved: DictConfig, path: Path) -> list[str]:
+    recipe = OmegaConf.select(saved, "recipe.name")
+    if not isinstance(recipe, str):
+        raise UserError(f"{path} names no recipe (recipe.name); it is not a training run's config")
+    return [f"recipe={recipe}"]
+
+
+def resumed_run_config(
+    composed: DictConfig,
+    overrides: Sequence[str],
+    config_name: str,
+    schema_of: Callable[[DictConfig, Path], list[str]],
+) -> tuple[DictConfig, list[Change]]:
+    """A resume of any run command (`train`, `sft`): the saved config merged into the typed
+    schema `schema_of(saved, path)` selects (the overrides that compose it), then the command
+    line's explicit keys on top; its config groups must give the run's own values."""
     if not composed.run_dir:
         raise ConfigError("resume=true needs run_dir=RUN (the run to continue)")
     run_dir = Path(composed.run_dir).expanduser()
     saved = rundir.read_config(run_dir)
-    recipe = OmegaConf.select(saved, "recipe.name")
-    if not isinstance(recipe, str):
-        raise UserError(f"{run_dir / rundir.MARKER} names no recipe (recipe.name); it is not a training run's config")
-    try:  # the saved values, merged into the typed schema of the run's recipe
-        cfg = OmegaConf.merge(compose_config("train", [f"recipe={recipe}"]), saved)
+    schema = schema_of(saved, run_dir / rundir.MARKER)
+    try:  # the saved values, merged into the typed schema
+        cfg = OmegaConf.merge(compose_config(config_name, schema), saved)
     except ConfigError:
         raise
     except Exception as exc:  # a key this version no longer has, or a value of the wrong type
