@@ -124,6 +124,39 @@ def scheduler_horizon(trainer: Any) -> int | None:
     return steps
 
 
+def training_arguments(cfg: Any, run_dir: Path, save_steps: int | None) -> dict[str, Any]:
+    """The `transformers.TrainingArguments` fields every rlrecipes trainer sets the same way
+    (GRPO here, SFT in `training/sft_plan.py`): folders, seed, tracking, logging, checkpoints
+    (rlrecipes keeps them: `engine/checkpoints.py`), optimizer, schedule, precision."""
+    t = cfg.trainer
+    return dict(
+        output_dir=str(run_dir / "checkpoints"),
+        seed=cfg.seed,
+        **tracking_args(cfg, run_dir),
+        disable_tqdm=True,
+        logging_steps=t.logging_steps,
+        save_strategy="steps" if save_steps else "no",
+        save_steps=save_steps or 500,
+        save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
+        save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
+        max_steps=t.max_steps,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler_type,
+        lr_scheduler_kwargs=dict(t.lr_scheduler_kwargs or {}),
+        # transformers 5 (the pin) folded warmup_ratio into warmup_steps: a float < 1 is a ratio
+        warmup_steps=float(t.warmup_ratio) if t.warmup_ratio else t.warmup_steps,
+        weight_decay=t.weight_decay,
+        adam_beta1=t.adam_beta1,
+        adam_beta2=t.adam_beta2,
+        max_grad_norm=t.max_grad_norm,
+        gradient_checkpointing=t.gradient_checkpointing,
+        bf16=t.bf16,
+        fp16=False,
+        use_cpu=t.use_cpu,
+        dataloader_num_workers=0,
+    )
+
+
 def build_grpo_config(
     cfg: Any, run_dir: Path, recipe_overrides: dict[str, Any], reward_weights: list[float], hardware: bool = True
 ) -> Any:
@@ -133,25 +166,8 @@ def build_grpo_config(
     t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
     plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
-        output_dir=str(run_dir / "checkpoints"),
-        seed=cfg.seed,
-        **tracking_args(cfg, run_dir),
-        disable_tqdm=True,
-        logging_steps=t.logging_steps,
-        save_strategy="steps" if t.save_steps else "no",
-        save_steps=checkpoint_interval(t) or 500,
-        save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
-        save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
-        max_steps=t.max_steps,
+        **training_arguments(cfg, run_dir, save_steps=checkpoint_interval(t)),
         scheduler_steps=scheduler_horizon(t),
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler_type,
-        lr_scheduler_kwargs=dict(t.lr_scheduler_kwargs or {}),
-        warmup_steps=t.warmup_steps,
-        weight_decay=t.weight_decay,
-        adam_beta1=t.adam_beta1,
-        adam_beta2=t.adam_beta2,
-        max_grad_norm=t.max_grad_norm,
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.grad_accum,
         steps_per_generation=plan.steps_per_generation,
@@ -161,11 +177,7 @@ def build_grpo_config(
         temperature=t.temperature,
         top_p=t.top_p,
         top_k=t.top_k,
-        bf16=t.bf16,
-        fp16=False,
-        use_cpu=t.use_cpu,
         remove_unused_columns=False,  # reward functions need the answer/id columns
-        dataloader_num_workers=0,
         loss_type=str(r.loss_type),  # the plain string: the schema's Choice is a str subclass
         beta=r.beta,
         epsilon=r.epsilon,
@@ -187,9 +199,6 @@ def build_grpo_config(
         use_bias_correction_kl=False,
     )
     known = {f.name for f in fields(EngineGRPOConfig)}
-    args["gradient_checkpointing"] = t.gradient_checkpointing
-    if t.warmup_ratio:  # transformers 5 (the pin) folded warmup_ratio into warmup_steps: a float < 1 is a ratio
-        args["warmup_steps"] = float(t.warmup_ratio)
     args.update(recipe_overrides)
     unknown = sorted(set(args) - known)
     if unknown:
@@ -197,13 +206,13 @@ def build_grpo_config(
     if ro.backend == "vllm" and hardware:
         _require_vllm(ro.vllm_mode)
     try:
-        with nullcontext() if hardware else _bf16_gpu_assumed():
+        with nullcontext() if hardware else bf16_gpu_assumed():
             return EngineGRPOConfig(**args)
     except ValueError as exc:  # TRL/transformers check combinations of values when the config is built
         raise ConfigError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
 
 
-def _bf16_gpu_assumed() -> Any:
+def bf16_gpu_assumed() -> Any:
     """transformers refuses `bf16=True` without a bf16-capable GPU on this machine; a config
     checked for another machine (`hardware=False`: a dry run, a sweep's check before a Slurm
     launch) assumes that machine has one. transformers offers no switch for this, so its check

@@ -9,7 +9,7 @@ before the first starts, the job first thing, and `--dry-run` stops after it (`d
 from __future__ import annotations
 
 import os
-from dataclasses import fields
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from rlrecipes.config.checks import NEEDS_MIN_LR, check_numbers_are_finite, scheduler_types
 from rlrecipes.data.problems import data_label
 from rlrecipes.data.sft_examples import check_sft_fields
-from rlrecipes.engine.grpo_args import tracking_args
+from rlrecipes.engine.grpo_args import bf16_gpu_assumed, training_arguments
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.integrity import folder_problem
 from rlrecipes.models import check_model_location, lora
@@ -111,46 +111,17 @@ def build_sft_config(cfg: DictConfig, run_dir: Path, hardware: bool = True) -> A
     t = cfg.trainer
     per_device, accumulation = batch_plan(cfg, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
-        output_dir=str(run_dir / "checkpoints"),
-        seed=cfg.seed,
-        **tracking_args(cfg, run_dir),
-        disable_tqdm=True,
-        logging_steps=t.logging_steps,
-        save_strategy="steps" if t.save_steps else "no",
-        save_steps=t.save_steps or 500,
-        save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
-        save_total_limit=None,  # retention is the engine's CheckpointKeeper
-        max_steps=t.max_steps,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler_type,
-        lr_scheduler_kwargs=dict(t.lr_scheduler_kwargs or {}),
-        warmup_steps=float(t.warmup_ratio) if t.warmup_ratio else t.warmup_steps,  # < 1: a ratio (transformers 5)
-        weight_decay=t.weight_decay,
-        adam_beta1=t.adam_beta1,
-        adam_beta2=t.adam_beta2,
-        max_grad_norm=t.max_grad_norm,
+        **training_arguments(cfg, run_dir, save_steps=t.save_steps),
         per_device_train_batch_size=per_device,
         per_device_eval_batch_size=t.eval_batch_size,
         gradient_accumulation_steps=accumulation,
-        bf16=t.bf16,
-        fp16=False,
-        use_cpu=t.use_cpu,
-        dataloader_num_workers=0,
         eval_strategy="no",  # held-out loss is measured before and after, not by HF's schedule
         completion_only_loss=cfg.sft.completion_only_loss,
         max_length=None,  # rows over sft.max_length are left out and counted when tokenized
         packing=False,
     )
-    known = {f.name for f in fields(SFTConfig)}
-    args["activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"] = (
-        t.gradient_checkpointing
-    )
     try:
-        if hardware:
-            return SFTConfig(**args)
-        from unittest import mock
-
-        with mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True):
+        with nullcontext() if hardware else bf16_gpu_assumed():
             return SFTConfig(**args)
     except ValueError as exc:
         raise ConfigError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
