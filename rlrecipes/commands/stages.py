@@ -102,7 +102,11 @@ def run_all(cfg: Any, steps: list[Stage], parent: Path) -> None:
         if state(stage, parent) == "finished":
             console.log(f"stage {stage.index} ({stage.name}) finished already: kept ({stage.run_dir(parent)})")
             continue
-        code = run_stage(stage, parent, steps, list(cfg.launcher), console.log)
+        try:
+            code = run_stage(stage, parent, steps, list(cfg.launcher), console.log)
+        except UserError as exc:  # a phase's data could not be prepared: nothing of this stage ran
+            fail(f"{exc}; finished stages are kept; continue with: rlrecipes stages resume=true run_dir={parent}")
+            raise
         if code != 0 or state(stage, parent) != "finished":
             console.print(
                 f"[bold red]error:[/] stage {stage.index} ({stage.name}) stopped with exit status {code} (its output "

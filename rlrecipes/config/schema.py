@@ -427,6 +427,36 @@ class StageCommand(Choice):
 
 
 @dataclass
+class RetrospectiveConfig:
+    """QwenLong-L1's difficulty-aware retrospective sampling (arXiv 2505.17667 §3): examples
+    that were hard in earlier phases (low mean reward there) are carried into this phase,
+    weighted by their difficulty 1 / mean reward (see rlrecipes/training/curriculum.py)."""
+
+    enabled: bool = False
+    # the earlier phases whose examples are carried; empty: every earlier phase
+    phases: List[str] = field(default_factory=list)
+    # an example is hard when its mean reward in its last phase is below this
+    hard_below: float = 1.0
+    # the mean reward a never-solved example counts as, so its difficulty is finite (1/floor)
+    reward_floor: float = 0.125
+    # the most rows one carried example becomes (its weight, as copies in the phase's data)
+    max_copies: int = 8
+    # the most examples carried (the hardest first); null: every hard one
+    max_examples: Optional[int] = None
+
+
+@dataclass
+class PhaseConfig:
+    """An RL stage as a curriculum phase: its data is written by `rlrecipes stages` before it
+    starts (PARENT/<i>-<name>-data/), with prompts over the input-length limit left out and
+    earlier phases' hard examples carried in; the phase records accuracy_history.json."""
+
+    # prompts (rendered with the data template) longer than this many tokens are left out
+    max_input_tokens: Optional[int] = None
+    retrospective: RetrospectiveConfig = field(default_factory=RetrospectiveConfig)
+
+
+@dataclass
 class StageConfig:
     """One stage of a pipeline: an `rlrecipes sft` or `rlrecipes train` run in its own run
     directory under the pipeline's."""
@@ -436,6 +466,8 @@ class StageConfig:
     overrides: List[str] = field(default_factory=list)  # the stage's config, as on its command line
     # an earlier stage whose RUN/model this one starts from (model.name_or_path)
     model_from: Optional[str] = None
+    # train stages only: run as a curriculum phase (QwenLong-L1); null: an ordinary stage
+    phase: Optional[PhaseConfig] = None
 
 
 @dataclass

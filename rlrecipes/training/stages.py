@@ -8,6 +8,11 @@ with every override it runs with: a resume needs nothing else) and one run direc
 stage, `<i>-<name>/`, written by the stage's own command in a process of its own (a clean
 slate: its memory, its torch.distributed world, its vLLM engine).
 
+A `train` stage with a `phase` block is a curriculum phase (QwenLong-L1,
+`rlrecipes.training.phase_data`): just before it starts, its data is written under the parent
+(prompts over its input-length limit left out, earlier phases' hard examples carried in) and
+the stage trains on those files.
+
 A stage is *finished* when its run directory has `summary.json`, *started* when it has
 `config.yaml` only, else *new*. `resume=true run_dir=PARENT` keeps every finished stage as it
 is, resumes a started one with its command's own `resume=true`, and starts the new ones.
@@ -30,6 +35,8 @@ from omegaconf import DictConfig, OmegaConf
 from rlrecipes.compose.compose import compose_config
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.rundir import MARKER, read_config, write_json
+from rlrecipes.training.phase_data import phase_overrides
+from rlrecipes.training.phase_data import prepare as prepare_phase
 
 ROOT_KEYS = ("pipeline", "run_dir", "resume", "output_root", "launcher")
 Log = Callable[[str], None]
@@ -42,17 +49,20 @@ class Stage:
     command: str  # sft | train
     overrides: tuple[str, ...]  # the preset's, then the command line's
     model_from: str | None
+    phase: Any = None  # the stage's PhaseConfig (a curriculum phase), or None
 
     def run_dir(self, parent: Path) -> Path:
         return parent / f"{self.index}-{self.name}"
 
-    def argv(self, parent: Path, plan: Sequence[Stage]) -> list[str]:
-        """The stage's command-line overrides as it runs under `parent`."""
+    def argv(self, parent: Path, plan: Sequence[Stage], phase_data: bool = True) -> list[str]:
+        """The stage's command-line overrides as it runs under `parent`; `phase_data=False`
+        leaves out a phase's prepared data (its own data settings then hold)."""
         model = []
         if self.model_from:
             source = next(s for s in plan if s.name == self.model_from)
             model = [f"model.name_or_path={source.run_dir(parent) / 'model'}"]
-        return [*self.overrides, *model, f"run_dir={self.run_dir(parent)}"]
+        data = phase_overrides(self, parent) if self.phase is not None and phase_data else []
+        return [*self.overrides, *model, *data, f"run_dir={self.run_dir(parent)}"]
 
 
 def is_root_override(override: str) -> bool:
@@ -96,10 +106,41 @@ def plan(cfg: DictConfig) -> list[Stage]:
                 f"stage {name}: model_from={spec.model_from!r} is not an earlier stage; "
                 f"earlier: {', '.join(s.name for s in stages) or 'none'}"
             )
-        stages.append(Stage(i, name, command, tuple(str(o) for o in spec.overrides), spec.model_from))
+        stages.append(
+            Stage(i, name, command, tuple(str(o) for o in spec.overrides), spec.model_from, spec.get("phase"))
+        )
+        check_phase(stages[-1], stages[:-1])
     if not stages:
         raise ConfigError(f"pipeline {cfg.pipeline.name} has no stages")
     return stages
+
+
+def check_phase(stage: Stage, earlier: Sequence[Stage]) -> None:
+    """A phase's settings, checked before anything runs."""
+    phase = stage.phase
+    if phase is None:
+        return
+    where = f"stage {stage.name}: phase"
+    if stage.command != "train":
+        raise ConfigError(f"{where}: only a train stage can be a curriculum phase (this one is {stage.command})")
+    if phase.max_input_tokens is not None and phase.max_input_tokens < 1:
+        raise ConfigError(f"{where}.max_input_tokens={phase.max_input_tokens}: use a positive number of tokens or null")
+    retro = phase.retrospective
+    phases = [s.name for s in earlier if s.phase is not None]
+    for name in retro.phases:
+        if name not in phases:
+            raise ConfigError(
+                f"{where}.retrospective.phases: {name!r} is not an earlier phase; earlier phases: "
+                f"{', '.join(phases) or 'none'}"
+            )
+    if retro.enabled and not phases:
+        raise ConfigError(f"{where}.retrospective.enabled=true but no earlier stage is a phase")
+    if not 0 < retro.reward_floor <= 1:
+        raise ConfigError(f"{where}.retrospective.reward_floor={retro.reward_floor}: use a value in (0, 1]")
+    if retro.max_copies < 1:
+        raise ConfigError(f"{where}.retrospective.max_copies={retro.max_copies}: use 1 or more")
+    if retro.max_examples is not None and retro.max_examples < 1:
+        raise ConfigError(f"{where}.retrospective.max_examples={retro.max_examples}: use 1 or more, or null")
 
 
 _KEYS: dict[str, list[str]] = {}
@@ -111,10 +152,13 @@ def _config_keys(command: str) -> list[str]:
     return _KEYS[command]
 
 
-def stage_config(stage: Stage, parent: Path, plan: Sequence[Stage], for_check: bool = False) -> DictConfig:
+def stage_config(
+    stage: Stage, parent: Path, plan: Sequence[Stage], for_check: bool = False, phase_data: bool = True
+) -> DictConfig:
     """The stage's composed config; `for_check` leaves out the model of `model_from` (written
-    only when that stage finishes), so a stage is checked before its input exists."""
-    argv = stage.argv(parent, plan)
+    only when that stage finishes) and a phase's prepared data, so a stage is checked before
+    its inputs exist; `phase_data=False` leaves out the prepared data only."""
+    argv = stage.argv(parent, plan, phase_data=phase_data and not for_check)
     if for_check:
         argv = [a for a in argv if not (stage.model_from and a.startswith("model.name_or_path="))]
     try:
@@ -137,6 +181,8 @@ def run_stage(stage: Stage, parent: Path, stages: Sequence[Stage], launcher: Seq
     if state(stage, parent) == "started":
         argv = [stage.command, "resume=true", f"run_dir={stage.run_dir(parent)}"]
     else:
+        if stage.phase is not None:  # its data depends on the model and the phases before it
+            prepare_phase(stage, parent, stages, stage_config(stage, parent, stages, phase_data=False), log)
         argv = [stage.command, *stage.argv(parent, stages)]
     log(f"stage {stage.index} ({stage.name}): rlrecipes {' '.join(argv)}")
     return subprocess.run([*entry, *argv]).returncode
