@@ -27,6 +27,7 @@ def test_the_length_filter_keeps_prompts_within_the_limit_and_counts_the_rest():
     assert filter_by_length(items, None, words).kept == items  # no limit: everything
 
 
+@pytest.mark.integration
 def test_the_toy_counts_its_prompts_under_the_chat_template():
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.models.toy import build_tokenizer
@@ -69,6 +70,7 @@ def phase_pipeline(tmp_path: Path, *overrides: str):
     return cfg, plan(cfg)
 
 
+@pytest.mark.integration
 def test_a_phase_reads_its_prepared_data_and_is_checked_on_its_own():
     from rlrecipes.training.stages import check_phase, stage_config
 
@@ -88,6 +90,7 @@ def test_a_phase_reads_its_prepared_data_and_is_checked_on_its_own():
         phase_pipeline(Path("/p"), "pipeline.stages.2.phase.retrospective.reward_floor=0")
 
 
+@pytest.mark.integration
 def test_a_phase_writes_its_data_and_refuses_a_limit_that_leaves_nothing(tmp_path):
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models.toy import build_tokenizer
