@@ -7,7 +7,9 @@ rlrecipes, rlrecipes then plain, ...) so machine drift and a busy machine hit bo
 first `warmup` steps of each run are left out. Each pair gives one ratio (median rlrecipes
 step / median plain step of that pair); the result is their mean with its sample standard
 deviation and 95% confidence half-width over `pairs` pairs: the overhead is resolved when
-the half-width is below the effect (the issue asks for +-2%). `ratio_pooled` is the ratio
+the half-width is below the effect (the issue asks for +-2%). Both sides load one private copy
+of the model folder, so a process rebuilding the shared cache meanwhile cannot change or
+remove it halfway. `ratio_pooled` is the ratio
 of the medians over all steps. `ratio_per_completion_token` divides each step's time by its
 mean completion length first, so the two runs' policies drifting to longer or shorter
 answers does not count. Target ratio <= 1.05.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -111,21 +114,26 @@ def main() -> None:
     steps, warmup = args.steps, args.warmup
     cfg = compose_config("train", [*args.overrides, f"trainer.max_steps={steps}"])
     problems = load_problem_set(cfg.data)
-    model_dir = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    rows = [
-        {"prompt": render_prompt(p["problem"], cfg.data.template, tok, cfg.data.system_prompt), "answer": p["answer"]}
-        for p in problems.train
-    ]
+    shared = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
     threads = cfg.trainer.cpu_threads or torch.get_num_threads()
     pairs = []
     with tempfile.TemporaryDirectory() as tmp:
+        model_dir = str(shutil.copytree(shared, Path(tmp) / "model"))
+        overrides = [*args.overrides, f"model.name_or_path={model_dir}"]
+        tok = AutoTokenizer.from_pretrained(model_dir)
+        rows = [
+            {
+                "prompt": render_prompt(p["problem"], cfg.data.template, tok, cfg.data.system_prompt),
+                "answer": p["answer"],
+            }
+            for p in problems.train
+        ]
         files = (Path(tmp) / "rows.json", Path(tmp) / "grpo_args.json")
         files[0].write_text(json.dumps(rows))
         files[1].write_text(json.dumps(plain_grpo_args(cfg, steps)))
         for i in range(args.pairs):
             run_plain = (model_dir, files, threads, Path(tmp) / f"plain{i}", warmup)
-            run_ours = (args.overrides, steps, Path(tmp) / f"ours{i}", warmup)
+            run_ours = (overrides, steps, Path(tmp) / f"ours{i}", warmup)
             if i % 2:  # the order alternates: whichever runs second may find a warmer or busier machine
                 o = rlrecipes_run(*run_ours)
                 p = plain_run(*run_plain)

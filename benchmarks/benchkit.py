@@ -74,8 +74,8 @@ def parse_bench_args(
     explicit option wins. `overrides=True` takes key=value arguments for every training run
     (a smoke run puts SMOKE_MODEL before them); `data_dir=True` adds --data-dir (DATA_DIR; a
     path on this machine, so not part of the recorded settings). Returns the namespace with `mode`,
-    `settings` (the values used, for the record), `overrides`, `out` (the result file) and
-    `started`.
+    `settings` (the values used, for the record), `overrides`, `out` (the result file),
+    `started` and `commit`.
     """
     pre = argparse.ArgumentParser(add_help=False)
     which = pre.add_mutually_exclusive_group()
@@ -101,6 +101,7 @@ def parse_bench_args(
     parser.set_defaults(**{**modes["full"], **modes.get(mode, {})})
     args = parser.parse_args(argv)
     args.name, args.mode, args.started = bench_name(script), mode, time.time()
+    args.commit = git_commit()  # the code that runs: later edits to the checkout do not count
     args.settings = {key: getattr(args, key) for key in modes["full"]}
     args.overrides = [*(SMOKE_MODEL if mode == "smoke" else []), *args.overrides] if overrides else []
     args.out = result_path(args.name, mode, args.results_dir)
@@ -128,7 +129,7 @@ def save_result(args: argparse.Namespace, result: dict[str, Any]) -> Path:
     record = {
         "bench": args.name,
         "mode": args.mode,
-        **git_commit(),
+        **args.commit,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "wall_seconds": round(time.time() - args.started, 1),

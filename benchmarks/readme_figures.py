@@ -299,7 +299,8 @@ def load_result(bench: str, results_dir: Path = RESULTS_DIR) -> dict | None:
 def provenance(record: dict) -> str:
     commit = (record.get("commit") or "unknown")[:7]
     dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
-    return f"`{commit}`{dirty}, {record['date'][:10]}, {record['machine']['cpus']} cores"
+    machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
+    return f"`{commit}`{dirty}, {record['date'][:10]}, {machine['cpus']} cores, load {machine['load_average'][1]:.1f}"
 
 
 def render_row(row: Row, record: dict | None) -> str:

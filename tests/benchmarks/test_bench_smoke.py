@@ -21,7 +21,7 @@ TAKES_DATA = {"grading", "grading_bounds", "eval_threads", "vllm"}  # --data-dir
 NEEDS_DATA = {"grading", "eval_threads", "vllm"}  # grading_bounds falls back to built-in answers
 FIELDS = ("bench", "mode", "commit", "commit_dirty", "date", "machine", "wall_seconds", "settings", "seeds", "result")
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -78,6 +78,7 @@ def test_the_record_has_what_a_reader_needs_and_valid_json(tmp_path, capsys):
         settings={"seeds": [0, 1], "steps": 2},
         overrides=["seed=1"],
         out=tmp_path / "demo.json",
+        commit=benchkit.git_commit(),
     )
     benchkit.save_result(args, {"ratio": 1.25, "never_logged": math.nan})
     record = json.loads((tmp_path / "demo.json").read_text())

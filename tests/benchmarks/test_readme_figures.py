@@ -19,7 +19,7 @@ def record(result: dict, **extra) -> dict:
         "commit": "0123456789abcdef0123456789abcdef01234567",
         "commit_dirty": False,
         "date": "2026-12-04T19:00:00+00:00",
-        "machine": {"cpus": 2},
+        "machine": {"cpus": 2, "load_average": [3.0, 2.46, 1.5]},
         "wall_seconds": 60.0,
         "settings": {"items": 600, "pairs": 4},
         "overrides": [],
@@ -53,7 +53,7 @@ def test_a_stored_result_is_quoted_with_its_commit(tmp_path):
     line = readme_figures.render_row(row, record(BOUNDS))
     cells = line.split(" | ")
     assert cells[2] == ("0.993 (1293 vs 1303 answers/s); megabyte degenerate responses 0.2–1.5 s each with the bounds")
-    assert cells[3] == "`0123456`, 2026-12-04, 2 cores |"
+    assert cells[3] == "`0123456`, 2026-12-04, 2 cores, load 2.5 |"
 
 
 def test_a_bench_without_a_result_is_listed_and_quotes_no_figure(tmp_path):
