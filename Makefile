@@ -54,7 +54,7 @@ test-fast:
 # stored result benchmarks/results/<bench>.json when it finishes, then rewrites the README's bench
 # table from those files (benchmarks/readme_figures.py --write; a failed bench keeps its old result).
 # `make bench-quick`: the subset a change to the engine should rerun (run_all.py's QUICK), fewer
-# seeds and repeats, about 15 minutes on 2 cores, into outputs/bench-quick/ (stored results untouched).
+# seeds and repeats, about 9 minutes on 2 cores, into outputs/bench-quick/ (stored results untouched).
 bench:
 	$(PY) benchmarks/run_all.py; status=$$?; $(PY) benchmarks/readme_figures.py --write; exit $$status
 
