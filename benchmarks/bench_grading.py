@@ -1,6 +1,6 @@
 """Grading throughput: rlrecipes' GradingPool against single-process math-verify.
 
-Prints ONE JSON line (progress goes to stderr):
+Records (benchkit.save_result; progress goes to stderr):
 
 - ``math_verify_single_aps``: answers/s of plain math-verify in this process
   (``parse(gold)``, ``parse(response)``, ``verify``: its defaults, one item at a time);
@@ -11,8 +11,9 @@ Prints ONE JSON line (progress goes to stderr):
   ``ratio_pool_vs_rlrecipes_single`` (the pure multi-process speed-up);
 - ``symbolic_*``: the same pool-vs-single comparison on pairs that only sympy can
   decide (no fast path), i.e. the pure multi-process speed-up on the expensive part;
-- ``wall_500x16_s``: grading 500 problems x 16 responses with a started pool, and
-  ``pool_start_s``, the time to start that pool.
+- ``all_answers_wall_s``: grading ``--problems`` (500) problems x ``--samples`` (16)
+  responses with a started pool, and ``pool_start_s``, the time to start that pool
+  (reported separately: a training run starts its pool once).
 
 - ``agreement_*``: extraction quality on *whole responses*: MATH-500's own worked
   solutions rewritten in the answer styles models use (the original ``\\boxed{}``,
@@ -23,7 +24,7 @@ Prints ONE JSON line (progress goes to stderr):
   ``agreement_math_verify`` are the shares of verdicts that match those labels, for
   ``rlrecipes.grading.grade`` and for plain ``math_verify.parse`` + ``verify`` (its own
   extraction, default targets); ``agreement_ratio`` = rlrecipes / math-verify, per style
-  in ``agreement_by_style``. ``--only agreement`` runs just this part.
+  in ``agreement_by_style``. ``--agreement-only`` runs just this part.
 
 - ``cpu_parallelism_probe``: the speed-up ``--workers`` processes get on pure-Python
   work on this machine at this moment (2.0 on two idle cores): the ceiling for the
@@ -37,7 +38,6 @@ with some responses lacking any answer, as a sampled eval produces them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -46,6 +46,24 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from benchkit import parse_bench_args, save_result
+
+MODES = {
+    "full": {
+        "items": 1200,
+        "symbolic": 300,
+        "workers": 2,
+        "seed": 0,
+        "problems": 500,
+        "samples": 16,
+        "vote_groups": 8,
+        "agreement_limit": 0,
+        "agreement_only": False,
+    },
+    "quick": {"items": 600, "symbolic": 150},
+    "smoke": {"items": 40, "symbolic": 10, "problems": 20, "samples": 4, "vote_groups": 2, "agreement_limit": 30},
+}
+MATH500 = Path("math500") / "One-Shot-RLVR" / "test.jsonl"  # under --data-dir
 _FALLBACK_GOLDS = [
     "25",
     "\\frac{1}{2}",
@@ -67,7 +85,7 @@ _FILLER = (
 
 
 def _golds(data_dir: Path, n: int) -> list[str]:
-    path = data_dir / "math500" / "One-Shot-RLVR" / "test.jsonl"
+    path = data_dir / MATH500
     if path.is_file():
         golds = [json.loads(line)["answer"] for line in path.read_text().splitlines() if line.strip()]
     else:
@@ -121,7 +139,7 @@ def _solutions(data_dir: Path) -> list[tuple[str, str]]:
     """(worked solution, gold) of MATH-500 whose solution ends in a box."""
     from rlrecipes.grading import last_boxed
 
-    path = data_dir / "math500" / "One-Shot-RLVR" / "test.jsonl"
+    path = data_dir / MATH500
     if not path.is_file():
         raise SystemExit(f"agreement needs MATH-500 with solutions: {path} (pass --data-dir)")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -154,12 +172,13 @@ def _restyle(solution: str, style: str, rng: random.Random) -> str:
     )
 
 
-def agreement_cases(data_dir: Path, seed: int) -> list[tuple[str, str, str, bool]]:
-    """(style, response, gold, label): each solution restyled, with its gold and a wrong one."""
+def agreement_cases(data_dir: Path, seed: int, limit: int = 0) -> list[tuple[str, str, str, bool]]:
+    """(style, response, gold, label): each solution (the first `limit`, 0 = all) restyled,
+    with its gold and a wrong one."""
     from rlrecipes.grading import is_equivalent
 
     rng = random.Random(seed)
-    pairs = _solutions(data_dir)
+    pairs = _solutions(data_dir)[: limit or None]
     cases = []
     for i, (solution, gold) in enumerate(pairs):
         for style in rng.sample(_STYLES, 2):
@@ -183,8 +202,8 @@ def _agreement_rlrecipes(cases: list) -> list[bool]:
     return [grade(response, gold) for _, response, gold, _ in cases]
 
 
-def agreement(data_dir: Path, seed: int) -> dict:
-    cases = agreement_cases(data_dir, seed)
+def agreement(data_dir: Path, seed: int, limit: int = 0) -> dict:
+    cases = agreement_cases(data_dir, seed, limit)
     ours, theirs = _agreement_rlrecipes(cases), _agreement_math_verify(cases)
     labels = [label for *_, label in cases]
 
@@ -330,27 +349,19 @@ def _in_fresh_process(fn_name: str, warmup: list, items: list) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    parser.add_argument("--items", type=int, default=1200, help="unique items for the ratio")
-    parser.add_argument("--symbolic", type=int, default=300, help="sympy-only pairs for the parallel speed-up")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=["agreement"], help="run one part only")
-    args = parser.parse_args()
-
+    args = parse_bench_args(__file__, MODES, data_dir=True)
     import logging
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     print("[bench] whole-response agreement", file=sys.stderr)
-    agreed = agreement(args.data_dir, args.seed)
-    if args.only == "agreement":
-        print(json.dumps({"bench": "grading", **agreed}))
+    agreed = agreement(args.data_dir, args.seed, args.agreement_limit)
+    if args.agreement_only:
+        save_result(args, agreed)
         return
     from rlrecipes.grading import GradingPool, grade_many
 
-    items_500x16 = make_items(_golds(args.data_dir, 500), 16, args.seed)
-    unique = list(dict.fromkeys(items_500x16))
+    items_all = make_items(_golds(args.data_dir, args.problems), args.samples, args.seed)
+    unique = list(dict.fromkeys(items_all))
     random.Random(args.seed).shuffle(unique)
     warmup, ratio_items = unique[:60], unique[60 : 60 + args.items]
 
@@ -374,24 +385,23 @@ def main() -> None:
         t_sym_pool = time.perf_counter() - start
 
     print("[bench] majority votes", file=sys.stderr)
-    vote_groups = _vote_groups(_golds(args.data_dir, 500), 8, 64, args.seed)
+    vote_groups = _vote_groups(_golds(args.data_dir, args.problems), args.vote_groups, 64, args.seed)
     t_votes_plain, winners_plain = _votes_in_fresh_process(vote_groups, fast_reject=False)
     t_votes_fast, winners_fast = _votes_in_fresh_process(vote_groups, fast_reject=True)
 
     probe = _cpu_parallelism(args.workers)
 
-    print("[bench] 500 x 16", file=sys.stderr)
+    print(f"[bench] {args.problems} x {args.samples}", file=sys.stderr)
     start = time.perf_counter()
     pool = GradingPool(workers=args.workers).start()
     t_start = time.perf_counter() - start
     start = time.perf_counter()
-    verdicts = grade_many([r for r, _ in items_500x16], [g for _, g in items_500x16], pool=pool)
-    t_500x16 = time.perf_counter() - start
+    verdicts = grade_many([r for r, _ in items_all], [g for _, g in items_all], pool=pool)
+    t_all = time.perf_counter() - start
     pool.close()
 
     n = len(ratio_items)
     result = {
-        "bench": "grading",
         "workers": args.workers,
         "ratio_items": n,
         "math_verify_single_aps": round(n / t_mv, 1),
@@ -404,20 +414,21 @@ def main() -> None:
         "symbolic_single_aps": round(len(symbolic) / t_sym_single, 1),
         "symbolic_pool_aps": round(len(symbolic) / t_sym_pool, 1),
         "symbolic_ratio_pool_vs_single": round(t_sym_single / t_sym_pool, 2),
-        "vote_groups": f"{len(vote_groups)} x 64 answers (MATH-500 golds, mostly distinct)",
+        "golds": "math500" if (args.data_dir / MATH500).is_file() else "built-in",
+        "vote_groups": f"{len(vote_groups)} x 64 answers (the golds, mostly distinct)",
         "vote_seconds_per_group_symbolic_only": round(t_votes_plain / len(vote_groups), 3),
         "vote_seconds_per_group": round(t_votes_fast / len(vote_groups), 3),
         "vote_ratio": round(t_votes_plain / t_votes_fast, 1),
         "vote_winners_agree": winners_plain == winners_fast,
         "cpu_parallelism_probe": round(probe, 2),
-        "wall_500x16_s": round(t_500x16, 2),
-        "answers_500x16": len(items_500x16),
-        "accuracy_500x16": round(sum(verdicts) / len(verdicts), 3),
+        "all_answers": f"{args.problems} problems x {args.samples} responses",
+        "all_answers_wall_s": round(t_all, 2),
+        "all_answers_accuracy": round(sum(verdicts) / len(verdicts), 3),
         "pool_start_s": round(t_start, 2),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         **agreed,
     }
-    print(json.dumps(result))
+    save_result(args, result)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The grader's hard bounds cost nothing on ordinary answers.
 
-Prints ONE JSON line: answers/s of `rlrecipes.grading.grade` on ordinary whole responses
+Records (benchkit.save_result): answers/s of `rlrecipes.grading.grade` on ordinary whole responses
 (MATH-500 golds written right and wrong, bench_grading's items) with the bounds of
 issue 14 on (answers over `MAX_ANSWER_CHARS` compared as text, power towers and deep
 nesting compared as text) and with them switched off, same items, same process, the
@@ -11,15 +11,20 @@ minutes to hours, so they are not run unbounded).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_grading import _golds, make_items  # noqa: E402
+from bench_grading import MATH500, _golds, make_items  # noqa: E402
+from benchkit import parse_bench_args, save_result  # noqa: E402
+
+MODES = {
+    "full": {"items": 600, "pairs": 4},
+    "quick": {"pairs": 2},
+    "smoke": {"items": 40, "pairs": 2},
+}
 
 
 def _rate(items: list[tuple[str, str]]) -> float:
@@ -34,11 +39,7 @@ def _rate(items: list[tuple[str, str]]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    parser.add_argument("--items", type=int, default=600)
-    parser.add_argument("--pairs", type=int, default=4)
-    args = parser.parse_args()
+    args = parse_bench_args(__file__, MODES, data_dir=True)
     import rlrecipes.grading.equivalence as equivalence
     import rlrecipes.grading.normalize as normalize
 
@@ -75,17 +76,16 @@ def main() -> None:
         grade(text, "11")
         seconds[name] = round(time.perf_counter() - started, 2)
     median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    print(
-        json.dumps(
-            {
-                "bench": "grading_bounds",
-                "items": len(items),
-                "bounded_aps": round(median(on), 1),
-                "unbounded_aps": round(median(off), 1),
-                "ratio_bounded_vs_unbounded": round(median(on) / median(off), 3),
-                "megabyte_seconds_bounded": seconds,
-            }
-        )
+    save_result(
+        args,
+        {
+            "items": len(items),
+            "golds": "math500" if (args.data_dir / MATH500).is_file() else "built-in",
+            "bounded_aps": round(median(on), 1),
+            "unbounded_aps": round(median(off), 1),
+            "ratio_bounded_vs_unbounded": round(median(on) / median(off), 3),
+            "megabyte_seconds_bounded": seconds,
+        },
     )
 
 

@@ -13,7 +13,7 @@ steps, lr 2e-4, KL 0.005, no labels in the reward):
 and the first again at a tenth of the learning rate (2e-5; the paper's 3e-6 is for 1.5-7B
 models). For each, held-out accuracy before/after, greedy (rlrecipes' metric) and sampled
 (mean correctness of 16 samples at T=1.0), in points, plus the mean self-certainty of the
-first and last 10 logged steps. Prints one JSON line.
+first and last 10 logged steps. Records one result (benchkit.save_result).
 
 What it showed on the development machine: on these near-deterministic toy models (token
 entropy ~0.06 nats) the groups' self-certainty differs by ~0.3 nats, group normalisation
@@ -27,19 +27,21 @@ before`), so the toy shows no gain. The paper's claim (MATH-500 +6.8 points on Q
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
-import time
 
-from benchkit import sampled_accuracy, stats, train_in_scratch
+from benchkit import parse_bench_args, sampled_accuracy, save_result, stats, train_in_scratch
 
-SEEDS = (0, 1, 2)
 TEACHER_03 = ["data.synthetic.teacher_error_rate=0.3", "model.toy.sft_max_steps=1000"]
 MODELS = {
     "teacher_error_0.3": TEACHER_03,
     "teacher_error_0.3_lr_2e-5": [*TEACHER_03, "trainer.learning_rate=2e-5"],
     "teacher_error_0.75": [],
+}
+MODES = {
+    "full": {"seeds": [0, 1, 2], "steps": 120, "models": list(MODELS)},
+    "quick": {"seeds": [0]},
+    "smoke": {"seeds": [0], "steps": 2, "models": ["teacher_error_0.3"]},
 }
 
 
@@ -60,6 +62,7 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
     model, tok = load_model(model_path, cfg.model)
     model.eval()
     items = problems.eval[:groups]
+    groups = len(items)  # fewer where the held-out set is smaller
     prompts = [
         render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt)
         for it in items
@@ -94,7 +97,7 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
     }
 
 
-def measure(model_overrides: list[str]) -> dict:
+def measure(model_overrides: list[str], seeds: list[int]) -> dict:
     from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
@@ -109,7 +112,7 @@ def measure(model_overrides: list[str]) -> dict:
         train_in_scratch(
             [*overrides, f"seed={seed}"], inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems)
         )
-        for seed in SEEDS
+        for seed in seeds
     ]
     greedy_before = runs[0]["accuracy_before"]
     return {
@@ -127,21 +130,21 @@ def measure(model_overrides: list[str]) -> dict:
 
 
 def main() -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True)
     import torch
 
     torch.set_num_threads(1)
-    started = time.time()
-    results = {name: measure(extra) for name, extra in MODELS.items()}
-    print(
-        json.dumps(
-            {
-                "bench": "intuitor_toy",
-                "setting": "recipe=intuitor trainer=cpu (120 steps, lr 2e-4, 8 prompts x 8 samples)",
-                "seeds": SEEDS,
-                "models": results,
-                "wall_seconds": round(time.time() - started, 1),
-            }
-        )
+    unknown = sorted(set(args.models) - set(MODELS))
+    if unknown:
+        raise SystemExit(f"--models {unknown[0]} is unknown; valid: {', '.join(MODELS)}")
+    steps = [f"trainer.max_steps={args.steps}"]
+    results = {name: measure([*MODELS[name], *steps, *args.overrides], args.seeds) for name in args.models}
+    save_result(
+        args,
+        {
+            "setting": f"recipe=intuitor trainer=cpu ({args.steps} steps, lr 2e-4, 8 prompts x 8 samples)",
+            "models": results,
+        },
     )
 
 

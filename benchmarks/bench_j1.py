@@ -24,7 +24,8 @@ answer" is right in both orders on `length_rule_consistent_accuracy` of the held
 Measured on the 300 held-out pairs, greedy, both orders (`rlrecipes.judge.metrics`):
 position-consistent accuracy (right in both orders), accuracy averaged over the two orders,
 verdict-flip rate (the preferred response changes with the order) and tie/unparseable rates,
-before and after. Prints one JSON line; extra key=value arguments go to every run.
+before and after. Records one result (benchkit.save_result); extra key=value arguments go to
+every run.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import stats
+from benchkit import parse_bench_args, save_result, stats
 
 from rlrecipes.compose import compose_config
 
-SEEDS = (0, 1, 2)
+MODES = {
+    "full": {"seeds": [0, 1, 2], "steps": 60},  # j1_toy's 60 steps
+    "quick": {"seeds": [0]},
+    "smoke": {"seeds": [0], "steps": 2},
+}
 SETTINGS = [
     "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 24-token verdicts
     "trainer.eval_before=false",  # the bench measures with the judge metrics below
@@ -137,10 +142,11 @@ def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
 
 
 def main() -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True)
     import torch
 
     torch.set_num_threads(1)
-    extra = sys.argv[1:]
+    extra = [f"trainer.max_steps={args.steps}", *args.overrides]
     started = time.time()
     from rlrecipes.models import load_model
 
@@ -150,7 +156,7 @@ def main() -> None:
     before = judge_metrics_of(model, tok, cfg, held_out)
     print(f"before: {before}", file=sys.stderr)
     runs: dict[str, list[dict]] = {"j1": [], "sft_teacher": [], "sft_gold": []}
-    for seed in SEEDS:
+    for seed in args.seeds:
         runs["j1"].append(j1_run(seed, extra))
         for kind in ("sft_teacher", "sft_gold"):
             runs[kind].append(sft_run(kind, seed, runs["j1"][-1]["cpu_seconds"], extra))
@@ -165,22 +171,18 @@ def main() -> None:
         }
         for kind, rs in runs.items()
     }
-    print(
-        json.dumps(
-            {
-                "bench": "j1_toy_judge_vs_sft",
-                "setting": " ".join([*SETTINGS, *extra]),
-                "seeds": list(SEEDS),
-                "heldout_pairs": len(held_out),
-                "length_rule_consistent_accuracy": round(
-                    sum(len(p.chosen) > len(p.rejected) for p in held_out) / len(held_out), 4
-                ),
-                "before": before,
-                **methods,
-                "model_build_seconds": round(build_seconds, 1),
-                "wall_seconds": round(time.time() - started, 1),
-            }
-        )
+    save_result(
+        args,
+        {
+            "setting": " ".join([*SETTINGS, *extra]),
+            "heldout_pairs": len(held_out),
+            "length_rule_consistent_accuracy": round(
+                sum(len(p.chosen) > len(p.rejected) for p in held_out) / len(held_out), 4
+            ),
+            "before": before,
+            **methods,
+            "model_build_seconds": round(build_seconds, 1),
+        },
     )
 
 

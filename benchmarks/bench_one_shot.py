@@ -21,11 +21,12 @@ Learning rate: `--lr` (4e-5) replaces the paper's 1e-6, which does not move a 0.
 toy model in 80 steps; at the CPU default 2e-4 the policy collapses onto the example within
 three steps. Everything else is the recipe's (bnpo, KL 0.001, entropy 0.001, temperature 0.6).
 
-Prints ONE JSON line. The baselines are the same model before training (difference in
+Records one result (benchkit.save_result). The baselines are the same model before training (difference in
 points, per seed, with mean and spread) and the two control examples trained the same
 way (`pi1_minus_random_points`, `pi1_minus_lowest_variance_points`).
 `post_saturation_gain_points` is held-out accuracy gained after training accuracy on π1
-first reached `--saturation` (the paper's post-saturation generalisation); the seed-0 plot goes to outputs/bench/one_shot_seed0.svg.
+first reached `--saturation` (the paper's post-saturation generalisation); the first seed's plot
+goes beside the result file (<result>_seed<N>.svg).
 """
 
 from __future__ import annotations
@@ -36,12 +37,38 @@ import random
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from benchkit import stats
+from benchkit import parse_bench_args, save_result, stats
 
 from rlrecipes.compose import compose_config
+
+MODES = {
+    "full": {
+        "seeds": [0, 1, 2],
+        "pool": 32,  # problems in the history run
+        "history_steps": 40,
+        "prompts": 16,  # rows per rollout step (= recipe.rows)
+        "steps": 80,
+        "lr": 4e-5,
+        "eval_every": 10,
+        "save_every": 40,
+        "saturation": 0.9,
+        "eval_limit": 100,  # held-out problems per checkpoint eval
+        "random_seed": 0,  # draws the random control example
+    },
+    "quick": {"seeds": [0]},
+    "smoke": {
+        "seeds": [0],
+        "pool": 8,
+        "history_steps": 2,
+        "prompts": 8,
+        "steps": 2,
+        "eval_every": 1,
+        "save_every": 2,
+        "eval_limit": 5,
+    },
+}
 
 
 def history_run(args: argparse.Namespace, workdir: Path) -> dict:
@@ -113,26 +140,11 @@ def post_saturation_gain(run: Path, threshold: float) -> tuple[float | None, flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--pool", type=int, default=32, help="problems in the history run")
-    parser.add_argument("--history-steps", type=int, default=40)
-    parser.add_argument("--prompts", type=int, default=16, help="rows per rollout step (= recipe.rows)")
-    parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument("--lr", type=float, default=4e-5)
-    parser.add_argument("--eval-every", type=int, default=10)
-    parser.add_argument("--save-every", type=int, default=40)
-    parser.add_argument("--saturation", type=float, default=0.9)
-    parser.add_argument("--eval-limit", type=int, default=100, help="held-out problems per checkpoint eval")
-    parser.add_argument("--random-seed", type=int, default=0, help="draws the random control example")
-    parser.add_argument("overrides", nargs="*", help="extra key=value for every run")
-    args = parser.parse_args()
-
+    args = parse_bench_args(__file__, MODES, overrides=True)
     from rlrecipes.runs.checkpoints import eval_checkpoints
     from rlrecipes.runs.plots import plot_run
     from rlrecipes.runs.selection import rank
 
-    started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         history = history_run(args, workdir)
@@ -149,8 +161,8 @@ def main() -> None:
                 eval_checkpoints(run, "synthetic", [f"limit={args.eval_limit}", "progress=false"], log=lambda _: None)
             )
             if seed == args.seeds[0]:
-                Path("outputs/bench").mkdir(parents=True, exist_ok=True)
-                plot_run(run, "outputs/bench/one_shot_seed0.svg")
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                plot_run(run, str(args.out.with_name(f"{args.out.stem}_seed{seed}.svg")))
             print(
                 f"seed {seed}: {runs[-1]['accuracy_before']:.3f} -> {runs[-1]['accuracy_after']:.3f}", file=sys.stderr
             )
@@ -173,42 +185,38 @@ def main() -> None:
     gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
     post = [g for _, g in saturation if g is not None]
     gains_mean = statistics.mean(gains)
-    print(
-        json.dumps(
-            {
-                "bench": "one_shot_one_example",
-                "example": {
-                    "pi1": pi1.id,
-                    "variance": round(pi1.score, 4),
-                    "history": history[pi1.id],
-                    "pool": len(history),
-                },
-                "seeds": args.seeds,
-                "steps": args.steps,
-                "learning_rate": args.lr,
-                "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
-                "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
-                "gain_points": stats(gains, 2),
-                "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
-                "train_saturation_step": [s for s, _ in saturation],
-                "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
-                "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
-                "controls_same_budget": controls,
-                "pi1_minus_random_points": round(gains_mean - controls["random"]["gain_points"]["mean"], 2),
-                "pi1_minus_lowest_variance_points": round(
-                    gains_mean - controls["lowest_variance"]["gain_points"]["mean"], 2
-                ),
-                "suite_synthetic": {
-                    "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
-                    "problems": args.eval_limit,
-                    "base_average": [round(100 * s.averages[0], 2) for s in sweeps],
-                    "best_average_step": [s.best_step for s in sweeps],
-                    "best_average": [round(100 * s.averages[s.best_step], 2) for s in sweeps],
-                    "last_average": [round(100 * s.averages[s.last_step], 2) for s in sweeps],
-                },
-                "wall_seconds": round(time.time() - started, 1),
-            }
-        )
+    save_result(
+        args,
+        {
+            "example": {
+                "pi1": pi1.id,
+                "variance": round(pi1.score, 4),
+                "history": history[pi1.id],
+                "pool": len(history),
+            },
+            "steps": args.steps,
+            "learning_rate": args.lr,
+            "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
+            "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
+            "gain_points": stats(gains, 2),
+            "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
+            "train_saturation_step": [s for s, _ in saturation],
+            "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],
+            "post_saturation_gain_mean": round(statistics.mean(post), 2) if post else None,
+            "controls_same_budget": controls,
+            "pi1_minus_random_points": round(gains_mean - controls["random"]["gain_points"]["mean"], 2),
+            "pi1_minus_lowest_variance_points": round(
+                gains_mean - controls["lowest_variance"]["gain_points"]["mean"], 2
+            ),
+            "suite_synthetic": {
+                "benchmarks": list(sweeps[0].scores[sweeps[0].steps[0]]),
+                "problems": args.eval_limit,
+                "base_average": [round(100 * s.averages[0], 2) for s in sweeps],
+                "best_average_step": [s.best_step for s in sweeps],
+                "best_average": [round(100 * s.averages[s.best_step], 2) for s in sweeps],
+                "last_average": [round(100 * s.averages[s.last_step], 2) for s in sweeps],
+            },
+        },
     )
 
 

@@ -19,9 +19,10 @@ So GRPO and RFT see the same number of sampled completions (64 per step) and the
 verifier; the SFT controls see as many problems. Held-out accuracy is greedy on the
 300 held-out problems, the metric `rlrecipes train` prints.
 
-Prints one JSON line: per method, accuracy after training per seed and the gain in points
-(mean, sample stdev, min, max); `grpo_minus_rft_points` is the difference of the mean gains.
-Extra key=value arguments are passed to every run (e.g. data=countdown).
+Records (benchkit.save_result): per method, accuracy after training per seed and the gain in
+points (mean, sample stdev, min, max); `grpo_minus_rft_points` is the difference of the mean
+gains. Extra key=value arguments are passed to every run (e.g. data=countdown); `--quick`
+runs GRPO and RFT on one seed.
 """
 
 from __future__ import annotations
@@ -33,12 +34,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import stats
+from benchkit import parse_bench_args, save_result, stats
 
 from rlrecipes.compose import compose_config
 
-SEEDS = [0, 1, 2]
-CONTROLS = ("rft", "sft_teacher", "sft_correct")
+METHODS = ["grpo", "rft", "sft_teacher", "sft_correct"]
+MODES = {
+    "full": {"seeds": [0, 1, 2], "steps": 120, "methods": METHODS},
+    "quick": {"seeds": [0], "methods": ["grpo", "rft"]},
+    "smoke": {"seeds": [0], "steps": 2},
+}
 
 
 def grpo_run(seed: int, extra: list[str]) -> dict:
@@ -174,13 +179,15 @@ def warm_start_report(cfg) -> dict:
 
 
 def main() -> None:
-    extra = sys.argv[1:]
-    started = time.time()
-    runs: dict[str, list[dict]] = {"grpo": [], **{k: [] for k in CONTROLS}}
-    for seed in SEEDS:
-        runs["grpo"].append(grpo_run(seed, extra))
-        for kind in CONTROLS:
-            runs[kind].append(control_run(kind, seed, extra))
+    args = parse_bench_args(__file__, MODES, overrides=True)
+    extra = [f"trainer.max_steps={args.steps}", *args.overrides]
+    unknown = sorted(set(args.methods) - set(METHODS))
+    if unknown:
+        raise SystemExit(f"--methods {unknown[0]} is unknown; valid: {', '.join(METHODS)}")
+    runs: dict[str, list[dict]] = {kind: [] for kind in args.methods}
+    for seed in args.seeds:
+        for kind in args.methods:
+            runs[kind].append(grpo_run(seed, extra) if kind == "grpo" else control_run(kind, seed, extra))
         done = {k: round(v[-1]["accuracy_after"], 3) for k, v in runs.items()}
         print(f"seed {seed}: after {done}", file=sys.stderr)
     cfg = compose_config("train", extra)
@@ -194,27 +201,21 @@ def main() -> None:
             **{k: [r[k] for r in rs] for k in ("sequences_per_step", "steps_without_accepted_sample") if k in rs[0]},
         }
     befores = {round(r["accuracy_before"], 4) for rs in runs.values() for r in rs}
-    warm_start = warm_start_report(cfg)
-    print(
-        json.dumps(
-            {
-                "bench": "quickstart_vs_controls",
-                "data": cfg.data.name,
-                "seeds": SEEDS,
-                "steps": cfg.trainer.max_steps,
-                "prompts_per_step": cfg.trainer.prompts_per_rollout,
-                "samples_per_prompt": cfg.trainer.num_generations,
-                "learning_rate": cfg.trainer.learning_rate,
-                "accuracy_before": sorted(befores),
-                "warm_start": warm_start,
-                **methods,
-                "grpo_minus_rft_points": round(
-                    methods["grpo"]["gain_points"]["mean"] - methods["rft"]["gain_points"]["mean"], 2
-                ),
-                "wall_seconds": round(time.time() - started, 1),
-            }
+    result = {
+        "data": cfg.data.name,
+        "steps": cfg.trainer.max_steps,
+        "prompts_per_step": cfg.trainer.prompts_per_rollout,
+        "samples_per_prompt": cfg.trainer.num_generations,
+        "learning_rate": cfg.trainer.learning_rate,
+        "accuracy_before": sorted(befores),
+        "warm_start": warm_start_report(cfg),
+        **methods,
+    }
+    if "grpo" in methods and "rft" in methods:
+        result["grpo_minus_rft_points"] = round(
+            methods["grpo"]["gain_points"]["mean"] - methods["rft"]["gain_points"]["mean"], 2
         )
-    )
+    save_result(args, result)
 
 
 if __name__ == "__main__":

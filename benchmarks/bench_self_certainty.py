@@ -12,8 +12,8 @@ at once (the price of letting the wrapper gather its parameters).
 Each variant runs in its own process; memory = peak resident set during the computation
 minus the resident set just before it (ru_maxrss, so a variant that never rises above
 the process's earlier peak would read as 0; the check `above_setup_peak` says whether
-it did). Prints one JSON line with the ratios naive / chunked and forward / chunked and the
-largest difference between the results (they must agree).
+it did). Records (benchkit.save_result) the ratios naive / chunked and forward / chunked and
+the largest difference between the results (they must agree).
 """
 
 from __future__ import annotations
@@ -25,10 +25,14 @@ import subprocess
 import sys
 import time
 
-VOCAB = 151_936
-BATCH, PROMPT, COMPLETION = 4, 32, 480
-CHUNK = 256
-REPEATS = 3
+from benchkit import parse_bench_args, save_result
+
+MODES = {
+    "full": {"vocab": 151_936, "batch": 4, "prompt": 32, "completion": 480, "chunk": 256, "repeats": 3},
+    "smoke": {"vocab": 4096, "completion": 64, "chunk": 32, "repeats": 1},
+}
+# the shape of the variant measured in this process (a child sets it from its command line)
+VOCAB, BATCH, PROMPT, COMPLETION, CHUNK, REPEATS = (MODES["full"][k] for k in MODES["full"])
 
 
 def _model():
@@ -93,13 +97,15 @@ def forward(model, prompt, prompt_mask, completion, completion_mask):
 VARIANTS = {"naive": naive, "chunked": chunked, "forward": forward}
 
 
-def child(variant: str) -> None:
+def child(variant: str, shape: dict) -> None:
     """Measure one variant in this (fresh) process and print its numbers as JSON."""
     import gc
 
     import psutil
     import torch
 
+    global VOCAB, BATCH, PROMPT, COMPLETION, CHUNK, REPEATS
+    VOCAB, BATCH, PROMPT, COMPLETION, CHUNK, REPEATS = (shape[k] for k in MODES["full"])
     torch.set_num_threads(1)
     model, inputs = _model(), _inputs()
     fn = VARIANTS[variant]
@@ -128,51 +134,53 @@ def child(variant: str) -> None:
     )
 
 
-def run(variant: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, variant], capture_output=True, text=True, check=True)
+def run(variant: str, shape: dict) -> dict:
+    command = [sys.executable, __file__, "--child", variant, json.dumps(shape)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{variant} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    naive_r, chunked_r, forward_r = run("naive"), run("chunked"), run("forward")
+    args = parse_bench_args(__file__, MODES)
+    naive_r, chunked_r, forward_r = (run(v, args.settings) for v in ("naive", "chunked", "forward"))
     tokens = naive_r["tokens"]
     mb = 2**20
     diff = max(abs(a - b) for a, b in zip(naive_r["values"], chunked_r["values"]))
     forward_diff = max(abs(a - b) for a, b in zip(forward_r["values"], chunked_r["values"]))
-    print(
-        json.dumps(
-            {
-                "bench": "self_certainty",
-                "vocab": VOCAB,
-                "completion_tokens": tokens,
-                "chunk_tokens": CHUNK,
-                "naive_peak_mb": round(naive_r["peak_extra_bytes"] / mb, 1),
-                "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
-                "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
-                "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
-                "memory_ratio_naive_over_chunked": round(
-                    naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
-                ),
-                "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
-                "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
-                "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
-                "forward_peak_mb": round(forward_r["peak_extra_bytes"] / mb, 1),
-                "memory_ratio_forward_over_chunked": round(
-                    forward_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
-                ),
-                "forward_us_per_token": round(1e6 * forward_r["seconds"] / tokens, 1),
-                "peaks_measured": naive_r["above_setup_peak"]
-                and chunked_r["above_setup_peak"]
-                and forward_r["above_setup_peak"],
-                "max_abs_diff": diff,
-                "forward_max_abs_diff": forward_diff,
-            }
-        )
+    save_result(
+        args,
+        {
+            "vocab": args.vocab,
+            "completion_tokens": tokens,
+            "chunk_tokens": args.chunk,
+            "naive_peak_mb": round(naive_r["peak_extra_bytes"] / mb, 1),
+            "chunked_peak_mb": round(chunked_r["peak_extra_bytes"] / mb, 1),
+            "naive_kb_per_token": round(naive_r["peak_extra_bytes"] / tokens / 1024, 1),
+            "chunked_kb_per_token": round(chunked_r["peak_extra_bytes"] / tokens / 1024, 1),
+            "memory_ratio_naive_over_chunked": round(
+                naive_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
+            ),
+            "naive_us_per_token": round(1e6 * naive_r["seconds"] / tokens, 1),
+            "chunked_us_per_token": round(1e6 * chunked_r["seconds"] / tokens, 1),
+            "time_ratio_naive_over_chunked": round(naive_r["seconds"] / chunked_r["seconds"], 2),
+            "forward_peak_mb": round(forward_r["peak_extra_bytes"] / mb, 1),
+            "memory_ratio_forward_over_chunked": round(
+                forward_r["peak_extra_bytes"] / max(chunked_r["peak_extra_bytes"], 1), 2
+            ),
+            "forward_us_per_token": round(1e6 * forward_r["seconds"] / tokens, 1),
+            "peaks_measured": naive_r["above_setup_peak"]
+            and chunked_r["above_setup_peak"]
+            and forward_r["above_setup_peak"],
+            "max_abs_diff": diff,
+            "forward_max_abs_diff": forward_diff,
+        },
     )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        child(sys.argv[1])
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2], json.loads(sys.argv[3]))
     else:
         main()

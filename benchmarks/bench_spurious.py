@@ -14,7 +14,7 @@ mechanics behave as they should (ground truth learns; labels from a model that i
 on 2/3 of the problems teach its mistakes; format is nearly always satisfied, so almost
 every group is tied; clipping acts only when updates go off-policy).
 
-Prints one JSON line: per reward, held-out greedy accuracy after training (per seed and
+Records (benchkit.save_result): per reward, held-out greedy accuracy after training (per seed and
 statistics) and its gain over the shared starting accuracy in points, plus how many of the
 training problems the labelled rewards could use.
 """
@@ -27,10 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import stats, train_in_scratch
+from benchkit import parse_bench_args, save_result, stats, train_in_scratch
 
-SEEDS = (0, 1, 2)
-LABEL_SAMPLES = 16
 # Four optimizer updates per rollout (the paper's code makes 8): with one, every update is
 # on-policy, the ratio is exactly 1 and clipping never acts, so clip=true and clip=false
 # would be the same run. 240 updates = 60 rollouts of 8 prompts x 8 samples.
@@ -39,7 +37,6 @@ BASE = [
     "data.max_examples=1000",
     "trainer.updates_per_rollout=4",
     "trainer.micro_batch_size=16",
-    "trainer.max_steps=240",
 ]
 CONDITIONS = {  # name -> overrides on top of BASE
     "ground_truth": ["reward=ground_truth"],
@@ -49,6 +46,11 @@ CONDITIONS = {  # name -> overrides on top of BASE
     "random_clip": ["reward=random"],
     "random_no_clip": ["reward=random", "recipe.clip=false"],
 }
+MODES = {
+    "full": {"seeds": [0, 1, 2], "steps": 240, "label_samples": 16, "conditions": list(CONDITIONS)},
+    "quick": {"seeds": [0]},
+    "smoke": {"seeds": [0], "steps": 4, "label_samples": 4},
+}
 
 
 def tail_mean(rows: list[dict], key: str, last: int = 10) -> float:
@@ -57,23 +59,28 @@ def tail_mean(rows: list[dict], key: str, last: int = 10) -> float:
 
 
 def main() -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True)
     import torch
 
     from rlrecipes.commands.spurious_labels import label_problems
 
     torch.set_num_threads(1)
+    unknown = sorted(set(args.conditions) - set(CONDITIONS))
+    if unknown:
+        raise SystemExit(f"--conditions {unknown[0]} is unknown; valid: {', '.join(CONDITIONS)}")
+    base = [*BASE, f"trainer.max_steps={args.steps}", *args.overrides]
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         labels_file = Path(tmp) / "labels.jsonl"
-        labels = label_problems(BASE, samples=LABEL_SAMPLES)
+        labels = label_problems(base, samples=args.label_samples)
         labels_file.write_text("".join(json.dumps(r) + "\n" for r in labels))
         label_seconds = time.time() - started
         before = None
         results = {}
-        for name, extra in CONDITIONS.items():
-            overrides = [*BASE, *(x.format(labels=labels_file) for x in extra)]
+        for name in args.conditions:
+            overrides = [*base, *(x.format(labels=labels_file) for x in CONDITIONS[name])]
             runs = []
-            for seed in SEEDS:
+            for seed in args.seeds:
                 measure_before = before is None
                 summary = train_in_scratch(
                     [*overrides, f"seed={seed}", f"trainer.eval_before={str(measure_before).lower()}"]
@@ -92,28 +99,23 @@ def main() -> None:
                 # share of tokens whose ratio left the clip range (0 when nothing is clipped)
                 "clipped_fraction_mean": [round(tail_mean(r["rows"], "clip_ratio_region", 10**6), 4) for r in runs],
             }
-    print(
-        json.dumps(
-            {
-                "bench": "spurious_rewards_toy",
-                "setting": " ".join(BASE) + " (trainer=cpu otherwise: lr 2e-4, 8 prompts x 8 samples)",
-                "seeds": SEEDS,
-                "accuracy_before": before,
-                "labels": {
-                    "samples": LABEL_SAMPLES,
-                    "problems": len(labels),
-                    "majority_correct": sum(r["majority_correct"] for r in labels),
-                    "majority_wrong": sum(not r["majority_correct"] for r in labels),
-                    "seconds": round(label_seconds, 1),
-                },
-                "rewards": results,
-                "ground_truth_minus_random_clip_points": round(
-                    results["ground_truth"]["gain_points"]["mean"] - results["random_clip"]["gain_points"]["mean"], 2
-                ),
-                "wall_seconds": round(time.time() - started, 1),
-            }
+    result = {
+        "setting": " ".join(base) + " (trainer=cpu otherwise: lr 2e-4, 8 prompts x 8 samples)",
+        "accuracy_before": before,
+        "labels": {
+            "samples": args.label_samples,
+            "problems": len(labels),
+            "majority_correct": sum(r["majority_correct"] for r in labels),
+            "majority_wrong": sum(not r["majority_correct"] for r in labels),
+            "seconds": round(label_seconds, 1),
+        },
+        "rewards": results,
+    }
+    if {"ground_truth", "random_clip"} <= results.keys():
+        result["ground_truth_minus_random_clip_points"] = round(
+            results["ground_truth"]["gain_points"]["mean"] - results["random_clip"]["gain_points"]["mean"], 2
         )
-    )
+    save_result(args, result)
 
 
 if __name__ == "__main__":

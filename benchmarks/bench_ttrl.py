@@ -9,7 +9,7 @@ the reward is the majority vote, their answers only feed the logged diagnostics.
 
 Three disjoint splits:
   train      train[:3600]: TTRL's (unlabelled) prompts;
-  selection  train[3600:] (400 problems): neither the warm-start nor TTRL trains on them
+  selection  train[3600:] (400 problems, `model.toy.sft_dev_size`): neither the warm-start nor TTRL trains on them
              (they are the warm-start's plateau-detection dev split). The learning rate
              and step count (grid: LEARNING_RATES x checkpoints every 20 steps up to 60,
              seed 0) and the sharpening temperature (TEMPERATURES) are picked here, by
@@ -22,8 +22,9 @@ sharpens the sampling distribution): the base model's avg@16 at the selected low
 temperature, its greedy accuracy and its majority answer over 16 samples at T=1.0
 (maj@16, the very pseudo-label TTRL trains on).
 
-Prints one JSON line: the selection table, then on the held-out split TTRL's greedy and
-avg@16 (T=1.0) before/after for seeds 0, 1, 2 (mean ± stdev), and the controls.
+Records (benchkit.save_result) the selection table, then on the held-out split TTRL's greedy and
+avg@k (T=1.0, k = `--heldout-samples`, 16) before/after for seeds 0, 1, 2 (mean ± stdev), and
+the controls; `avgk_*` and `majk_*` are avg@k and maj@k.
 """
 
 from __future__ import annotations
@@ -36,26 +37,48 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchkit import sample_completions, stats
+from benchkit import parse_bench_args, sample_completions, save_result, stats
 
 from rlrecipes.compose import compose_config
 
-SEEDS = (0, 1, 2)
-SELECTION_SIZE = 400  # = model.toy.sft_dev_size: the tail of the train split
 SETTINGS = [
     "recipe=ttrl",
     "data.synthetic.teacher_error_rate=0.3",
-    f"data.max_examples={4000 - SELECTION_SIZE}",
     "model.toy.sft_max_steps=1000",
     "trainer.num_generations=16",  # votes per prompt
     "recipe.n_train=8",  # the first half trains, as 64 -> 32 in the paper
     "trainer.prompts_per_rollout=8",
     "trainer.progress=false",
 ]
-LEARNING_RATES = (2e-4, 5e-5)  # the CPU preset's and a 4x lower one
-MAX_STEPS, SAVE_EVERY = 60, 20
-TEMPERATURES = (1.0, 0.7, 0.5, 0.3)
-SELECTION_SAMPLES = 8
+MODES = {
+    "full": {
+        "seeds": [0, 1, 2],
+        "learning_rates": [2e-4, 5e-5],  # the CPU preset's and a 4x lower one
+        "max_steps": 60,
+        "save_every": 20,
+        "temperatures": [1.0, 0.7, 0.5, 0.3],
+        "selection_samples": 8,
+        "heldout_samples": 16,
+    },
+    "quick": {"seeds": [0]},
+    "smoke": {
+        "seeds": [0],
+        "learning_rates": [2e-4],
+        "max_steps": 2,
+        "save_every": 2,
+        "temperatures": [1.0, 0.5],
+        "selection_samples": 2,
+        "heldout_samples": 2,
+    },
+}
+
+
+def run_settings(overrides: list[str]) -> list[str]:
+    """SETTINGS and `overrides`, training on the train split less its tail (the selection split:
+    the warm-start's dev split, `model.toy.sft_dev_size` problems)."""
+    cfg = compose_config("train", [*SETTINGS, *overrides])
+    train = cfg.data.synthetic.num_train - cfg.model.toy.sft_dev_size
+    return [*SETTINGS, *overrides, f"data.max_examples={train}"]
 
 
 def avg_at_k(outs: list[list[str]], items: list[dict], verify) -> float:
@@ -75,20 +98,20 @@ def maj_at_k(outs: list[list[str]], items: list[dict], verify) -> float:
     return right / len(items)
 
 
-def select_settings(selection: list[dict], verify) -> tuple[float, int, list[dict]]:
+def select_settings(args, settings: list[str], selection: list[dict], verify) -> tuple[float, int, list[dict]]:
     """(learning rate, steps) with the best selection-split avg@8 over the grid, seed 0."""
     from rlrecipes.training.job import train
 
     table = []
-    for lr in LEARNING_RATES:
+    for lr in args.learning_rates:
         cfg = compose_config(
             "train",
             [
-                *SETTINGS,
+                *settings,
                 "seed=0",
                 f"trainer.learning_rate={lr}",
-                f"trainer.max_steps={MAX_STEPS}",
-                f"trainer.save_steps={SAVE_EVERY}",
+                f"trainer.max_steps={args.max_steps}",
+                f"trainer.save_steps={args.save_every}",
                 "trainer.save_keep_last=null",
                 "trainer.eval_before=false",
                 "trainer.eval_after=false",
@@ -97,9 +120,9 @@ def select_settings(selection: list[dict], verify) -> tuple[float, int, list[dic
         with tempfile.TemporaryDirectory() as tmp:
             run = Path(tmp)
             train(cfg, run, log=lambda _: None)
-            for step in range(SAVE_EVERY, MAX_STEPS + 1, SAVE_EVERY):
+            for step in range(args.save_every, args.max_steps + 1, args.save_every):
                 checkpoint = str(run / "checkpoints" / f"checkpoint-{step}")
-                outs = sample_completions(checkpoint, cfg, selection, SELECTION_SAMPLES)
+                outs = sample_completions(checkpoint, cfg, selection, args.selection_samples)
                 table.append(
                     {"learning_rate": lr, "steps": step, "selection_avg8": round(avg_at_k(outs, selection, verify), 4)}
                 )
@@ -109,6 +132,7 @@ def select_settings(selection: list[dict], verify) -> tuple[float, int, list[dic
 
 
 def main() -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True)
     import torch
 
     from rlrecipes.data.problems import load_problem_set
@@ -117,9 +141,11 @@ def main() -> None:
 
     torch.set_num_threads(1)
     started = time.time()
-    base_cfg = compose_config("train", SETTINGS)
+    settings = run_settings(args.overrides)
+    base_cfg = compose_config("train", settings)
     problems = load_problem_set(base_cfg.data)
-    selection, heldout, verify = problems.task.train[-SELECTION_SIZE:], problems.eval, problems.verify
+    selection_size = base_cfg.model.toy.sft_dev_size
+    selection, heldout, verify = problems.task.train[-selection_size:], problems.eval, problems.verify
     trained_ids = {it["id"] for it in problems.train}
     assert not trained_ids & {it["id"] for it in selection}, "the selection split must not be trained on"
     base = resolve_model_path(base_cfg.model, problems.task, base_cfg.data.synthetic, log=lambda _: None)
@@ -127,38 +153,41 @@ def main() -> None:
 
     # the sharpening control: temperature picked on the selection split, reported on held-out
     by_temperature = {
-        t: round(avg_at_k(sample_completions(base, base_cfg, selection, SELECTION_SAMPLES, t), selection, verify), 4)
-        for t in TEMPERATURES
+        t: round(
+            avg_at_k(sample_completions(base, base_cfg, selection, args.selection_samples, t), selection, verify), 4
+        )
+        for t in args.temperatures
     }
     best_t = max(by_temperature, key=by_temperature.get)
-    base_t1 = sample_completions(base, base_cfg, heldout, temperature=1.0)
+    k = args.heldout_samples
+    base_t1 = sample_completions(base, base_cfg, heldout, k, temperature=1.0)
     control = {
         "selection_avg8_by_temperature": by_temperature,
         "temperature": best_t,
-        "heldout_avg16_t1": round(avg_at_k(base_t1, heldout, verify), 4),
-        "heldout_avg16_sharpened": round(
-            avg_at_k(sample_completions(base, base_cfg, heldout, temperature=best_t), heldout, verify), 4
+        "heldout_avgk_t1": round(avg_at_k(base_t1, heldout, verify), 4),
+        "heldout_avgk_sharpened": round(
+            avg_at_k(sample_completions(base, base_cfg, heldout, k, temperature=best_t), heldout, verify), 4
         ),
-        "heldout_maj16_t1": round(maj_at_k(base_t1, heldout, verify), 4),
+        "heldout_majk_t1": round(maj_at_k(base_t1, heldout, verify), 4),
     }
 
-    lr, steps, table = select_settings(selection, verify)
+    lr, steps, table = select_settings(args, settings, selection, verify)
     runs = []
-    for seed in SEEDS:
+    for seed in args.seeds:
         cfg = compose_config(
-            "train", [*SETTINGS, f"seed={seed}", f"trainer.learning_rate={lr}", f"trainer.max_steps={steps}"]
+            "train", [*settings, f"seed={seed}", f"trainer.learning_rate={lr}", f"trainer.max_steps={steps}"]
         )
         with tempfile.TemporaryDirectory() as tmp:
             summary = train(cfg, Path(tmp), log=lambda _: None)
             rows = [json.loads(x) for x in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
-            outs = sample_completions(str(Path(tmp) / "model"), cfg, heldout)
+            outs = sample_completions(str(Path(tmp) / "model"), cfg, heldout, k)
             runs.append(
                 {
                     "seed": seed,
                     "greedy_before": summary["accuracy_before"],
                     "greedy_after": summary["accuracy_after"],
-                    "avg16_after": round(avg_at_k(outs, heldout, verify), 4),
-                    "maj16_after": round(maj_at_k(outs, heldout, verify), 4),
+                    "avgk_after": round(avg_at_k(outs, heldout, verify), 4),
+                    "majk_after": round(maj_at_k(outs, heldout, verify), 4),
                     "label_accuracy_first": rows[0].get("ttrl/label_accuracy"),
                     "label_accuracy_last": rows[-1].get("ttrl/label_accuracy"),
                 }
@@ -166,31 +195,28 @@ def main() -> None:
             print(f"seed {seed}: {runs[-1]}", file=sys.stderr)
 
     greedy_before = runs[0]["greedy_before"]
-    print(
-        json.dumps(
-            {
-                "bench": "ttrl_toy_vs_sharpening",
-                "setting": " ".join(SETTINGS),
-                "splits": {"train": len(problems.train), "selection": len(selection), "heldout": len(heldout)},
-                "selection_grid": table,
-                "chosen": {"learning_rate": lr, "steps": steps, "picked_on": "selection", "reported_on": "heldout"},
-                "seeds": len(SEEDS),
-                "greedy_before": greedy_before,
-                "greedy_after": stats([r["greedy_after"] for r in runs]),
-                "greedy_gain_points": stats([100 * (r["greedy_after"] - greedy_before) for r in runs], 2),
-                "avg16_before": control["heldout_avg16_t1"],
-                "avg16_after": stats([r["avg16_after"] for r in runs]),
-                "avg16_gain_points": stats([100 * (r["avg16_after"] - control["heldout_avg16_t1"]) for r in runs], 2),
-                "maj16_after": stats([r["maj16_after"] for r in runs]),
-                "sharpening_control": control,
-                "ttrl_avg16_minus_sharpened_points": round(
-                    100 * (statistics.mean(r["avg16_after"] for r in runs) - control["heldout_avg16_sharpened"]), 2
-                ),
-                "runs": runs,
-                "model_build_seconds": round(build_seconds, 1),
-                "wall_seconds": round(time.time() - started, 1),
-            }
-        )
+    save_result(
+        args,
+        {
+            "setting": " ".join(settings),
+            "splits": {"train": len(problems.train), "selection": len(selection), "heldout": len(heldout)},
+            "selection_grid": table,
+            "chosen": {"learning_rate": lr, "steps": steps, "picked_on": "selection", "reported_on": "heldout"},
+            "greedy_before": greedy_before,
+            "greedy_after": stats([r["greedy_after"] for r in runs]),
+            "greedy_gain_points": stats([100 * (r["greedy_after"] - greedy_before) for r in runs], 2),
+            "k": k,
+            "avgk_before": control["heldout_avgk_t1"],
+            "avgk_after": stats([r["avgk_after"] for r in runs]),
+            "avgk_gain_points": stats([100 * (r["avgk_after"] - control["heldout_avgk_t1"]) for r in runs], 2),
+            "majk_after": stats([r["majk_after"] for r in runs]),
+            "sharpening_control": control,
+            "ttrl_avgk_minus_sharpened_points": round(
+                100 * (statistics.mean(r["avgk_after"] for r in runs) - control["heldout_avgk_sharpened"]), 2
+            ),
+            "runs": runs,
+            "model_build_seconds": round(build_seconds, 1),
+        },
     )
 
 

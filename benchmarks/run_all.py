@@ -1,11 +1,22 @@
-"""`make bench`: run every benchmarks/bench_*.py, echo its JSON line, keep them all.
+"""`make bench` / `make bench-quick`: run the benchmarks/bench_*.py scripts one after another.
 
-Each script prints one JSON line comparing against a baseline measured in the same
-run. The lines are also appended to outputs/bench/<timestamp>.jsonl.
+  python benchmarks/run_all.py                 every bench, full settings: each replaces its
+                                               stored result, benchmarks/results/<bench>.json
+  python benchmarks/run_all.py --quick         the QUICK subset with fewer seeds or repeats
+                                               (a change to the engine), into outputs/bench-quick/<time>/
+  python benchmarks/run_all.py --smoke         every bench for a few steps, one seed, on the
+                                               tiny toy, into outputs/bench-smoke/<time>/
+  python benchmarks/run_all.py bench_grading   the named benches only (any mode)
+
+Each bench compares against a baseline or control measured side by side in the same run and
+writes its own result file (benchkit.save_result), only when it finishes: one that fails or
+is interrupted leaves its previous result as it was. Progress goes to stderr; stdout gets one
+summary line per bench (ok, failed or skipped). Exits 1 when any bench failed.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -13,31 +24,64 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from benchkit import REPO, RESULTS_DIR, bench_name
+
 HERE = Path(__file__).resolve().parent
+# What a change to the engine should rerun with --quick (521 s on the 2-core development
+# machine under load 5, with the default toy already built): the step-time overhead against
+# plain TRL, grading speed and bounds, self-certainty's memory, DAPO's dynamic sampling
+# against GRPO, and the quick-start against rejection sampling.
+QUICK = (
+    "bench_engine_overhead",
+    "bench_grading",
+    "bench_grading_bounds",
+    "bench_self_certainty",
+    "bench_dapo",
+    "bench_quickstart",
+)
 
 
-def main() -> int:
-    only = set(sys.argv[1:])
-    out_dir = Path("outputs") / "bench"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out_file = out_dir / f"{datetime.now():%Y-%m-%d_%H-%M-%S}.jsonl"
+def all_benches() -> list[str]:
+    return sorted(p.stem for p in HERE.glob("bench_*.py"))
+
+
+def run_one(script: str, mode: str, results_dir: Path | None) -> dict:
+    command = [sys.executable, str(HERE / f"{script}.py")]
+    if mode != "full":
+        command += [f"--{mode}", "--results-dir", str(results_dir)]
+    started = time.time()
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)  # stderr: the bench's progress, as it runs
+    record = {"bench": bench_name(script), "seconds": round(time.time() - started, 1)}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    last = json.loads(lines[-1]) if lines else {}
+    if done.returncode != 0 or not lines:
+        return {**record, "status": "failed", "exit_code": done.returncode}
+    if "skipped" in last:
+        return {**record, "status": "skipped", "reason": last["skipped"]}
+    where = (results_dir or RESULTS_DIR) / f"{record['bench']}.json"
+    return {**record, "status": "ok", "result": str(where.relative_to(REPO))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true", help=f"the quick subset: {', '.join(QUICK)}")
+    which.add_argument("--smoke", action="store_true", help="every bench, a few steps, one seed")
+    parser.add_argument("benches", nargs="*", help="bench_* names (default: all; with --quick: the quick subset)")
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "smoke" if args.smoke else "full"
+    names = args.benches or (list(QUICK) if mode == "quick" else all_benches())
+    unknown = [n for n in names if n not in all_benches()]
+    if unknown:
+        parser.error(f"{unknown[0]} is not a bench; valid: {', '.join(all_benches())}")
+    results_dir = None
+    if mode != "full":
+        results_dir = REPO / "outputs" / f"bench-{mode}" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     failed = 0
-    for script in sorted(HERE.glob("bench_*.py")):
-        if only and script.stem not in only:
-            continue
-        start = time.time()
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            failed += 1
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            record = {"bench": script.stem, "error": tail[0]}
-        else:
-            record = json.loads(lines[-1])
-        record["bench_seconds"] = round(time.time() - start, 1)
-        print(json.dumps(record), flush=True)
-        with out_file.open("a") as f:
-            f.write(json.dumps(record) + "\n")
+    for script in names:
+        summary = run_one(script, mode, results_dir)
+        failed += summary["status"] == "failed"
+        print(json.dumps(summary), flush=True)
     return 1 if failed else 0
 
 

@@ -1,0 +1,364 @@
+"""The bench table (docs/development.md), rendered from the stored results (benchmarks/results/<bench>.json).
+
+Every figure in the table's result column comes from a bench's result file, and the last
+column says which commit, date and machine it came from; a bench without a stored result
+reads "not yet measured on this commit" rather than an older figure.
+
+  python benchmarks/readme_figures.py            print the table
+  python benchmarks/readme_figures.py --check    exit 1 when docs/development.md's table differs from it
+                                                 (and list the benches not yet measured)
+  python benchmarks/readme_figures.py --write    put it into docs/development.md in place of the old one
+
+tests/benchmarks/test_readme_figures.py runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from benchkit import REPO, RESULTS_DIR
+
+README = REPO / "docs" / "development.md"  # the page that holds the bench table
+HEADER = ["| bench | what it compares | result | measured |", "| --- | --- | --- | --- |"]
+UNMEASURED = "not yet measured on this commit"
+
+
+def pm(stats: dict, digits: int = 1, sign: bool = True) -> str:
+    """`{"mean": 49.0, "stdev": 0.3}` -> "+49.0 ± 0.3"."""
+    mean = f"{stats['mean']:+.{digits}f}" if sign else f"{stats['mean']:.{digits}f}"
+    return f"{mean} ± {stats['stdev']:.{digits}f}"
+
+
+def seeds(record: dict) -> str:
+    n = len(record["seeds"])
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
+def quickstart(rec: dict) -> str:
+    r = rec["result"]
+    labels = {"grpo": "GRPO", "rft": "RFT", "sft_teacher": "SFT-teacher", "sft_correct": "SFT-correct (ceiling)"}
+    gains = [f"{label} {pm(r[key]['gain_points'])}" for key, label in labels.items() if key in r]
+    before = ", ".join(f"{a:.3f}" for a in r["accuracy_before"])
+    return f"gain in points: {gains[0]} vs {', '.join(gains[1:])} (held-out greedy {before} before; {seeds(rec)})"
+
+
+def j1(rec: dict) -> str:
+    r = rec["result"]
+
+    def after(kind: str) -> str:
+        return pm(r[kind]["consistent_accuracy_after"], 2, sign=False)
+
+    return (
+        f"position-consistent accuracy {r['before']['consistent_accuracy']:.2f} → {after('j1')} (J1) vs "
+        f"{after('sft_teacher')} (imitation) vs {after('sft_gold')} (SFT on gold verdicts); "
+        f"“prefer the longer answer” scores {r['length_rule_consistent_accuracy']:.2f} ({seeds(rec)})"
+    )
+
+
+def engine_overhead(rec: dict) -> str:
+    r, s = rec["result"], rec["settings"]
+    ci = r["ratio_ci95_halfwidth"]  # None for a single pair: no spread
+    spread = f" ± {ci:.3f} (95% interval" if ci is not None else " (no spread: one pair"
+    return (
+        f"{r['ratio']['mean']:.3f}{spread} over {s['pairs']} interleaved "
+        f"pairs of {s['steps']}-step runs; per completion token {r['ratio_per_completion_token']['mean']:.3f}; "
+        f"{r['median_step_seconds_rlrecipes']:.3f} vs {r['median_step_seconds_plain_trl']:.3f} s per step)"
+    )
+
+
+def grading(rec: dict) -> str:
+    r = rec["result"]
+    same = "same winners" if r["vote_winners_agree"] else "DIFFERENT winners"
+    return (
+        f"{r['ratio_pool_vs_math_verify']:.1f}× ({r['ratio_pool_vs_rlrecipes_single']:.1f}× over its own single "
+        f"process; {r['symbolic_ratio_pool_vs_single']:.1f}× on sympy-only pairs, where this machine's 2-process "
+        f"ceiling measured {r['cpu_parallelism_probe']:.2f}×); {r['all_answers']} graded in "
+        f"{r['all_answers_wall_s']:.1f} s after a {r['pool_start_s']:.1f} s pool start; majority votes over 64 "
+        f"mostly distinct answers {r['vote_ratio']:.1f}× faster with the constant fast-reject, {same}"
+    )
+
+
+def grading_agreement(rec: dict) -> str:
+    r = rec["result"]
+    styles = ", ".join(
+        f"{style} {v['rlrecipes']:.3f}/{v['math_verify']:.3f}" for style, v in r["agreement_by_style"].items()
+    )
+    return (
+        f"{r['agreement_rlrecipes']:.3f} / {r['agreement_math_verify']:.3f} = {r['agreement_ratio']:.2f}× "
+        f"({r['agreement_cases']:,} cases; per style: {styles})"
+    )
+
+
+def grading_bounds(rec: dict) -> str:
+    r = rec["result"]
+    seconds = r["megabyte_seconds_bounded"].values()
+    return (
+        f"{r['ratio_bounded_vs_unbounded']:.3f} ({r['bounded_aps']:.0f} vs {r['unbounded_aps']:.0f} answers/s); "
+        f"megabyte degenerate responses {min(seconds):.1f}–{max(seconds):.1f} s each with the bounds"
+    )
+
+
+def eval_threads(rec: dict) -> str:
+    r = rec["result"]
+    per = r["seconds_per_problem"]
+    same = "identical" if r["same_completions"] else "DIFFERENT"
+    model = Path(r["model"])  # a model folder: its name (a built toy's is its cache key)
+    model_name = "the toy model" if model.parent.name == "toy" else model.name
+    return (
+        f"{per['threads=null']:.1f} s vs {per['threads=1']:.1f} s vs {per['threads=2']:.1f} s per problem "
+        f"({model_name}, default {r['default_threads']} thread(s); {same} completions; "
+        f"load average {r['load_average'][0]:.1f})"
+    )
+
+
+def vllm(rec: dict) -> str:
+    r = rec["result"]
+    return (
+        f"{r['ratio_vllm_vs_hf']:.1f}× ({r['tokens_per_s_vllm']:.1f} vs {r['tokens_per_s_hf']:.1f} tokens/s); "
+        f"identical completions on {r['same_greedy_completions']:.0%} of {r['problems']}, pass@1 "
+        f"{r['vllm']['pass@1']:.2f} vs {r['hf']['pass@1']:.2f}; whole eval {r['vllm']['wall_s']:.0f} s vs "
+        f"{r['hf']['wall_s']:.0f} s (vLLM's includes its engine start)"
+    )
+
+
+def self_certainty(rec: dict) -> str:
+    r = rec["result"]
+    return (
+        f"{r['memory_ratio_naive_over_chunked']:.0f}× less memory ({r['naive_peak_mb']:.0f} vs "
+        f"{r['chunked_peak_mb']:.0f} MB), {r['time_ratio_naive_over_chunked']:.1f}× faster, max difference "
+        f"{r['max_abs_diff']:.0e}; the forward path {r['forward_peak_mb']:.0f} MB, "
+        f"{r['memory_ratio_forward_over_chunked']:.1f}× the chunked path, max difference {r['forward_max_abs_diff']:.0e}"
+    )
+
+
+def dapo(rec: dict) -> str:
+    r = rec["result"]
+    return (
+        f"DAPO − GRPO {r['dapo_minus_grpo_points']:+.1f} points of held-out accuracy (DAPO "
+        f"{pm(r['dapo']['accuracy_after_stats'], 3, sign=False)}, GRPO {pm(r['grpo']['accuracy_after_stats'], 3, sign=False)}"
+        f" after {r['budget_seconds']:.0f} s each; {seeds(rec)}); DAPO fits {r['steps_ratio_dapo_over_grpo']:.2f}× "
+        f"GRPO's steps, {r['dynamic_sampling']['prompts_generated_per_kept']:.2f} prompts generated per prompt kept"
+    )
+
+
+def ttrl(rec: dict) -> str:
+    r = rec["result"]
+    control = r["sharpening_control"]
+    return (
+        f"greedy {r['greedy_before']:.3f} → {pm(r['greedy_after'], 3, sign=False)} "
+        f"({pm(r['greedy_gain_points'])} points); avg@{r['k']} {r['avgk_before']:.3f} → "
+        f"{pm(r['avgk_after'], 3, sign=False)}; TTRL minus the untrained model sampled at "
+        f"T={control['temperature']}: {r['ttrl_avgk_minus_sharpened_points']:+.1f} points ({seeds(rec)})"
+    )
+
+
+def one_shot(rec: dict) -> str:
+    r = rec["result"]
+    c = r["controls_same_budget"]
+    return (
+        f"held-out gain in points: π1 {pm(r['gain_points'])}, lowest-variance example "
+        f"{pm(c['lowest_variance']['gain_points'])}, random example {pm(c['random']['gain_points'])}; "
+        f"π1 − random {r['pi1_minus_random_points']:+.1f} ({seeds(rec)})"
+    )
+
+
+def spurious(rec: dict) -> str:
+    r = rec["result"]
+    gains = ", ".join(f"{name.replace('_', ' ')} {pm(v['gain_points'])}" for name, v in r["rewards"].items())
+    return f"held-out gain in points: {gains} ({seeds(rec)})"
+
+
+def intuitor(rec: dict) -> str:
+    r = rec["result"]
+    parts = [
+        f"{name.replace('_', ' ')}: greedy {pm(m['greedy_gain_points'])}, sampled {pm(m['sampled_gain_points'])}"
+        for name, m in r["models"].items()
+    ]
+    return f"gain in points, {'; '.join(parts)} ({seeds(rec)})"
+
+
+@dataclass(frozen=True)
+class Row:
+    bench: str  # the results file's name: benchmarks/results/<bench>.json
+    label: str  # the table's first cell
+    compares: str
+    render: Callable[[dict], str]
+
+
+ROWS = (
+    Row(
+        "quickstart",
+        "`bench_quickstart`",
+        "GRPO against rejection-sampling fine-tuning, SFT on the teacher and SFT on correct answers, "
+        "same steps / problems / optimizer / lr, 3 seeds",
+        quickstart,
+    ),
+    Row(
+        "j1",
+        "`bench_j1`",
+        "a toy judge trained with `recipe=j1` vs more imitation and vs SFT on the gold verdicts, same CPU time, 3 seeds",
+        j1,
+    ),
+    Row(
+        "engine_overhead",
+        "`bench_engine_overhead`",
+        "median step time, `rlrecipes train` / plain TRL `GRPOTrainer` script, same GRPOConfig values, runs "
+        "interleaved in pairs of alternating order",
+        engine_overhead,
+    ),
+    Row(
+        "grading",
+        "`bench_grading`",
+        "answers/s, rlrecipes' 2-process grading pool / single-process math-verify, same items",
+        grading,
+    ),
+    Row(
+        "grading",
+        "`bench_grading` (agreement)",
+        "whole responses — MATH-500's own solutions in 7 answer styles, each with its gold and with another "
+        "problem's gold: verdicts agreeing with the label, `grade()` / plain `math_verify.parse`+`verify`",
+        grading_agreement,
+    ),
+    Row(
+        "grading_bounds",
+        "`bench_grading_bounds`",
+        "`grade()` answers/s on ordinary responses with the hard bounds (long answers, power towers, deep nesting "
+        "compared as text) on / off, same items, order alternated",
+        grading_bounds,
+    ),
+    Row(
+        "eval_threads",
+        "`bench_eval_threads`",
+        "eval seconds per problem (MATH-500, greedy), default threads vs `threads=1` vs `threads=2`",
+        eval_threads,
+    ),
+    Row(
+        "vllm",
+        "`bench_vllm`",
+        "generation tokens/s, vLLM / transformers `generate`, SmolLM2-135M (float32) on MATH-500 (greedy, one "
+        "thread each), and each backend's eval",
+        vllm,
+    ),
+    Row(
+        "self_certainty",
+        "`bench_self_certainty`",
+        "chunked self-certainty / full softmax, Qwen2.5's vocabulary; and the forward path sharded (FSDP/ZeRO-3) "
+        "models use",
+        self_certainty,
+    ),
+    Row(
+        "dapo",
+        "`bench_dapo`",
+        "DAPO vs GRPO on the quick-start task, same wall-clock budget, 3 seeds",
+        dapo,
+    ),
+    Row(
+        "ttrl",
+        "`bench_ttrl`",
+        "TTRL vs sharpening the untrained model (temperature picked on a separate split), 3 seeds",
+        ttrl,
+    ),
+    Row(
+        "one_shot",
+        "`bench_one_shot`",
+        "one-shot RLVR on π1 vs the lowest-variance and a random example, same budget, 3 seeds",
+        one_shot,
+    ),
+    Row(
+        "spurious",
+        "`bench_spurious`",
+        "Spurious Rewards' ladder (ground truth, majority, incorrect, format, random with/without clipping), 3 seeds",
+        spurious,
+    ),
+    Row(
+        "intuitor",
+        "`bench_intuitor`",
+        "INTUITOR (self-certainty reward) on two toy models and a lower learning rate, 3 seeds",
+        intuitor,
+    ),
+)
+
+
+def load_result(bench: str, results_dir: Path = RESULTS_DIR) -> dict | None:
+    """The stored result of `bench`, or None when there is none. A file from a quick or smoke
+    run is refused: its figures are not the bench's."""
+    path = results_dir / f"{bench}.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    if record.get("mode") != "full":
+        raise SystemExit(f"{path}: a {record.get('mode')!r} run; only a full run's result is quoted")
+    return record
+
+
+def provenance(record: dict) -> str:
+    commit = (record.get("commit") or "unknown")[:7]
+    dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
+    machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
+    return f"`{commit}`{dirty}, {record['date'][:10]}, {machine['cpus']} cores, load {machine['load_average'][1]:.1f}"
+
+
+def render_row(row: Row, record: dict | None) -> str:
+    if record is None:
+        return f"| {row.label} | {row.compares} | {UNMEASURED} | – |"
+    return f"| {row.label} | {row.compares} | {row.render(record)} | {provenance(record)} |"
+
+
+def render_table(results_dir: Path = RESULTS_DIR) -> list[str]:
+    return [*HEADER, *(render_row(row, load_result(row.bench, results_dir)) for row in ROWS)]
+
+
+def unmeasured(results_dir: Path = RESULTS_DIR) -> list[str]:
+    return sorted({row.bench for row in ROWS if load_result(row.bench, results_dir) is None})
+
+
+def table_span(lines: list[str]) -> tuple[int, int]:
+    """[start, end) of the bench table in the README's lines: the header and the rows after it."""
+    if HEADER[0] not in lines:
+        raise SystemExit(f"docs/development.md has no bench table (a line {HEADER[0]!r})")
+    start = end = lines.index(HEADER[0])
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return start, end
+
+
+def differences(readme_text: str, results_dir: Path = RESULTS_DIR) -> list[str]:
+    """Rows of the README's bench table that are not the rendered ones (empty: they agree)."""
+    lines = readme_text.splitlines()
+    start, end = table_span(lines)
+    have, want = lines[start:end], render_table(results_dir)
+    problems = [f"README: {line}" for line in have if line not in want]
+    problems += [f"results: {line}" for line in want if line not in have]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--check", action="store_true", help="exit 1 when docs/development.md's table differs")
+    which.add_argument("--write", action="store_true", help="replace docs/development.md's table")
+    args = parser.parse_args(argv)
+    missing = unmeasured()
+    if args.check:
+        problems = differences(README.read_text())
+        for line in problems:
+            print(line)
+        print(f"not yet measured: {', '.join(missing) or 'none'}", file=sys.stderr)
+        return 1 if problems else 0
+    if args.write:
+        lines = README.read_text().splitlines()
+        start, end = table_span(lines)
+        README.write_text("\n".join([*lines[:start], *render_table(), *lines[end:]]) + "\n")
+        print(f"wrote the bench table into {README} (not yet measured: {', '.join(missing) or 'none'})")
+        return 0
+    print("\n".join(render_table()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The README's bench table is what benchmarks/readme_figures.py renders from the stored results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import readme_figures
+from benchkit import bench_name
+
+BENCHMARKS = Path(readme_figures.__file__).resolve().parent
+
+
+def record(result: dict, **extra) -> dict:
+    return {
+        "bench": "grading_bounds",
+        "mode": "full",
+        "commit": "0123456789abcdef0123456789abcdef01234567",
+        "commit_dirty": False,
+        "date": "2026-12-04T19:00:00+00:00",
+        "machine": {"cpus": 2, "load_average": [3.0, 2.46, 1.5]},
+        "wall_seconds": 60.0,
+        "settings": {"items": 600, "pairs": 4},
+        "overrides": [],
+        "seeds": None,
+        "result": result,
+        **extra,
+    }
+
+
+BOUNDS = {
+    "items": 600,
+    "bounded_aps": 1293.4,
+    "unbounded_aps": 1302.6,
+    "ratio_bounded_vs_unbounded": 0.993,
+    "megabyte_seconds_bounded": {"newline_run_in_box": 0.21, "unclosed_boxes": 1.46, "million_digits": 0.3},
+}
+
+
+def stored(tmp_path: Path, name: str, rec: dict) -> Path:
+    (tmp_path / f"{name}.json").write_text(json.dumps(rec))
+    return tmp_path
+
+
+def test_the_readme_table_is_the_one_rendered_from_the_stored_results():
+    problems = readme_figures.differences(readme_figures.README.read_text())
+    assert not problems, "run `python benchmarks/readme_figures.py --write`:\n" + "\n".join(problems)
+
+
+def test_a_stored_result_is_quoted_with_its_commit(tmp_path):
+    row = next(r for r in readme_figures.ROWS if r.bench == "grading_bounds")
+    line = readme_figures.render_row(row, record(BOUNDS))
+    cells = line.split(" | ")
+    assert cells[2] == ("0.993 (1293 vs 1303 answers/s); megabyte degenerate responses 0.2–1.5 s each with the bounds")
+    assert cells[3] == "`0123456`, 2026-12-04, 2 cores, load 2.5 |"
+
+
+def test_a_bench_without_a_result_is_listed_and_quotes_no_figure(tmp_path):
+    results = stored(tmp_path, "grading_bounds", record(BOUNDS))
+    assert "grading_bounds" not in readme_figures.unmeasured(results)
+    assert set(readme_figures.unmeasured(results)) == {r.bench for r in readme_figures.ROWS} - {"grading_bounds"}
+    table = readme_figures.render_table(results)
+    quickstart = next(line for line in table if line.startswith("| `bench_quickstart`"))
+    assert quickstart.endswith(f"| {readme_figures.UNMEASURED} | – |")
+
+
+def test_a_readme_figure_that_disagrees_with_its_result_file_is_reported(tmp_path):
+    results = stored(tmp_path, "grading_bounds", record(BOUNDS))
+    readme = "intro\n\n" + "\n".join(readme_figures.render_table(results)) + "\n\nmore\n"
+    assert readme_figures.differences(readme, results) == []
+    stale = readme.replace("0.993 (1293", "0.97 (1293")
+    problems = readme_figures.differences(stale, results)
+    assert len(problems) == 2 and "0.97 (1293" in problems[0] and "0.993 (1293" in problems[1]
+    rerun = stored(tmp_path, "grading_bounds", record({**BOUNDS, "ratio_bounded_vs_unbounded": 0.95}))
+    assert readme_figures.differences(readme, rerun)  # a new result with the README not rewritten
+
+
+def test_a_scratch_run_in_the_results_folder_is_refused(tmp_path):
+    results = stored(tmp_path, "grading_bounds", record(BOUNDS, mode="smoke"))
+    with pytest.raises(SystemExit, match="smoke"):
+        readme_figures.render_table(results)
+
+
+def test_every_bench_has_a_row_and_every_row_a_bench():
+    scripts = {bench_name(p) for p in BENCHMARKS.glob("bench_*.py")}
+    assert {row.bench for row in readme_figures.ROWS} == scripts
