@@ -18,7 +18,10 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from rlrecipes.data.problems import load_problem_set
+from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import ConfigError, UserError
+from rlrecipes.models import lora
 from rlrecipes.rundir import write_json, write_lines
 from rlrecipes.training.curriculum import carried_rows, filter_by_length, retrospective_selection
 
@@ -57,7 +60,6 @@ def prepare(stage: Any, parent: Path, stages: Sequence[Any], cfg: Any, log: Log)
     if (folder / "phase.json").is_file():
         log(f"stage {stage.name}: phase data prepared already: kept ({folder})")
         return json.loads((folder / "phase.json").read_text())
-    from rlrecipes.data.problems import load_problem_set
 
     if not cfg.data.answer_field:
         raise ConfigError(f"stage {stage.name}: a phase needs gold answers (data.answer_field is null)")
@@ -135,7 +137,6 @@ def _retrospective(
 def prompt_tokens(cfg: Any, stage_name: str) -> Callable[[str], int]:
     """Counts a problem's tokens as the policy sees it: rendered with the data template by the
     tokenizer of the model the phase starts from (loaded alone, without its weights)."""
-    from rlrecipes.data.templates import render_prompt
 
     path = cfg.model.name_or_path
     if not path:
@@ -154,8 +155,6 @@ def prompt_tokens(cfg: Any, stage_name: str) -> Callable[[str], int]:
 
 def load_tokenizer(name_or_path: str, model_cfg: Any) -> Any:
     from transformers import AutoTokenizer
-
-    from rlrecipes.models import lora
 
     source = name_or_path
     if (
