@@ -4,8 +4,9 @@ The same `ToolRollout` that samples RL rollouts (tool_rollout.py) runs here with
 transformers generation, so held-out accuracy during training (`HeldOutAccuracy`) and the
 toy's warm-start dev accuracy see every tool call really run and score only what the model
 wrote (`model_text`); a model that writes its own `<information>` is not credited for it.
-Each turn stops at the first closing tag (transformers' stop strings); the rollout keeps the
-tokens up to it, as it does for sampled ones.
+A turn in which tools run stops at the first closing tag (transformers' stop strings; the
+final turn, without tools, only at the answer's), and the rollout keeps the tokens up to it,
+as it does for sampled ones.
 """
 
 from __future__ import annotations
@@ -20,14 +21,18 @@ from rlrecipes.generation import eos_ids
 from rlrecipes.models.toy_tools import warm_start_on_segments
 
 
-def greedy_generate(model: Any, tokenizer: Any, stop: Sequence[str]) -> Generate:
-    """A `Generate` for `ToolRollout.run`: one greedy transformers `generate` call per turn,
-    on left-padded prompts; each row comes back without the padding after its end."""
+def greedy_generate(model: Any, tokenizer: Any, stops: Sequence[Sequence[str]]) -> Generate:
+    """A `Generate` for one `ToolRollout.run`, which calls it once per turn: greedy transformers
+    `generate` on left-padded prompts, the n-th call stopping at the strings `stops[n]` (the
+    last entry for any later call) as well as at EOS."""
     eos = eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id
+    calls = []
 
     @torch.no_grad()
     def generate(prompt_ids: list[list[int]], max_new_tokens: int) -> tuple[list[list[int]], None]:
+        stop = list(stops[min(len(calls), len(stops) - 1)])
+        calls.append(len(prompt_ids))
         width = max(map(len, prompt_ids))
         device = next(model.parameters()).device
         ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompt_ids], device=device)
@@ -38,7 +43,7 @@ def greedy_generate(model: Any, tokenizer: Any, stop: Sequence[str]) -> Generate
             pad_token_id=pad,
             eos_token_id=eos,
             repetition_penalty=1.0,
-            stop_strings=list(stop) or None,
+            stop_strings=stop or None,
         )
         config.temperature = config.top_p = config.top_k = None
         was_training = model.training
@@ -47,19 +52,9 @@ def greedy_generate(model: Any, tokenizer: Any, stop: Sequence[str]) -> Generate
             input_ids=ids, attention_mask=attn, generation_config=config, tokenizer=tokenizer if stop else None
         )
         model.train(was_training)
-        rows = out[:, width:].tolist()
-        if pad not in eos:  # padding follows a finished row's last token; the rollout must not keep it
-            rows = [_without_trailing(row, pad) for row in rows]
-        return rows, None
+        return out[:, width:].tolist(), None  # padding only follows a row's EOS or stop tag: cut there
 
     return generate
-
-
-def _without_trailing(row: list[int], pad: int) -> list[int]:
-    end = len(row)
-    while end and row[end - 1] == pad:
-        end -= 1
-    return row[:end]
 
 
 def greedy_tool_texts(
@@ -73,12 +68,13 @@ def greedy_tool_texts(
     """Each prompt's greedy completion through the tool loop: the model's own text only.
     With `sync` (several processes) every process must pass as many prompts."""
     rollout.eos_ids |= set(eos_ids(model, tokenizer))
-    stop = [tool.close for tool in rollout.tools] + [rollout.settings.answer_close]
-    generate = greedy_generate(model, tokenizer, stop)
+    answer = [rollout.settings.answer_close]
+    stops = [[tool.close for tool in rollout.tools] + answer] * rollout.settings.max_turns + [answer]
     texts: list[str] = []
     for start in range(0, len(prompts), batch_size):
         chunk = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start : start + batch_size]]
-        texts += [rollout.model_text(row) for row in rollout.run(chunk, generate, sync)]
+        rows = rollout.run(chunk, greedy_generate(model, tokenizer, stops), sync)
+        texts += [rollout.model_text(row) for row in rows]
     return texts
 
 

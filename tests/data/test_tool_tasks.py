@@ -137,3 +137,12 @@ def test_the_teacher_guesses_only_products():
         text = task.demonstration(it, random.Random(0))
         assert ("<calculator>" in text) is ("+" in it["problem"])
         assert task.verify(text, it["answer"]) is ("+" in it["problem"])
+
+
+def test_nobody_teaches_their_own_teacher():
+    """A 2-cycle would put the teacher's passage in the retrieval of the 2-hop question (it names
+    the subject); small worlds over 30 seeds, where cycles would be common if allowed."""
+    for seed in range(30):
+        for world in make_people(5, 5, seed):
+            teacher = {p.name: p.teacher for p in world}
+            assert all(teacher[teacher[name]] != name for name in teacher), seed

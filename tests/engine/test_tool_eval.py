@@ -26,7 +26,8 @@ def tok():
 
 class ScriptedLM:
     """A stand-in for a causal LM: `generate` continues each left-padded row with the text
-    `reply(context)` picks, then EOS, and pads the batch to one width as transformers does."""
+    `reply(context)` picks, then EOS, cut after the first of its stop strings (without EOS
+    then), and pads the batch to one width, as transformers does."""
 
     def __init__(self, tok, reply):
         self.tok, self.reply, self.training = tok, reply, False
@@ -47,7 +48,10 @@ class ScriptedLM:
         for ids, mask in zip(input_ids.tolist(), attention_mask.tolist()):
             context = self.tok.decode([t for t, m in zip(ids, mask) if m], skip_special_tokens=False)
             self.contexts.append(context)
-            new = self.tok.encode(self.reply(context), add_special_tokens=False) + [self.tok.eos_token_id]
+            text, stops = self.reply(context), generation_config.stop_strings or []
+            ends = [text.find(s) + len(s) for s in stops if s in text]
+            tail = [] if ends else [self.tok.eos_token_id]
+            new = self.tok.encode(text[: min(ends)] if ends else text, add_special_tokens=False) + tail
             rows.append(ids + new[: generation_config.max_new_tokens])
         width = max(map(len, rows))
         return torch.tensor([row + [self.tok.pad_token_id] * (width - len(row)) for row in rows])
@@ -78,6 +82,22 @@ def test_each_tool_call_really_runs_and_only_the_models_text_comes_back(tok):
     assert model.contexts[-1].endswith(
         "<search>Kalo Remuta</search>\n<information>Kalo Remuta: born in Pelimon.</information>\n"
     )
+
+
+def test_the_final_turn_stops_only_at_the_answer_as_in_training(tok):
+    """After its last tool turn the model searches again and then answers. The sampled rollout
+    keeps that final turn up to `</answer>` (no tool runs in it), so greedy decoding must not
+    stop it at `</search>`: the answer counts."""
+
+    def searches_twice(context: str) -> str:
+        if "</information>" in context:
+            return "<search>Kalo</search><answer>Pelimon</answer>"
+        return "<search>Kalo Remuta</search>"
+
+    model = ScriptedLM(tok, searches_twice)
+    loop = rollout(tok, search_returning("Kalo Remuta: born in Pelimon."), max_turns=1)
+    [text] = greedy_tool_texts(model, tok, loop, ["<|user|>Where is Kalo Remuta from?<|assistant|>"])
+    assert text == "<search>Kalo Remuta</search><search>Kalo</search><answer>Pelimon</answer>"
 
 
 def test_accuracy_counts_answers_by_hand(tok):
