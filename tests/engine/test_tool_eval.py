@@ -144,3 +144,30 @@ def test_an_answer_only_inside_a_tool_result_scores_zero_in_heldout_accuracy(tok
     assert heldout_on(tok, model, rollout(tok, tool), monkeypatch, prompts, answers) == 0.0
     [full] = [c for c in model.contexts if "</information>" in c]
     assert exact_match(full, "Pelimon")  # the whole context would have scored 1
+
+
+def test_on_several_processes_heldout_joins_the_turns_of_the_busiest_one(tok, monkeypatch):
+    """Another process (simulated in the all-gather) still has one unfinished row in every
+    turn: this one pads each of its `generate` calls with a row, as the sampled rollouts do,
+    so ZeRO-3 / FSDP forwards never wait on a process that stopped generating; the padding row
+    changes no verdict."""
+    import trl.models.utils
+
+    monkeypatch.setattr(trl.models.utils, "unwrap_model_for_generation", _as_is)
+    sizes = []
+    model = ScriptedLM(tok, reads_then_answers)
+    generate = model.generate
+    model.generate = lambda input_ids, **kw: (sizes.append(len(input_ids)), generate(input_ids, **kw))[1]
+
+    def gather(local):  # the other process: one more unfinished row, the same budget
+        return torch.cat([local, local + torch.tensor([[1, 0]])])
+
+    accelerator = SimpleNamespace(process_index=0, num_processes=2, device="cpu", gather=gather)
+    heldout = HeldOutAccuracy(
+        ["<|user|>Where is Kalo Remuta from?<|assistant|>"], ["Pelimon"], exact_match, tok,
+        max_new_tokens=200, batch_size=8, before=True, after=True,
+    )  # fmt: skip
+    tool = rollout(tok, search_returning("Kalo Remuta: born in Pelimon."))
+    heldout.trainer = SimpleNamespace(accelerator=accelerator, model_wrapped=model, rollout_func=tool)
+    assert heldout.measure() == 1.0
+    assert sizes == [2, 2]  # both turns: its own row and a padding row
