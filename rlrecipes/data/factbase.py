@@ -21,11 +21,12 @@ construction (and checks, with the `search` tool's own BM25):
   subject taught, never the teacher's (nobody teaches their own teacher); and nobody is
   from their teacher's city, so the subject's passage does not hold the answer either.
 
-The teacher of the warm-start demonstrations is flawed, as the reference note on agentic RL
-proposes: it always searches the subject's name and reads the answer from the passage it
-gets, but on a 2-hop question it stops after that first search with probability
-`error_rate` and answers with the subject's own city, which is wrong. RL with exact match
-can teach the second search.
+The warm-start's demonstrator (the project's "flawed teacher", not a person's teacher in the
+fact base) is flawed as the reference note on agentic RL proposes: it always searches the
+subject's name and reads the answer from the passage it gets, but on a 2-hop question it
+stops after that first search with probability `error_rate`
+(data.synthetic.teacher_error_rate) and answers with the subject's own city, which is wrong.
+RL with exact match can teach the second search.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def two_hop(name: str) -> str:
 def _words(rng: random.Random, syllables: int, count: int, ending: str = "") -> list[str]:
     """`count` distinct capitalised words of `syllables` consonant-vowel pairs (+ `ending`)."""
     pool = [c + v for c in _CONSONANTS for v in _VOWELS]
+    if count > len(pool) ** syllables:
+        raise UserError(f"the fact base has names for at most {len(pool) ** syllables} people; ask for fewer")
     seen: set[str] = set()
     while len(seen) < count:
         seen.add("".join(rng.choice(pool) for _ in range(syllables)).capitalize() + ending)
@@ -181,7 +184,8 @@ def factbase_task(num_train: int, num_eval: int, seed: int, error_rate: float) -
             return steps + [answered(subject.city)]
         return steps + called(search, subject.teacher) + [answered(by_name[subject.teacher].city)]
 
-    def teacher(it: dict[str, Any], rng: random.Random) -> list[Segment]:
+    def demonstrator(it: dict[str, Any], rng: random.Random) -> list[Segment]:
         return demonstrate(it, skip_second=rng.random() < error_rate)
 
-    return tool_task("factbase", train, held_out, [search], 2, teacher, lambda it: demonstrate(it, skip_second=False))
+    correct = lambda it: demonstrate(it, skip_second=False)  # noqa: E731
+    return tool_task("factbase", train, held_out, [search], 2, demonstrator, correct)
