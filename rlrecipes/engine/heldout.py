@@ -10,6 +10,11 @@ gets the same accuracy.
 
 Each process pads its share to the same length so all of them run the same number of
 `generate` calls: ZeRO-3 and FSDP forwards are collective and would otherwise hang.
+
+When the run trains with tools (`rollout.tools`: the trainer's `rollout_func` is a
+`ToolRollout`), accuracy is measured through the same tool loop, greedily
+(`engine/tool_eval.py`), on the model's own text; the processes then also agree on the
+number of turns, as the sampled rollouts do.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any, Callable, Sequence
 
 from transformers import TrainerCallback
 
+from rlrecipes.engine.tool_eval import greedy_tool_texts
+from rlrecipes.engine.tool_rollout import ToolRollout, trainer_sync
 from rlrecipes.generation import generate_completions
 
 
@@ -88,15 +95,20 @@ class HeldOutAccuracy(TrainerCallback):
             unwrap_model_for_generation(t.model_wrapped, accelerator, gather_deepspeed3_params=True) as model,
             full_params,
         ):
-            completions = generate_completions(
-                model,
-                self.tokenizer,
-                [self.prompts[i] for i in indices],
-                max_new_tokens=self.max_new_tokens,
-                batch_size=self.batch_size,
-            )
-        verdicts = [bool(self.verify(c[0], self.answers[i])) for c, i in zip(completions[:real], indices[:real])]
+            texts = self._texts(model, [self.prompts[i] for i in indices])
+        verdicts = [bool(self.verify(text, self.answers[i])) for text, i in zip(texts[:real], indices[:real])]
         if accelerator.num_processes > 1:
             verdicts = gather_object(verdicts)
         self.seconds += time.time() - started
         return sum(verdicts) / len(self.prompts)
+
+    def _texts(self, model: Any, prompts: list[str]) -> list[str]:
+        """Greedy completions: through the tool loop when the run has tools, else one turn."""
+        rollout = getattr(self.trainer, "rollout_func", None)
+        if isinstance(rollout, ToolRollout):
+            sync = trainer_sync(self.trainer)
+            return greedy_tool_texts(model, self.tokenizer, rollout, prompts, self.batch_size, sync)
+        completions = generate_completions(
+            model, self.tokenizer, prompts, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size
+        )
+        return [c[0] for c in completions]

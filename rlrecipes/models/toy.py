@@ -213,7 +213,8 @@ def build_toy(folder: Path, model_cfg: Any, task: Any, log: Callable[[str], None
     model = build_model(model_cfg.toy, tokenizer)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"building toy model ({n_params / 1e6:.2f}M parameters), warm-start on {task.name}")
-    report = warm_start(model, tokenizer, task, model_cfg.toy, log)
+    # a task whose demonstrations call tools brings its own warm-start (data/tool_task.py)
+    report = (getattr(task, "warm_start", None) or warm_start)(model, tokenizer, task, model_cfg.toy, log)
     report["parameters"] = n_params
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)

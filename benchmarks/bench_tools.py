@@ -1,0 +1,124 @@
+"""The tool recipes' CPU toys against fair controls: same warm-started model, same RL steps,
+same seeds, only the tool changed.
+
+  tir_toy (big arithmetic, rlrecipes/data/bigarith.py):
+    tool:         the preset: the calculator runs, its result is masked out of the loss;
+    broken_tool:  the calculator refuses every problem (rollout.tool_kwargs.calculator.
+                  max_digits=1): it still runs and answers, with nothing the model can use;
+    no_masking:   the calculator's result is trained on (rollout.mask_tool_output=false).
+  search_r1_toy (the fact base, rlrecipes/data/factbase.py):
+    search:       the preset;
+    no_masking:   the retrieved passages are trained on (Search-R1's masking ablation).
+
+Expected if tool use is what RL learns: `tool` and `search` gain, `broken_tool` does not. Not
+yet here (the issue's other controls): RAG once with the same RL, search without a tool, a
+random retriever.
+
+Per arm and seed: held-out greedy accuracy before and after (through the tool loop), the
+last step's tool calls per rollout and answer rate; for the fact base, 1-hop and 2-hop
+exact match after RL, and searches per held-out question. Prints one JSON line.
+
+Usage: python benchmarks/bench_tools.py [--steps N] [--seeds 0,1,2] [--toys tir_toy,search_r1_toy]
+       [overrides ...]        (a smoke run: --steps 2 --seeds 0 and the tests' TINY overrides)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+from benchkit import stats, train_in_scratch
+
+ARMS = {
+    "tir_toy": {
+        "tool": [],
+        "broken_tool": ["+rollout.tool_kwargs.calculator.max_digits=1"],
+        "no_masking": ["rollout.mask_tool_output=false"],
+    },
+    "search_r1_toy": {
+        "search": [],
+        "no_masking": ["rollout.mask_tool_output=false"],
+    },
+}
+
+
+def by_hops(overrides: list[str]):
+    """What to read from a finished fact-base run: greedy exact match by hops and searches per
+    question, through the run's own tool loop, on the held-out questions."""
+
+    def inspect(run_dir) -> dict:
+        from rlrecipes.compose import compose_config
+        from rlrecipes.data.templates import render_prompt
+        from rlrecipes.engine.tool_eval import greedy_tool_texts
+        from rlrecipes.engine.tool_setup import tool_rollout_from_config
+        from rlrecipes.models import load_model
+        from rlrecipes.recipes.search_r1 import SearchR1
+
+        cfg = compose_config("train", overrides)
+        problems = SearchR1(cfg.recipe).problem_set(cfg.data)
+        model, tok = load_model(str(run_dir / "model"), cfg.model)
+        rollout = tool_rollout_from_config(cfg, tok)
+        prompts = [render_prompt(it["problem"], cfg.data.template, tok) for it in problems.eval]
+        texts = greedy_tool_texts(model, tok, rollout, prompts, batch_size=cfg.trainer.eval_batch_size)
+        out = {}
+        for hops in (1, 2):
+            pairs = [(t, it) for t, it in zip(texts, problems.eval) if it["hops"] == hops]
+            out[f"em_{hops}hop"] = round(sum(problems.verify(t, it["answer"]) for t, it in pairs) / len(pairs), 4)
+        out["searches_per_question"] = round(sum(t.count("</search>") for t in texts) / len(texts), 3)
+        return out
+
+    return inspect
+
+
+def run(toy: str, arm: list[str], seed: int, steps: int, extra: list[str]) -> dict:
+    overrides = [f"experiment={toy}", f"seed={seed}", f"trainer.max_steps={steps}", *arm, *extra]
+    summary = train_in_scratch(overrides, by_hops(overrides) if toy == "search_r1_toy" else None)
+    last = [r for r in summary["rows"] if "tools/calls_per_rollout" in r][-1]
+    return {
+        "before": summary["accuracy_before"],
+        "after": summary["accuracy_after"],
+        "calls_per_rollout": last["tools/calls_per_rollout"],
+        "answer_rate": last["tools/answer_rate"],
+        **summary.get("inspected", {}),
+    }
+
+
+def describe(runs: list[dict]) -> dict:
+    out = {
+        "accuracy_before": [round(r["before"], 4) for r in runs],
+        "accuracy_after": [round(r["after"], 4) for r in runs],
+        "accuracy_after_stats": stats([r["after"] for r in runs]),
+        "gain_points_mean": round(100 * statistics.mean(r["after"] - r["before"] for r in runs), 2),
+        "last_step_calls_per_rollout": [round(r["calls_per_rollout"], 3) for r in runs],
+        "last_step_answer_rate": [round(r["answer_rate"], 3) for r in runs],
+    }
+    for key in ("em_1hop", "em_2hop", "searches_per_question"):
+        if key in runs[0]:
+            out[key] = [r[key] for r in runs]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--toys", default=",".join(ARMS))
+    args, extra = parser.parse_known_args()
+    args.seeds = [int(seed) for seed in args.seeds.split(",")]
+    args.toys = args.toys.split(",")
+    unknown = sorted(set(args.toys) - set(ARMS))
+    if unknown:
+        parser.error(f"--toys: unknown {unknown[0]!r}; valid: {', '.join(ARMS)}")
+    results = {
+        toy: {
+            name: describe([run(toy, arm, seed, args.steps, extra) for seed in args.seeds])
+            for name, arm in ARMS[toy].items()
+        }
+        for toy in args.toys
+    }
+    print(json.dumps({"bench": "tool_recipes_vs_controls", "steps": args.steps, "seeds": args.seeds, **results}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Greedy decoding through the tool loop: how a tool-using model is measured.
+
+The same `ToolRollout` that samples RL rollouts (tool_rollout.py) runs here with greedy
+transformers generation, so held-out accuracy during training (`HeldOutAccuracy`) and the
+toy's warm-start dev accuracy see every tool call really run and score only what the model
+wrote (`model_text`); a model that writes its own `<information>` is not credited for it.
+A turn in which tools run stops at the first closing tag (transformers' stop strings; the
+final turn, without tools, only at the answer's), and the rollout keeps the tokens up to it,
+as it does for sampled ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+from transformers import GenerationConfig
+
+from rlrecipes.engine.tool_rollout import Generate, Sync, ToolRollout, ToolRolloutSettings
+from rlrecipes.generation import eos_ids
+from rlrecipes.models.toy_tools import warm_start_on_segments
+
+
+def greedy_generate(model: Any, tokenizer: Any, stops: Sequence[Sequence[str]]) -> Generate:
+    """A `Generate` for one `ToolRollout.run`, which calls it once per turn: greedy transformers
+    `generate` on left-padded prompts, the n-th call stopping at the strings `stops[n]` (the
+    last entry for any later call) as well as at EOS."""
+    eos = eos_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id
+    calls = []
+
+    @torch.no_grad()
+    def generate(prompt_ids: list[list[int]], max_new_tokens: int) -> tuple[list[list[int]], None]:
+        stop = list(stops[min(len(calls), len(stops) - 1)])
+        calls.append(len(prompt_ids))
+        width = max(map(len, prompt_ids))
+        device = next(model.parameters()).device
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompt_ids], device=device)
+        attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompt_ids], device=device)
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            repetition_penalty=1.0,
+            stop_strings=stop or None,
+        )
+        config.temperature = config.top_p = config.top_k = None
+        was_training = model.training
+        model.eval()
+        out = model.generate(
+            input_ids=ids, attention_mask=attn, generation_config=config, tokenizer=tokenizer if stop else None
+        )
+        model.train(was_training)
+        return out[:, width:].tolist(), None  # padding only follows a row's EOS or stop tag: cut there
+
+    return generate
+
+
+def greedy_tool_texts(
+    model: Any,
+    tokenizer: Any,
+    rollout: ToolRollout,
+    prompts: Sequence[str],
+    batch_size: int = 64,
+    sync: Sync | None = None,
+) -> list[str]:
+    """Each prompt's greedy completion through the tool loop: the model's own text only.
+    With `sync` (several processes) every process must pass as many prompts."""
+    rollout.eos_ids |= set(eos_ids(model, tokenizer))
+    answer = [rollout.settings.answer_close]
+    stops = [[tool.close for tool in rollout.tools] + answer] * rollout.settings.max_turns + [answer]
+    texts: list[str] = []
+    for start in range(0, len(prompts), batch_size):
+        chunk = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start : start + batch_size]]
+        rows = rollout.run(chunk, greedy_generate(model, tokenizer, stops), sync)
+        texts += [rollout.model_text(row) for row in rows]
+    return texts
+
+
+def greedy_tool_accuracy(
+    model: Any,
+    tokenizer: Any,
+    rollout: ToolRollout,
+    prompts: Sequence[str],
+    answers: Sequence[Any],
+    verify: Callable[[str, Any], bool],
+    batch_size: int = 64,
+) -> float:
+    """Share of `prompts` whose greedy tool-loop completion `verify` accepts."""
+    if not prompts:
+        return float("nan")
+    texts = greedy_tool_texts(model, tokenizer, rollout, prompts, batch_size)
+    return sum(bool(verify(text, gold)) for text, gold in zip(texts, answers)) / len(prompts)
+
+
+def tool_warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None] = print) -> dict:
+    """The toy's warm-start for a `ToolTask` (`task.warm_start`): SFT on the teacher's model
+    segments, dev accuracy through the task's tools with `cfg.sft_max_new_tokens` tokens
+    (model and tool tokens together) and the turns a correct solution needs."""
+    settings = ToolRolloutSettings(max_turns=task.max_turns, max_completion_tokens=cfg.sft_max_new_tokens)
+    rollout = ToolRollout(task.tools, settings, tokenizer)
+
+    def dev_accuracy(prompts: Sequence[str], answers: Sequence[Any]) -> float:
+        return greedy_tool_accuracy(model, tokenizer, rollout, prompts, answers, task.verify)
+
+    return warm_start_on_segments(model, tokenizer, task, cfg, dev_accuracy, log)
