@@ -18,17 +18,15 @@ Per arm and seed: held-out greedy accuracy before and after (through the tool lo
 last step's tool calls per rollout and answer rate; for the fact base, 1-hop and 2-hop
 exact match after RL, and searches per held-out question. Prints one JSON line.
 
-Usage: python benchmarks/bench_tools.py [--steps N] [--seeds 0,1,2] [--toys tir_toy,search_r1_toy]
-       [overrides ...]        (a smoke run: --steps 2 --seeds 0 and the tests' TINY overrides)
+Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
+       [overrides ...]   (the result: benchmarks/results/tools.json)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 
-from benchkit import stats, train_in_scratch
+from benchkit import parse_bench_args, save_result, stats, train_in_scratch
 
 ARMS = {
     "tir_toy": {
@@ -99,25 +97,26 @@ def describe(runs: list[dict]) -> dict:
     return out
 
 
+MODES = {
+    "full": {"seeds": [0, 1, 2], "steps": 60, "toys": list(ARMS)},
+    "quick": {"seeds": [0]},
+    "smoke": {"seeds": [0], "steps": 2},
+}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--toys", default=",".join(ARMS))
-    args, extra = parser.parse_known_args()
-    args.seeds = [int(seed) for seed in args.seeds.split(",")]
-    args.toys = args.toys.split(",")
+    args = parse_bench_args(__file__, MODES, overrides=True)
     unknown = sorted(set(args.toys) - set(ARMS))
     if unknown:
-        parser.error(f"--toys: unknown {unknown[0]!r}; valid: {', '.join(ARMS)}")
+        raise SystemExit(f"--toys {unknown[0]} is unknown; valid: {', '.join(ARMS)}")
     results = {
         toy: {
-            name: describe([run(toy, arm, seed, args.steps, extra) for seed in args.seeds])
+            name: describe([run(toy, arm, seed, args.steps, args.overrides) for seed in args.seeds])
             for name, arm in ARMS[toy].items()
         }
         for toy in args.toys
     }
-    print(json.dumps({"bench": "tool_recipes_vs_controls", "steps": args.steps, "seeds": args.seeds, **results}))
+    save_result(args, {"setting": f"{args.steps} RL steps per arm from one warm-started toy", "toys": results})
 
 
 if __name__ == "__main__":

@@ -182,6 +182,19 @@ def intuitor(rec: dict) -> str:
     return f"gain in points, {'; '.join(parts)} ({seeds(rec)})"
 
 
+def tools(rec: dict) -> str:
+    r = rec["result"]
+    parts = [
+        f"{toy}: " + ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items())
+        for toy, arms in r["toys"].items()
+    ]
+    return f"held-out gain in points, {'; '.join(parts)} ({seeds(rec)})"
+
+
+def pm_points(m: dict) -> str:
+    return f"{m['gain_points_mean']:+.1f}"
+
+
 @dataclass(frozen=True)
 class Row:
     bench: str  # the results file's name: benchmarks/results/<bench>.json
@@ -280,6 +293,13 @@ ROWS = (
         "`bench_intuitor`",
         "INTUITOR (self-certainty reward) on two toy models and a lower learning rate, 3 seeds",
         intuitor,
+    ),
+    Row(
+        "tools",
+        "`bench_tools`",
+        "the tool recipes' toys (tir, search_r1) vs the same RL with a broken tool or with tool output trained on, same "
+        "warm-start, steps and seeds",
+        tools,
     ),
 )
 
