@@ -14,6 +14,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from rlrecipes.commands.common import OVERRIDES, console, run_job
+from rlrecipes.commands.help import hydra_help
 from rlrecipes.compose.hydra_app import run_hydra
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 from rlrecipes.eval.report import print_eval_summary, write_report
@@ -62,4 +63,4 @@ def eval_job(cfg: Any) -> float | None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval", context_settings=OVERRIDES)(eval_)
+    app.command("eval", context_settings=OVERRIDES, **hydra_help("eval"))(eval_)

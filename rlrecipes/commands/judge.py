@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from rich.table import Table
 
 from rlrecipes.commands.common import console, fail
+from rlrecipes.commands.help import help_with
 from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
 from rlrecipes.data.loader import read_records, to_problems
 from rlrecipes.data.problems import answer_verifier
@@ -213,5 +214,17 @@ def judge_pairs(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("judge-eval")(judge_eval)
-    app.command("judge-pairs")(judge_pairs)
+    app.command(
+        "judge-eval",
+        **help_with(
+            "rlrecipes judge-eval --model M --benchmark rewardbench --limit 100",
+            "rlrecipes judge-eval --model RUN/model --pairs P.jsonl --prompt compact",
+        ),
+    )(judge_eval)
+    app.command(
+        "judge-pairs",
+        **help_with(
+            "rlrecipes judge-pairs --model M --data arithmetic --out pairs.jsonl",
+            "rlrecipes judge-pairs --model M --data train.jsonl --out p.jsonl --limit 200",
+        ),
+    )(judge_pairs)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from rlrecipes.commands.common import console
+from rlrecipes.commands.help import help_with
 from rlrecipes.runs.selection import load_history, rows_for, select, selection_records, write_jsonl
 
 
@@ -43,4 +44,10 @@ def select_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("select")(select_command)
+    app.command(
+        "select",
+        **help_with(
+            "rlrecipes select H/accuracy_history.json --top 1   # prints π1's id",
+            "rlrecipes select H.json --top 2 --data train.jsonl --out pi.jsonl",
+        ),
+    )(select_command)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from rlrecipes import rundir
 from rlrecipes.commands.common import OVERRIDES, console, fail, run_job
+from rlrecipes.commands.help import hydra_help
 from rlrecipes.compose.hydra_app import compose_jobs, run_hydra
 from rlrecipes.data.problems import data_label
 from rlrecipes.errors import UserError
@@ -185,4 +186,4 @@ def print_summary(summary: dict, run_dir: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command(context_settings=OVERRIDES)(train)
+    app.command(context_settings=OVERRIDES, **hydra_help("train"))(train)
