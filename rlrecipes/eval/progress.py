@@ -70,21 +70,31 @@ class EvalProgress:
             self._progress.update(self._task, description=name)
 
     def advance(self, n: int) -> None:
+        """A batch of `n` problems is generated, graded and saved."""
         self.done += n
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
-        elif self.enabled and (self.done - self._last_line >= self.every or self.done >= self.total):
-            self._last_line = self.done
-            self.log(self.line())
+        self._show(self.done)
 
-    def line(self) -> str:
+    def within(self, k: int) -> None:
+        """`k` problems of the batch being generated are finished (vLLM reports them as they
+        end; a batch of hundreds of problems would otherwise show nothing until it ends)."""
+        self._show(self.done + k)
+
+    def _show(self, finished: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=finished)
+        elif self.enabled and (finished - self._last_line >= self.every or finished >= self.total):
+            self._last_line = finished
+            self.log(self.line(finished))
+
+    def line(self, finished: int | None = None) -> str:
         """``eval math500: 50/500 problems (10%), 0.12 problems/s, 6m58s elapsed, ETA 1h02m``"""
+        finished = self.done if finished is None else finished
         elapsed = time.monotonic() - self._started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = format_duration((self.total - self.done) / rate) if rate > 0 else "-"
-        pct = 100 * self.done / self.total if self.total else 100.0
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        eta = format_duration((self.total - finished) / rate) if rate > 0 else "-"
+        pct = 100 * finished / self.total if self.total else 100.0
         return (
-            f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
+            f"eval {self._name}: {finished}/{self.total} problems ({pct:.0f}%), "
             f"{rate:.2f} problems/s, {format_duration(elapsed)} elapsed, ETA {eta}"
         )
 
