@@ -70,21 +70,30 @@ def command_groups(config_name: str) -> list[Group]:
 
 def command_settings(config_name: str, keys: Sequence[str]) -> list[Setting]:
     """One `Setting` per key; a key the schema does not have raises `ConfigError`."""
-    groups = {g.name: g.default for g in command_groups(config_name)}
-    root = _root_yaml(config_name)
     out = []
     for key in keys:
         owner, name, hint = _field(root_schema(config_name), key)
-        default = _schema_default(owner, name)
-        group, _, rest = key.partition(".")
-        if rest and groups.get(group):  # the group's default option may set it
-            option = OmegaConf.load(conf_dir() / group / f"{groups[group]}.yaml")
-            default = OmegaConf.select(option, rest, default=default)
-        elif not rest:
-            default = OmegaConf.select(root, key, default=default)
+        default, about = _default(config_name, key), field_comments(owner).get(name, "")
+        if isinstance(default, str) and (ref := _INTERPOLATION.match(default)):  # follows another key
+            default, about = _default(config_name, ref.group(1)), f"{about} (follows {ref.group(1)})"
         choices = tuple(m.value for m in hint) if isinstance(hint, type) and issubclass(hint, Enum) else ()
-        out.append(Setting(key, as_typed(default), choices, field_comments(owner).get(name, "")))
+        out.append(Setting(key, as_typed(default), choices, about))
     return out
+
+
+_INTERPOLATION = re.compile(r"^\$\{([\w.]+)\}$")
+
+
+def _default(config_name: str, key: str) -> Any:
+    """The schema's default of `key`, or what the group's default option or the root YAML sets."""
+    owner, name, _ = _field(root_schema(config_name), key)
+    default = _schema_default(owner, name)
+    groups = {g.name: g.default for g in command_groups(config_name)}
+    group, _, rest = key.partition(".")
+    if rest and groups.get(group):  # the group's default option may set it
+        option = OmegaConf.load(conf_dir() / group / f"{groups[group]}.yaml")
+        return OmegaConf.select(option, rest, default=default)
+    return OmegaConf.select(_root_yaml(config_name), key, default=default) if not rest else default
 
 
 def _field(cls: type, key: str) -> tuple[type, str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Dict, List, Optional
 
-from omegaconf import MISSING
+from omegaconf import II, MISSING
 
 
 class Choice(StrEnum):
@@ -168,6 +168,12 @@ class ModelConfig:
     revision: Optional[str] = None
     toy: ToyModelConfig = field(default_factory=ToyModelConfig)
     lora: Optional[LoraConfig] = field(default_factory=LoraConfig)
+    # The completion budget that fits this model's answers on the synthetic tasks: training's
+    # trainer.max_completion_length and the synthetic benchmarks' token limit follow it unless
+    # set. The toy's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
+    # room for DAPO's soft overlong window without punishing right answers. A chat model that
+    # explains first needs hundreds (conf/model/smollm2-135m.yaml).
+    max_completion_length: int = 16
 
 
 @dataclass
@@ -242,9 +248,8 @@ class TrainerConfig:
     updates_per_rollout: int = 1
     micro_batch_size: int = 64  # completions per forward/backward on one device
     num_iterations: int = 1  # PPO epochs over each rollout batch
-    # The quick-start's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
-    # room for DAPO's soft overlong window without punishing right answers.
-    max_completion_length: int = 16  # new tokens per completion; longer ones are cut
+    # new tokens per completion; longer ones are cut (default: the model's budget)
+    max_completion_length: int = II("model.max_completion_length")
     temperature: float = 1.0  # rollout sampling temperature
     top_p: float = 1.0
     top_k: int = 0

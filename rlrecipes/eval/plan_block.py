@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rlrecipes.eval.backends import BackendChoice
+from rlrecipes.eval.benchmarks import BENCHMARKS
 from rlrecipes.eval.job_size import format_slots
 from rlrecipes.eval.plan import Plan
 
@@ -16,6 +17,9 @@ def token_source(cfg: Any, name: str) -> str:
         return f"protocol.per_benchmark.{name}.max_new_tokens"
     if cfg.protocol.max_new_tokens is not None:
         return "protocol.max_new_tokens"
+    spec = BENCHMARKS[name]
+    if spec.synthetic and cfg.model.max_completion_length > spec.max_new_tokens:
+        return "model.max_completion_length; protocol.max_new_tokens=N changes it"
     return "the benchmark's; protocol.max_new_tokens=N changes it"
 
 

@@ -104,7 +104,8 @@ def _generate(
         )
         timing["grading_seconds"] += time.time() - started
         writer.write(records)
-        progress.advance(len(items))
+        reasons = [f for r in records for f in r.finish_reasons]
+        progress.advance(len(items), truncated=reasons.count("length"), completions=len(reasons))
 
 
 def _tokenizer_of(backend: Backend) -> Any:
