@@ -41,8 +41,10 @@ def test_the_data_line_says_which_example_is_copied_how_often():
         "picked from 1200 train / 64 held-out arithmetic problems (disjoint)"
     )
     cfg.recipe.examples = None
-    assert OneShot(cfg.recipe).problem_set(cfg.data).report.endswith(
-        "; one-shot trains on every training row (recipe.examples=null)"
+    assert (
+        OneShot(cfg.recipe)
+        .problem_set(cfg.data)
+        .report.endswith("; one-shot trains on every training row (recipe.examples=null)")
     )
 
 
