@@ -31,6 +31,7 @@ from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
 from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
 from rlrecipes.grading import GradingCounts, GradingPool
+from rlrecipes.hub import check_model_available
 from rlrecipes.metrics import TIE_RULES
 from rlrecipes.models import check_model_location, resolve_model_path
 
@@ -41,7 +42,9 @@ ShowPlan = Callable[[Rows], None]  # shows the eval plan's (what, value) rows as
 def _model_path(cfg: Any, log: Log) -> str:
     """The model's folder or hub id (the toy is built, once, on first use)."""
     task = make_task(cfg.data.synthetic) if cfg.model.builder == "toy" and not cfg.model.name_or_path else None
-    return resolve_model_path(cfg.model, task, cfg.data.synthetic, cfg.cache_dir, log)
+    path = resolve_model_path(cfg.model, task, cfg.data.synthetic, cfg.cache_dir, log)
+    check_model_available(path, log=log)  # a hub id offline: in the cache, or one line before the plan
+    return path
 
 
 def _load_backend(
