@@ -116,3 +116,23 @@ def test_select_command_without_data_writes_ids_and_scores(tmp_path):
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
         {"id": "7", "rank": 1, "variance": 0.25, "samples": 2}
     ]
+
+
+@pytest.mark.parametrize(
+    "history, warning",
+    [
+        ({"a": [1.0], "b": [0.0], "c": []}, "each of the 3 examples was scored at most once"),
+        ({"a": [0.0, 0.0], "b": [1.0, 1.0]}, "all 2 examples have the same variance (0.0000)"),
+        ({"a": [0.0, 1.0], "b": [1.0, 0.0]}, "all 2 examples have the same variance (0.2500)"),
+        ({"a": [0.0, 1.0], "b": [1.0, 1.0]}, None),  # 0.25 against 0: a ranking
+    ],
+)
+def test_select_warns_when_the_history_cannot_rank(tmp_path, monkeypatch, history, warning):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, ["select", str(write(tmp_path, history)), "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    if warning is None:
+        assert "warning" not in said
+    else:
+        assert said.startswith(f"warning: {warning}") and "ranking is the file's order" in said

@@ -137,10 +137,12 @@ def test_plain_lines_every_n_steps_with_the_key_metrics_when_not_a_terminal(tmp_
     steps = [int(line.split()[2].split("/")[0]) for line in lines[1:]]
     assert lines[0] == "train: 45 steps, a line every 2"  # about 20 lines a run
     assert steps == list(range(2, 45, 2)) + [45]  # and the last step, once
-    assert lines[-1].startswith(
-        "train step 45/45 (100%): reward 0.450  acc 0.500  kl 0.010  entropy 0.300  length 42.000  1.50s/step"
-    )
+    # 80 columns (no terminal): what does not fit after the step's headline goes to a second line
+    first, second = lines[-1].splitlines()
+    assert first.startswith("train step 45/45: reward 0.450  acc 0.500  1.50s/step, ETA 0s (")
+    assert second == "    kl 0.010  entropy 0.300  length 42.000"
     assert "ETA" in lines[5] and "elapsed" in lines[5]
+    assert max(len(line) for entry in lines for line in entry.splitlines()) <= 80
 
 
 def test_long_runs_print_at_least_every_ten_steps_and_a_terminal_gets_the_bar(tmp_path):

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.help import help_with
 from rlrecipes.runs.checkpoints import Selection, eval_checkpoints
 
 
@@ -52,4 +53,11 @@ def selection_table(selection: Selection, title: str) -> Table:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval-checkpoints", context_settings=OVERRIDES)(eval_checkpoints_command)
+    app.command(
+        "eval-checkpoints",
+        context_settings=OVERRIDES,
+        **help_with(
+            "rlrecipes eval-checkpoints RUN --suite synthetic",
+            "rlrecipes eval-checkpoints RUN --every 100 data_dir=DIR limit=50",
+        ),
+    )(eval_checkpoints_command)

@@ -12,8 +12,11 @@ from typing import Any, Optional
 import typer
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+from rich.panel import Panel
+from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console, run_job
+from rlrecipes.commands.help import hydra_help
 from rlrecipes.compose.hydra_app import run_hydra
 from rlrecipes.eval.overrides import rewrite_benchmark_list
 from rlrecipes.eval.report import print_eval_summary, write_report
@@ -48,7 +51,7 @@ def eval_job(cfg: Any) -> float | None:
             opened["fresh"] = run_dir
             write_manifest(run_dir, cfg)
         console.rule(f"[bold]eval[/] {', '.join(cfg.benchmark.names)} -> {run_dir}")
-        summary = run_eval(cfg, run_dir, log=console.log, prepared=prepared)
+        summary = run_eval(cfg, run_dir, log=console.log, prepared=prepared, show_plan=print_plan)
         write_report(run_dir, summary)
         print_eval_summary(summary, run_dir, console)
         return summary
@@ -61,5 +64,15 @@ def eval_job(cfg: Any) -> float | None:
     return summary["average"]["headline"]
 
 
+def print_plan(rows: list[tuple[str, str]]) -> None:
+    """The eval plan as one block: a titled two-column grid whose values wrap in their column."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for what, value in rows:
+        table.add_row(what, value)
+    console.print(Panel(table, title="eval plan", title_align="left", border_style="dim"))
+
+
 def register(app: typer.Typer) -> None:
-    app.command("eval", context_settings=OVERRIDES)(eval_)
+    app.command("eval", context_settings=OVERRIDES, **hydra_help("eval"))(eval_)

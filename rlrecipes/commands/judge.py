@@ -14,6 +14,8 @@ from omegaconf import OmegaConf
 from rich.table import Table
 
 from rlrecipes.commands.common import console, fail
+from rlrecipes.commands.help import help_with
+from rlrecipes.compose import compose_config
 from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
 from rlrecipes.data.loader import read_records, to_problems
 from rlrecipes.data.problems import answer_verifier
@@ -23,12 +25,15 @@ from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
 from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
+from rlrecipes.hub import check_model_available
 from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
-from rlrecipes.judge.pairs import PairFields, load_pairs
+from rlrecipes.judge.pairs import PairBuild, PairFields, load_pairs
+from rlrecipes.judge.synthetic import synthetic_pairs
 from rlrecipes.rundir import create_run_dir
 
 SYNTHETIC = ("arithmetic", "countdown")
+TOY = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
 
 
 def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any, Any]:
@@ -36,6 +41,7 @@ def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any,
     gen.backend, gen.batch_size = backend, batch_size
     model_cfg = OmegaConf.structured(ModelConfig)
     model_cfg.name_or_path, model_cfg.builder, model_cfg.dtype = model, None, "auto"
+    check_model_available(model, "--model", log=console.print)
     engine = make_backend(gen, model_cfg, model, seed)
     tokenizer = getattr(engine, "tokenizer", None)
     if tokenizer is None:  # vLLM keeps its tokenizer in the engine
@@ -133,12 +139,17 @@ def _fmt(value: Any) -> str:
 
 
 def judge_pairs(
-    model: str = typer.Option(..., "--model", help="The model whose samples become pairs (hub id or folder)."),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="The model whose samples become pairs (hub id or folder); not for --data toy."
+    ),
     data: str = typer.Option(
-        ..., "--data", help="A hub id or jsonl/json/parquet file with gold answers, or arithmetic | countdown."
+        ...,
+        "--data",
+        help="A hub id or jsonl/json/parquet file with gold answers, arithmetic | countdown, or toy "
+        "(the J1 toy's own pairs, no model: held-out unless --split train).",
     ),
     out: Path = typer.Option(..., "--out", help="The pair file to write (jsonl; never overwritten)."),
-    split: str = typer.Option("train", "--split"),
+    split: Optional[str] = typer.Option(None, "--split", help="Default: train (toy: test, the held-out pairs)."),
     problem_field: str = typer.Option("problem", "--problem-field"),
     answer_field: str = typer.Option("answer", "--answer-field"),
     answer_style: str = typer.Option("auto", "--answer-style", help="How answers are extracted for grading."),
@@ -153,7 +164,13 @@ def judge_pairs(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."""
+    if data == TOY:
+        _write_toy_pairs(out, split or "test", limit)
+        return
+    split = split or "train"
     try:
+        if model is None:
+            raise UserError("--model is required: the model whose samples become pairs (--data toy needs none)")
         check_new(out)
         if samples < 2:
             raise UserError(f"--samples {samples}: a pair needs at least two samples of a problem")
@@ -212,6 +229,43 @@ def judge_pairs(
     )
 
 
+def _write_toy_pairs(out: Path, split: str, limit: Optional[int]) -> None:
+    """The pairs `rlrecipes train experiment=j1_toy` trains (split train) or measures held-out
+    accuracy on (split test), as a pair file for `rlrecipes judge-eval --pairs`."""
+    try:
+        if split not in ("train", "test"):
+            raise UserError(f"--split {split}: the J1 toy has train and test (held-out) pairs")
+        check_new(out)
+        cfg = compose_config("train", ["experiment=j1_toy"])
+        train, held_out = synthetic_pairs(cfg.data.synthetic)
+        pairs = (train if split == "train" else held_out)[:limit]
+        provenance = {
+            "data": TOY,
+            "split": split,
+            "source": "recipe=j1's synthetic arithmetic pairs as `rlrecipes train experiment=j1_toy` builds them",
+            "synthetic": OmegaConf.to_container(cfg.data.synthetic, resolve=True, enum_to_str=True),
+        }
+        write_pairs(out, PairBuild(pairs, len(pairs)), provenance)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    which = "held-out" if split == "test" else "training"
+    console.print(f"{len(pairs)} {which} pairs of the J1 toy -> {out}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("judge-eval")(judge_eval)
-    app.command("judge-pairs")(judge_pairs)
+    app.command(
+        "judge-eval",
+        **help_with(
+            "rlrecipes judge-eval --model M --benchmark rewardbench --limit 100",
+            "rlrecipes judge-eval --model RUN/model --pairs P.jsonl --prompt compact",
+        ),
+    )(judge_eval)
+    app.command(
+        "judge-pairs",
+        **help_with(
+            "rlrecipes judge-pairs --data toy --out heldout.jsonl   # J1 toy, no model",
+            "rlrecipes judge-pairs --model M --data arithmetic --out pairs.jsonl",
+            "rlrecipes judge-pairs --model M --data train.jsonl --out p.jsonl --limit 200",
+        ),
+    )(judge_pairs)

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from rlrecipes.commands.help import help_with
 from rlrecipes.launch import config_names, config_path
 
 
@@ -19,4 +20,11 @@ def launch_config(name: Optional[str] = typer.Argument(None, help="ddp, zero2, z
 
 
 def register(app: typer.Typer) -> None:
-    app.command("launch-config")(launch_config)
+    app.command(
+        "launch-config",
+        **help_with(
+            "rlrecipes launch-config                # every name and its path",
+            "accelerate launch --config_file $(rlrecipes launch-config zero3) \\",
+            "    -m rlrecipes.cli train trainer=gpu",
+        ),
+    )(launch_config)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from rlrecipes.commands.help import help_with
 from rlrecipes.runs.discover import find_runs
 from rlrecipes.runs.plots import default_out_dir, plot_comparison, plot_run, read_curves
 
@@ -55,4 +56,10 @@ def _note(message: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plot")(plot_command)
+    app.command(
+        "plot",
+        **help_with(
+            "rlrecipes plot RUN                     # RUN/accuracy.svg",
+            "rlrecipes plot outputs/multirun/DATE --metric reward,heldout",
+        ),
+    )(plot_command)

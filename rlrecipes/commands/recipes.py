@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from rlrecipes.commands.common import console
+from rlrecipes.commands.help import help_with
 from rlrecipes.recipes import load_all
 
 
@@ -20,4 +21,4 @@ def recipes() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(recipes)
+    app.command(**help_with("rlrecipes recipes"))(recipes)

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from rlrecipes.commands.common import console
+from rlrecipes.commands.help import help_with
 from rlrecipes.runs.report import make_report, rich_table, write_exports
 
 
@@ -43,4 +44,9 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(report)
+    app.command(
+        **help_with(
+            "rlrecipes report outputs/multirun/DATE        # a sweep: one row per run",
+            "rlrecipes report 'outputs/*grpo*' --group-by recipe --md table.md",
+        )
+    )(report)

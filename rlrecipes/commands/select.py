@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from rlrecipes.commands.common import console
-from rlrecipes.runs.selection import load_history, rows_for, select, selection_records, write_jsonl
+from rlrecipes.commands.help import help_with
+from rlrecipes.runs.selection import load_history, ranking_problem, rows_for, select, selection_records, write_jsonl
 
 
 def select_command(
@@ -27,7 +29,11 @@ def select_command(
     With --data, writes the chosen examples' full rows (a dataset to train on);
     otherwise their ids with their scores.
     """
-    chosen = select(load_history(history), top, method)
+    scores = load_history(history)
+    chosen = select(scores, top, method)
+    problem = ranking_problem(scores, chosen)
+    if problem:
+        console.print(f"[bold yellow]warning:[/] {escape(problem)}", highlight=False)
     records = selection_records(chosen, method)
     rows = rows_for(chosen, data, id_field) if data is not None else records
     target = out or Path(f"selected_{method}_top{top}.jsonl")
@@ -43,4 +49,10 @@ def select_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("select")(select_command)
+    app.command(
+        "select",
+        **help_with(
+            "rlrecipes select H/accuracy_history.json --top 1   # prints π1's id",
+            "rlrecipes select H.json --top 2 --data train.jsonl --out pi.jsonl",
+        ),
+    )(select_command)

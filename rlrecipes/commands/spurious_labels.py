@@ -15,6 +15,7 @@ from typing import Annotated, Optional, Sequence
 import typer
 
 from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.help import help_with
 from rlrecipes.compose import compose_config
 from rlrecipes.data.problems import load_problem_set
 from rlrecipes.data.templates import render_prompt
@@ -102,4 +103,11 @@ def spurious_labels(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("spurious-labels", context_settings=OVERRIDES)(spurious_labels)
+    app.command(
+        "spurious-labels",
+        context_settings=OVERRIDES,
+        **help_with(
+            "rlrecipes spurious-labels labels.jsonl --samples 8",
+            "rlrecipes spurious-labels l.jsonl model=qwen2_5_math_1_5b data=math_train",
+        ),
+    )(spurious_labels)

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.help import hydra_help
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
 
@@ -98,4 +99,4 @@ TRAIN = RunCommand(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(context_settings=OVERRIDES)(train)
+    app.command(context_settings=OVERRIDES, **hydra_help("train"))(train)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Dict, List, Optional
 
-from omegaconf import MISSING
+from omegaconf import II, MISSING
 
 
 class Choice(StrEnum):
@@ -168,6 +168,12 @@ class ModelConfig:
     revision: Optional[str] = None
     toy: ToyModelConfig = field(default_factory=ToyModelConfig)
     lora: Optional[LoraConfig] = field(default_factory=LoraConfig)
+    # The completion budget that fits this model's answers on the synthetic tasks: training's
+    # trainer.max_completion_length and the synthetic benchmarks' token limit follow it unless
+    # set. The toy's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
+    # room for DAPO's soft overlong window without punishing right answers. A chat model that
+    # explains first needs hundreds (conf/model/smollm2-135m.yaml).
+    max_completion_length: int = 16
 
 
 @dataclass
@@ -215,7 +221,7 @@ class DataConfig:
     max_examples: Optional[int] = None
     max_eval_examples: Optional[int] = None
     # prompt rendering
-    template: Template = Template.chat
+    template: Template = Template.chat  # how a problem becomes a prompt (data/templates.py)
     system_prompt: Optional[str] = None
     answer_style: AnswerStyle = AnswerStyle.auto
 
@@ -230,11 +236,11 @@ class TrainerConfig:
     optimizer steps, as TRL does.
     """
 
-    max_steps: int = 120
+    max_steps: int = 120  # optimizer steps
     # a wall-clock budget: the run ends at the first rollout boundary after this many seconds of
     # training (held-out measurements not counted), as a finished run; null = none
     max_train_seconds: Optional[float] = None
-    learning_rate: float = 2e-4
+    learning_rate: float = 2e-4  # peak learning rate
     lr_scheduler_type: str = "constant"
     # extra scheduler arguments, e.g. +trainer.lr_scheduler_kwargs.min_lr_rate=0.1 for cosine_with_min_lr
     lr_scheduler_kwargs: Dict[str, Any] = field(default_factory=dict)
@@ -247,15 +253,14 @@ class TrainerConfig:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     max_grad_norm: float = 1.0
-    prompts_per_rollout: int = 8
-    num_generations: int = 8
+    prompts_per_rollout: int = 8  # prompts sampled per rollout step
+    num_generations: int = 8  # completions per prompt (its group)
     updates_per_rollout: int = 1
     micro_batch_size: int = 64  # completions per forward/backward on one device
     num_iterations: int = 1  # PPO epochs over each rollout batch
-    # The quick-start's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
-    # room for DAPO's soft overlong window without punishing right answers.
-    max_completion_length: int = 16
-    temperature: float = 1.0
+    # new tokens per completion; longer ones are cut (default: the model's budget)
+    max_completion_length: int = II("model.max_completion_length")
+    temperature: float = 1.0  # rollout sampling temperature
     top_p: float = 1.0
     top_k: int = 0
     logging_steps: int = 1
@@ -337,7 +342,7 @@ class RecipeConfig:
     name: str = MISSING
     # grpo: mean over a completion's tokens, then over completions (the paper);
     # bnpo: token mean per micro-batch; dapo: token mean over the generation batch
-    loss_type: LossType = LossType.grpo
+    loss_type: LossType = LossType.grpo  # how token losses are averaged (above)
     beta: float = 0.0  # k3 KL coefficient; 0 loads no reference model
     epsilon: float = 0.2
     epsilon_high: Optional[float] = None  # None = symmetric clip
@@ -366,10 +371,10 @@ class TrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     experiment: Optional[str] = None
-    seed: int = 0
-    run_dir: Optional[str] = None
+    seed: int = 0  # seeds data order, sampling and initialisation
+    run_dir: Optional[str] = None  # the run's folder; null: output_root/<time>-<recipe>-<data>
     resume: bool = False  # continue run_dir from its last complete checkpoint
-    output_root: str = "outputs"
+    output_root: str = "outputs"  # where new run folders go
     cache_dir: Optional[str] = None  # default: $RLRECIPES_CACHE or ~/.cache/rlrecipes
     # `rlrecipes eval` overrides run on the final model after training, into RUN/eval/
     # (e.g. [benchmark=aime24, protocol=dapo_avg32]); empty: none

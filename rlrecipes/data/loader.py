@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from rlrecipes.data.files import read_rows
 from rlrecipes.errors import DataError
+from rlrecipes.hub import offline_reason
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -46,12 +47,16 @@ def read_records(path: str, subset: str | None = None, split: str = "train") -> 
         return read_rows(file), str(file)
     if path.startswith((".", "/", "~")) or Path(path).suffix in DATA_SUFFIXES:
         raise DataError(f"data file {path} does not exist")
-    from datasets import load_dataset  # the real hub path; unreachable offline
+    offline = offline_reason()  # no network: the cache only, no retries
+    from datasets import load_dataset  # the real hub path
 
     try:
         ds = load_dataset(path, subset, split=split)
     except Exception as exc:  # network, unknown id, unknown split...
-        raise DataError(f"could not load hub dataset {path!r} (split {split!r}): {str(exc).splitlines()[0]}") from None
+        why = (
+            f"not in the local cache and the hub cannot be reached ({offline})" if offline else str(exc).splitlines()[0]
+        )
+        raise DataError(f"could not load hub dataset {path!r} (split {split!r}): {why}") from None
     return [dict(r) for r in ds], f"{path}:{split}"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from rlrecipes.display import format_duration
+from rlrecipes.display import MOSTLY_TRUNCATED, format_duration, job_prefix, pack, width, wrapped
 from rlrecipes.rundir import append_line, write_lines
 
 # TRL's metric names -> the names rlrecipes documents in metrics.jsonl
@@ -33,8 +33,22 @@ _RENAMES = {
 }
 
 
+def truncation_warning(rows: list[dict[str, Any]], limit: Any) -> str | None:
+    """One line when most completions of the run so far hit `limit` (mean over logged steps)."""
+    shares = [float(r["truncated_fraction"]) for r in rows if r.get("truncated_fraction") is not None]
+    if not shares or sum(shares) / len(shares) <= MOSTLY_TRUNCATED:
+        return None
+    mean = 100 * sum(shares) / len(shares)
+    return (
+        f"{mean:.0f}% of completions hit trainer.max_completion_length={limit} (mean over {len(shares)} "
+        "logged steps): their answers are cut; raise it"
+    )
+
+
 class MetricsWriter(TrainerCallback):
-    """Appends every log event to `metrics.jsonl` with step time and tokens/s added."""
+    """Appends every log event to `metrics.jsonl` with step time and tokens/s added. At the end
+    of training its last row (which the run's summary.json keeps as `final_metrics`) gets
+    `warnings`: what the user should know about the whole run (most completions cut)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -85,6 +99,11 @@ class MetricsWriter(TrainerCallback):
         self.rows.append(row)
         append_line(self.path, json.dumps(row, default=_jsonable))  # whole records only
 
+    def on_train_end(self, args, state, control, **kwargs):
+        warning = truncation_warning(self.rows, getattr(args, "max_completion_length", "?"))
+        if warning and self.rows:
+            self.rows[-1]["warnings"] = [warning]
+
 
 def _jsonable(value: Any) -> Any:
     try:
@@ -116,6 +135,7 @@ class RichProgress(TrainerCallback):
         self.progress = None
         self.task = None
         self._plain = False
+        self._warned = False  # the truncation warning is said once; the line keeps flagging it
         self._last_line = self._start_step = 0
         self._started = time.monotonic()
 
@@ -131,13 +151,13 @@ class RichProgress(TrainerCallback):
             self._plain = True
             if self.every is None:
                 self.every = max(1, min(10, state.max_steps // 20))
-            self.log(f"train: {state.max_steps} steps, a line every {self.every}")
+            self.log(f"{job_prefix()}train: {state.max_steps} steps, a line every {self.every}")
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("[bold]RL[/]"),
-            BarColumn(),
+            TextColumn(f"[bold]{job_prefix()}RL[/]"),
+            BarColumn(bar_width=12),
             MofNCompleteColumn(),
             TextColumn("{task.fields[stats]}"),
             TextColumn("ETA"),
@@ -148,23 +168,35 @@ class RichProgress(TrainerCallback):
         self.progress.start()
 
     def _stats(self, row: dict[str, Any]) -> list[str]:
+        """Labelled values, most important first, each metric once (a recipe's extra key that is
+        already shown is not repeated)."""
         parts = [f"reward {_fmt(row.get('reward_mean'))}", f"acc {_fmt(row.get('accuracy'))}"]
-        if self._plain:  # a log file has the room for what a bar line has not
-            parts += [
-                f"{name} {_fmt(row.get(key))}"
-                for name, key in (("kl", "kl"), ("entropy", "entropy"), ("length", "completion_length_mean"))
-                if row.get(key) is not None
-            ]
+        shown = {"reward_mean", "accuracy", "step_time"}
+        truncated = row.get("truncated_fraction")
+        if truncated is not None and float(truncated) > MOSTLY_TRUNCATED:
+            parts.append(f"truncated {100 * float(truncated):.0f}%!")  # the reward measures the limit
+            shown.add("truncated_fraction")
         parts.append(f"{_fmt(row.get('step_time'), 2)}s/step")
-        parts += [f"{k.split('/')[-1]} {_fmt(row.get(k))}" for k in self.extra_keys if k in row]
+        if self._plain:  # a log file has the room for what a bar line has not
+            for key in ("kl", "entropy", "completion_length_mean"):
+                if row.get(key) is not None:
+                    parts.append(f"{_label(key)} {_fmt(row.get(key))}")
+                shown.add(key)
+        for key in self.extra_keys:
+            if key in row and key not in shown:
+                parts.append(f"{_label(key)} {_fmt(row.get(key))}")
+                shown.add(key)
         return parts
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not self.writer.rows or not (self.progress is not None or self._plain):
             return
         row = self.writer.rows[-1]
+        self._warn_once(row, args)
         if self.progress is not None:
-            self.progress.update(self.task, completed=state.global_step, stats="  ".join(self._stats(row)))
+            # the bar, the step count and the ETA take about 35 columns; the values get the rest
+            stats = pack("", self._stats(row), columns=max(20, width() - 36))
+            self.progress.update(self.task, completed=state.global_step, stats=stats)
             return
         step = state.global_step
         if logs and "train_runtime" in logs:  # HF's end-of-training summary: no new step
@@ -173,21 +205,48 @@ class RichProgress(TrainerCallback):
             self._last_line = step
             self.log(self.line(step, state.max_steps, row))
 
+    def _warn_once(self, row: dict[str, Any], args: Any) -> None:
+        truncated = row.get("truncated_fraction")
+        if self._warned or truncated is None or float(truncated) <= MOSTLY_TRUNCATED:
+            return
+        self._warned = True
+        limit = getattr(args, "max_completion_length", "?")
+        self._say(
+            f"{job_prefix()}warning: {100 * float(truncated):.0f}% of this step's completions hit "
+            f"trainer.max_completion_length={limit}: their answers are cut (raise it)"
+        )
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(text, highlight=False)
+        else:
+            self.log(wrapped(text))
+
     def line(self, step: int, total: int, row: dict[str, Any]) -> str:
-        """``train step 40/120 (33%): reward 0.512  acc 0.500  ...  1.20s/step, 48s elapsed, ETA 1m36s``"""
+        """``train step 40/120: reward 0.512  acc 0.500  1.20s/step  ..., ETA 1m36s (48s elapsed)``,
+        within the terminal's width: values that do not fit go to indented lines below."""
         elapsed = time.monotonic() - self._started
         per_step = elapsed / max(step - self._start_step, 1)
         eta = format_duration(per_step * max(total - step, 0))
-        pct = 100 * step / total if total else 100.0
-        return (
-            f"train step {step}/{total} ({pct:.0f}%): {'  '.join(self._stats(row))}, "
-            f"{format_duration(elapsed)} elapsed, ETA {eta}"
-        )
+        head = f"{job_prefix()}train step {step}/{total}:"
+        return pack(head, self._stats(row), f", ETA {eta} ({format_duration(elapsed)} elapsed)", wrap=True)
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.progress is not None:
             self.progress.update(self.task, completed=state.global_step)
             self.progress.stop()
+        if state.is_world_process_zero:
+            warning = truncation_warning(self.writer.rows, getattr(args, "max_completion_length", "?"))
+            if warning:
+                self.log(wrapped(f"{job_prefix()}warning: {warning}"))
+
+
+def _label(key: str) -> str:
+    """A metric's name in a progress line: its last part, or the part before a bare statistic
+    (`self_certainty/mean` -> self_certainty), with the long names shortened."""
+    parts = key.split("/")
+    name = parts[-2] if len(parts) > 1 and parts[-1] in ("mean", "std", "max", "min") else parts[-1]
+    return {"completion_length_mean": "length", "truncated_fraction": "truncated"}.get(name, name)
 
 
 class TrackerConfig(TrainerCallback):

@@ -1,5 +1,6 @@
 """Generation backends behind one interface: transformers (``hf``) and vLLM (``vllm``);
-``auto`` (the default) takes vLLM wherever it is installed and can run the model.
+``auto`` (the default) takes vLLM wherever it is installed and can run the model, on a CPU
+only for jobs big enough to earn its start-up back (``rlrecipes.eval.job_size``).
 
 Both take the same ``Sampling`` settings, stop on EOS or on any ``stop`` string (the
 string itself is cut from the text, as vLLM does), report each completion's token
@@ -12,19 +13,26 @@ from the problem id (independent of batching).
 from __future__ import annotations
 
 import zlib
-from typing import Any, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
 
 from rlrecipes.errors import UserError
+from rlrecipes.eval.job_size import count_parameters, cpu_break_even_slots, format_slots
 from rlrecipes.generation import Completion, Sampling, hf_generate, on_vllm_cpu
 from rlrecipes.models import load_model
 from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
+
+Progress = Callable[[int], None]  # called with how many of this call's prompts are finished
 
 
 class Backend(Protocol):
     name: str
 
-    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
-        """``sampling.n`` completions per prompt; ``seeds[i]`` seeds prompt i (or its chunk)."""
+    def generate(
+        self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
+    ) -> list[list[Completion]]:
+        """``sampling.n`` completions per prompt; ``seeds[i]`` seeds prompt i (or its chunk);
+        ``on_progress(k)``, where the backend can tell, as k of them are done."""
         ...
 
     def chunk_size(self, sampling: Sampling) -> int:
@@ -48,7 +56,10 @@ class HFBackend:
     def chunk_size(self, sampling: Sampling) -> int:
         return max(1, self.batch_size // sampling.n)
 
-    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
+    def generate(
+        self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
+    ) -> list[list[Completion]]:
+        # one batch: nothing finishes before the call returns (the caller counts the chunk)
         # one seed per chunk: chunks are fixed by problem position, so a resumed eval
         # regenerates exactly what an uninterrupted one would
         return hf_generate(self.model, self.tokenizer, prompts, sampling, seed=seeds[0] if seeds else 0)
@@ -102,7 +113,9 @@ class VLLMBackend:
     def chunk_size(self, sampling: Sampling) -> int:
         return self._chunk
 
-    def generate(self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int]) -> list[list[Completion]]:
+    def generate(
+        self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
+    ) -> list[list[Completion]]:
         from vllm import SamplingParams
 
         params = [
@@ -117,7 +130,8 @@ class VLLMBackend:
             )
             for seed in seeds
         ]
-        outputs = self._llm.generate(list(prompts), params, use_tqdm=False)
+        bar = False if on_progress is None else _reporting_bar(on_progress, sampling.n)
+        outputs = self._llm.generate(list(prompts), params, use_tqdm=bar)
         return [
             [
                 Completion(o.text, _num_tokens(o), "length" if o.finish_reason == "length" else "stop")
@@ -125,6 +139,26 @@ class VLLMBackend:
             ]
             for out in outputs
         ]
+
+
+def _reporting_bar(on_progress: Progress, samples: int) -> Any:
+    """A tqdm class for vLLM's `use_tqdm`: it prints nothing and reports finished prompts (vLLM
+    counts each prompt's `samples` completions) to `on_progress`, so the eval's own progress
+    moves within a chunk of hundreds of problems."""
+    import io
+
+    from tqdm import tqdm
+
+    class Reporting(tqdm):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "file": io.StringIO(), "dynamic_ncols": False})
+
+        def update(self, n: float | None = 1) -> bool | None:
+            shown = super().update(n)
+            on_progress(int(self.n) // max(1, samples))
+            return shown
+
+    return Reporting
 
 
 def _num_tokens(output: Any) -> int:
@@ -169,22 +203,44 @@ def cpu_attention_problem(model_path: str) -> str | None:
     return f"vLLM's CPU attention takes head sizes {', '.join(map(str, sizes))}; this model's is {head_dim}"
 
 
-def resolve_backend(name: str, model_path: str) -> str:
-    """``auto``: vLLM where it is installed and can run the model, else transformers."""
+@dataclass(frozen=True)
+class BackendChoice:
+    name: str  # hf | vllm
+    why: str  # one clause for the eval plan: what decided it
+
+
+def choose_backend(name: str, model_path: str, slots: int | None = None) -> BackendChoice:
+    """``auto``: vLLM where it is installed and can run the model; on a CPU only for a job of
+    more than the break-even token slots (`rlrecipes.eval.job_size`; None: any size)."""
     import importlib.util
 
     if name != "auto":
-        return name
+        return BackendChoice(name, f"generation.backend={name}")
     if importlib.util.find_spec("vllm") is None:
-        return "hf"
+        return BackendChoice("hf", "auto: vLLM is not installed")
+    if not on_vllm_cpu():
+        return BackendChoice("vllm", "auto: vLLM on a GPU")
+    why = "auto: vLLM-CPU runs this model"
+    if slots is not None:
+        base = adapter_base(model_path) if is_adapter_folder(model_path) else model_path
+        even = cpu_break_even_slots(count_parameters(base))
+        if slots < even:
+            return BackendChoice("hf", f"auto: under the {format_slots(even)} slots where vLLM's CPU start-up pays off")
+        why = f"auto: over the {format_slots(even)} slots where vLLM's CPU start-up pays off" if even else why
+    if problem := cpu_attention_problem(model_path):
+        return BackendChoice("hf", f"auto: {problem}")
+    return BackendChoice("vllm", why)
 
-    return "hf" if on_vllm_cpu() and cpu_attention_problem(model_path) else "vllm"
+
+def resolve_backend(name: str, model_path: str) -> str:
+    """``auto``: vLLM where it is installed and can run the model, else transformers."""
+    return choose_backend(name, model_path).name
 
 
-def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int) -> Backend:
-    """The backend named by ``generation.backend`` (``auto`` resolved), with the model loaded;
-    its ``name`` says which one it is."""
-    name = resolve_backend(gen_cfg.backend, model_path)
+def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int, name: str | None = None) -> Backend:
+    """The backend `name` (default: ``generation.backend``, ``auto`` resolved), with the model
+    loaded; its ``name`` says which one it is."""
+    name = name or resolve_backend(gen_cfg.backend, model_path)
     if name == "vllm":
         # vLLM loads full checkpoints: a LoRA adapter folder is merged into its base once (cached)
         return VLLMBackend(

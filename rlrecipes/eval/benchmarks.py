@@ -30,6 +30,7 @@ from rlrecipes.eval.items import (
     items_from_rows,
 )
 from rlrecipes.grading.extract import last_boxed
+from rlrecipes.hub import offline_reason
 
 __all__ = [
     "BENCHMARKS",
@@ -39,6 +40,7 @@ __all__ = [
     "BenchmarkSpec",
     "SkippedRow",
     "benchmark_names",
+    "expected_layout",
     "find_local_file",
     "items_from_rows",
     "load_benchmark",
@@ -203,7 +205,7 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
     if root.is_file():
         return root
     if not root.is_dir():
-        raise DataError(f"data_dir {str(root)!r} does not exist")
+        raise DataError(f"data_dir {str(root)!r} does not exist; pass {expected_layout(spec)}")
     for rel in spec.local_files:
         parts = Path(rel).parts
         for k in range(len(parts)):
@@ -218,17 +220,13 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
     if other is not None and other not in _layout_folders(spec):
         raise DataError(
             f"data_dir {str(root)!r} is the folder of benchmark {other!r}, not of {spec.name!r}; "
-            "pass the shared data root or the file itself"
+            f"pass {expected_layout(spec)}"
         )
     found = sorted(p for ext in ("jsonl", "json", "parquet") for p in root.glob(f"*.{ext}"))
     if len(found) == 1:
         return found[0]
     hint = f"; files there: {', '.join(p.name for p in found)}" if found else ""
-    raise DataError(
-        f"no file for benchmark {spec.name!r} under {str(root)!r} (looked for "
-        f"{', '.join(spec.local_files) or 'a single .jsonl/.json/.parquet'}){hint}; "
-        f"pass the file itself as data_dir=PATH"
-    )
+    raise DataError(f"no file for benchmark {spec.name!r} under {str(root)!r}{hint}; pass {expected_layout(spec)}")
 
 
 def _layout_folders(spec: BenchmarkSpec) -> set[str]:
@@ -241,17 +239,34 @@ def _benchmark_folder_of(path: Path) -> str | None:
     return next((part for part in reversed(path.resolve().parts) if part in folders), None)
 
 
+def expected_layout(spec: BenchmarkSpec) -> str:
+    """What `data_dir` must hold for `spec`: the file names the shared layout uses and the
+    fields a row needs (the first present is read)."""
+    files = " or ".join(f"DIR/{rel}" for rel in spec.local_files) or "DIR/<file>"
+    gold = "|".join(spec.gold_fields)
+    if spec.gold_from == "gsm8k":
+        gold += " (a solution ending '#### 42' works)"
+    elif spec.gold_from == "solution_boxed":
+        gold += ", else the last \\boxed{} of 'solution'"
+    return (
+        f"data_dir=DIR with {files}, or data_dir=FILE (.jsonl/.json/.parquet); each row needs the problem in "
+        f"{'|'.join(spec.problem_fields)} and the answer in {gold}"
+    )
+
+
 def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:
+    offline = offline_reason()  # no network: the cache only, no retries
     try:
         from datasets import load_dataset
 
         return load_dataset(spec.hub_id, spec.hub_config, split=spec.split)
     except Exception as exc:  # offline, gated, renamed: one clear line instead
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = f"not in the local cache and the hub cannot be reached ({offline})" if offline else first
         raise DataError(
             f"could not load benchmark {spec.name!r} from the hub ({spec.hub_id}, "
-            f"split {spec.split}): {first}; pass data_dir=DIR_OR_FILE to use local files"
-        ) from exc
+            f"split {spec.split}): {why}; pass {expected_layout(spec)}"
+        ) from None
 
 
 def _synthetic(name: str, synthetic_cfg: Any) -> BenchmarkItems:

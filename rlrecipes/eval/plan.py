@@ -35,6 +35,14 @@ class Plan:
         }
 
 
+def default_tokens(cfg: Any, spec: Any) -> int:
+    """The token limit a protocol leaves open: a synthetic task's is the model's budget when that
+    is larger (a chat model explains before it answers), else the benchmark's."""
+    if spec.synthetic:
+        return max(spec.max_new_tokens, cfg.model.max_completion_length)
+    return spec.max_new_tokens
+
+
 def plan_benchmark(cfg: Any, name: str) -> Plan:
     spec, p = BENCHMARKS[name], cfg.protocol
     items = load_benchmark(name, cfg.data_dir, cfg.limit, synthetic=cfg.data.synthetic, data=cfg.data)
@@ -61,7 +69,7 @@ def plan_benchmark(cfg: Any, name: str) -> Plan:
         temperature=knobs["temperature"],
         top_p=knobs["top_p"],
         top_k=knobs["top_k"],
-        max_new_tokens=knobs["max_new_tokens"] or spec.max_new_tokens,
+        max_new_tokens=knobs["max_new_tokens"] or default_tokens(cfg, spec),
         stop=tuple(p.stop),
     )
     return Plan(name, items, template, system, style, sampling, list(p.ks))

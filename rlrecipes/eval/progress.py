@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from rlrecipes.display import format_duration
+from rlrecipes.display import MOSTLY_TRUNCATED, format_duration, job_prefix
 
 
 class RateColumn(ProgressColumn):
@@ -46,13 +46,14 @@ class EvalProgress:
         self._progress: Progress | None = None
         self._task: Any = None
         self.done, self._last_line, self._name = 0, 0, ""
+        self._truncated = self._completions = 0  # completions that hit the token limit, of all
         self._started = time.monotonic()
 
     def __enter__(self) -> EvalProgress:
         self._started = time.monotonic()
         if self.enabled and self.terminal:
             self._progress = Progress(
-                TextColumn("[bold]eval[/] {task.description}"),
+                TextColumn(f"[bold]{job_prefix()}eval[/] {{task.description}}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 RateColumn(),
@@ -66,27 +67,49 @@ class EvalProgress:
 
     def start_benchmark(self, name: str) -> None:
         self._name = name
+        self._truncated = self._completions = 0
         if self._progress is not None:
             self._progress.update(self._task, description=name)
 
-    def advance(self, n: int) -> None:
+    def advance(self, n: int, truncated: int = 0, completions: int = 0) -> None:
+        """A batch of `n` problems is generated, graded and saved; `truncated` of its
+        `completions` hit the token limit (most of them: the line says so)."""
         self.done += n
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
-        elif self.enabled and (self.done - self._last_line >= self.every or self.done >= self.total):
-            self._last_line = self.done
-            self.log(self.line())
+        self._truncated += truncated
+        self._completions += completions
+        self._show(self.done)
 
-    def line(self) -> str:
-        """``eval math500: 50/500 problems (10%), 0.12 problems/s, 6m58s elapsed, ETA 1h02m``"""
+    def truncated_share(self) -> float:
+        return self._truncated / self._completions if self._completions else 0.0
+
+    def within(self, k: int) -> None:
+        """`k` problems of the batch being generated are finished (vLLM reports them as they
+        end; a batch of hundreds of problems would otherwise show nothing until it ends)."""
+        self._show(self.done + k)
+
+    def _show(self, finished: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=finished, description=self._name + self._flag())
+        elif self.enabled and (finished - self._last_line >= self.every or finished >= self.total):
+            self._last_line = finished
+            self.log(self.line(finished))
+
+    def line(self, finished: int | None = None) -> str:
+        """``eval math500: 50/500 problems (10%), 0.12/s, ETA 1h02m (6m58s elapsed)``"""
+        finished = self.done if finished is None else finished
         elapsed = time.monotonic() - self._started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = format_duration((self.total - self.done) / rate) if rate > 0 else "-"
-        pct = 100 * self.done / self.total if self.total else 100.0
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        eta = format_duration((self.total - finished) / rate) if rate > 0 else "-"
+        pct = 100 * finished / self.total if self.total else 100.0
         return (
-            f"eval {self._name}: {self.done}/{self.total} problems ({pct:.0f}%), "
-            f"{rate:.2f} problems/s, {format_duration(elapsed)} elapsed, ETA {eta}"
+            f"{job_prefix()}eval {self._name}: {finished}/{self.total} problems ({pct:.0f}%){self._flag()}, "
+            f"{rate:.2f}/s, ETA {eta} ({format_duration(elapsed)} elapsed)"
         )
+
+    def _flag(self) -> str:
+        """`` truncated 94%!`` while most completions so far hit the token limit."""
+        share = self.truncated_share()
+        return f" truncated {100 * share:.0f}%!" if share > MOSTLY_TRUNCATED else ""
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

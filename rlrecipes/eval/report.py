@@ -57,6 +57,8 @@ def print_eval_summary(summary: dict[str, Any], run_dir: Path, console: Console)
     if avg.get("benchmarks", 0) > 1:
         table.add_row("average", *[""] * 2, _pct(avg.get("headline")), *[""] * (len(columns) - 4))
     console.print(table)
+    for warning in summary.get("warnings", []):
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, m in summary.get("benchmarks", {}).items():
         for attr in ("by_subject", "by_level"):
             if attr in m:

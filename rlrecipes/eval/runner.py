@@ -20,25 +20,43 @@ import torch
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, check_backend, make_backend, stable_seed
+from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
+from rlrecipes.eval.job_size import token_slots
 from rlrecipes.eval.plan import Plan, plan_benchmark
+from rlrecipes.eval.plan_block import Rows, plan_rows, plan_text
 from rlrecipes.eval.progress import EvalProgress
 from rlrecipes.eval.rescore import prepare_rescore, rescore
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
 from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
 from rlrecipes.grading import GradingCounts, GradingPool
+from rlrecipes.hub import check_model_available
 from rlrecipes.metrics import TIE_RULES
 from rlrecipes.models import check_model_location, resolve_model_path
 
+Log = Callable[[str], None]
+ShowPlan = Callable[[Rows], None]  # shows the eval plan's (what, value) rows as one block
 
-def _load_backend(cfg: Any, log: Callable[[str], None]) -> tuple[Backend, str]:
+
+def _model_path(cfg: Any, log: Log) -> str:
+    """The model's folder or hub id (the toy is built, once, on first use)."""
     task = make_task(cfg.data.synthetic) if cfg.model.builder == "toy" and not cfg.model.name_or_path else None
     path = resolve_model_path(cfg.model, task, cfg.data.synthetic, cfg.cache_dir, log)
-    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed)
-    log(f"model: {path} (generation.backend={cfg.generation.backend}: {backend.name})")
-    return backend, path
+    check_model_available(path, log=log)  # a hub id offline: in the cache, or one line before the plan
+    return path
+
+
+def _load_backend(
+    cfg: Any, plans: list[Plan], todo: dict[str, list], threads: int, log: Log, show_plan: ShowPlan | None
+) -> tuple[Backend, str]:
+    """Choose the backend by the job's size, show the plan, then load the model."""
+    path = _model_path(cfg, log)
+    slots = token_slots((len(todo[p.name]), p.sampling.n, p.sampling.max_new_tokens) for p in plans)
+    choice = choose_backend(cfg.generation.backend, path, slots)
+    rows = plan_rows(cfg, plans, todo, path, choice, threads, slots)
+    show_plan(rows) if show_plan is not None else log(plan_text(rows))
+    return make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name), path
 
 
 def _generate(
@@ -60,7 +78,8 @@ def _generate(
         items = [it for _, it in group]
         prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items]
         started = time.time()
-        outputs = backend.generate(prompts, plan.sampling, [stable_seed(seed, plan.name, it.id) for it in items])
+        seeds = [stable_seed(seed, plan.name, it.id) for it in items]
+        outputs = backend.generate(prompts, plan.sampling, seeds, on_progress=progress.within)
         timing["generation_seconds"] += time.time() - started
         records = [
             ProblemRecord(
@@ -88,7 +107,8 @@ def _generate(
         )
         timing["grading_seconds"] += time.time() - started
         writer.write(records)
-        progress.advance(len(items))
+        reasons = [f for r in records for f in r.finish_reasons]
+        progress.advance(len(items), truncated=reasons.count("length"), completions=len(reasons))
 
 
 def _tokenizer_of(backend: Backend) -> Any:
@@ -132,8 +152,11 @@ def check_eval(cfg: Any) -> None:
         check_model_location(cfg.model.name_or_path)
 
 
-def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepared: Any = None) -> dict[str, Any]:
-    """Evaluate, write ``samples.jsonl`` and ``summary.json`` in ``run_dir``, return the summary."""
+def run_eval(
+    cfg: Any, run_dir: Path, log: Log = print, prepared: Any = None, show_plan: ShowPlan | None = None
+) -> dict[str, Any]:
+    """Evaluate, write ``samples.jsonl`` and ``summary.json`` in ``run_dir``, return the summary.
+    The plan (what runs, its size, the backend and why) goes to `show_plan`, else to `log`."""
     prepared = prepare(cfg) if prepared is None else prepared
     if cfg.generations:
         return rescore(cfg, run_dir, prepared, log)
@@ -154,9 +177,8 @@ def run_eval(cfg: Any, run_dir: Path, log: Callable[[str], None] = print, prepar
     model_path, backend_used = None, None
     try:
         if any(todo.values()):
-            backend, model_path = _load_backend(cfg, log)
+            backend, model_path = _load_backend(cfg, plans, todo, threads, log, show_plan)
             backend_used = backend.name  # what generation.backend=auto chose, for summary.json
-            log(f"generation: {threads} CPU thread{'s' * (threads != 1)} (threads=N to change)")
             with EvalProgress(
                 sum(map(len, todo.values())), enabled=cfg.progress, every=cfg.progress_every, log=log
             ) as progress:

@@ -8,6 +8,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from rlrecipes.display import MOSTLY_TRUNCATED
 from rlrecipes.errors import UserError
 from rlrecipes.eval.samples import ProblemRecord
 from rlrecipes.eval.scoring import headline
@@ -61,6 +62,20 @@ def check_failure_rate(cfg: Any, results: dict[str, dict[str, Any]]) -> None:
             )
 
 
+def truncation_warnings(results: dict[str, dict[str, Any]], settings: dict[str, Any]) -> list[str]:
+    """One line per benchmark where most completions hit the token limit."""
+    out = []
+    for name, m in results.items():
+        share = m.get("truncated_fraction")
+        if share is not None and share > MOSTLY_TRUNCATED:
+            limit = settings.get(name, {}).get("sampling", {}).get("max_new_tokens", "?")
+            out.append(
+                f"{name}: {100 * share:.0f}% of completions hit the {limit}-token limit, so their answers "
+                "are cut; raise protocol.max_new_tokens"
+            )
+    return out
+
+
 def build_summary(
     cfg: Any,
     results: dict[str, dict[str, Any]],
@@ -81,6 +96,7 @@ def build_summary(
         "benchmarks": results,
         "average": {"headline": round(sum(heads) / len(heads), 6) if heads else None, "benchmarks": len(heads)},
         "settings": settings,
+        "warnings": truncation_warnings(results, settings),
         "generations": cfg.generations,
         "data_dir": cfg.data_dir,
         "limit": cfg.limit,

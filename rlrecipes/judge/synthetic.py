@@ -48,11 +48,19 @@ def verdict_text(judge: str, gold: str, biased: bool) -> str:
     return f"<answer>[[{'A' if first_wins else 'B'}]]</answer>"
 
 
+def synthetic_pairs(synthetic_cfg: Any, base: SyntheticTask | None = None) -> tuple[list[Pair], list[Pair]]:
+    """The (training, held-out) pairs of the arithmetic task: what recipe=j1 trains and measures
+    on, and what `rlrecipes judge-pairs --data toy` writes to a file."""
+    base = base or make_task(synthetic_cfg)
+    return arithmetic_pairs(base.train, synthetic_cfg.seed), arithmetic_pairs(base.eval, synthetic_cfg.seed + 1)
+
+
 def judge_task(synthetic_cfg: Any, judge: str, style: str) -> SyntheticTask:
     """The arithmetic task's problems as judge rows (both orders), with the biased teacher."""
     base = make_task(synthetic_cfg)
-    train = judge_rows(arithmetic_pairs(base.train, synthetic_cfg.seed), judge, style)
-    held_out = judge_rows(arithmetic_pairs(base.eval, synthetic_cfg.seed + 1), judge, style)
+    train_pairs, held_out_pairs = synthetic_pairs(synthetic_cfg, base)
+    train = judge_rows(train_pairs, judge, style)
+    held_out = judge_rows(held_out_pairs, judge, style)
     error_rate = float(synthetic_cfg.teacher_error_rate)
 
     def demonstration(it: dict[str, Any], rng: random.Random) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
+from rlrecipes.hub import check_model_available
 from rlrecipes.models import lora, smollm2, toy
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 
@@ -78,6 +79,7 @@ def load_model(name_or_path: str, model_cfg: Any, device: str | None = None) -> 
     dtype = "auto" if model_cfg.dtype == "auto" else getattr(torch, model_cfg.dtype)
     kwargs = dict(trust_remote_code=bool(model_cfg.trust_remote_code), revision=model_cfg.revision)
     check_model_location(name_or_path)
+    check_model_available(name_or_path)  # a hub id offline: in the cache, or one line now
     adapter = lora.is_adapter_folder(name_or_path)  # a LoRA run's RUN/model: its base + the adapter
     quantized = lora.quantization_kwargs(model_cfg)  # QLoRA on a machine without CUDA fails here, before loading
     if quantized and adapter:

@@ -21,10 +21,11 @@ paper's alpha = -0.001 (Eq. 3-8). What TRL cannot match: the advantage epsilon i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Optional
 
 from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.data.problems import ProblemSet, load_problem_set
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -40,6 +41,20 @@ class OneShotConfig(RecipeConfig):
     # The chosen examples are duplicated to this many rows, split evenly (π1+π13: 64 + 64);
     # 128 = the paper's verl batch (drop_last).
     rows: int = 128
+    # With examples null: train on every row as loaded (the full-set baseline, or a file that
+    # already holds the duplicated rows). Without it (and without recording a history) a run
+    # with no examples is refused: one-shot on 4,000 problems is not one-shot.
+    whole_set: bool = False
+
+
+# The toy pipeline, for the error that asks for recipe.examples: a history over a pool small
+# enough that each example is sampled many times (120 steps x 8 prompts over 64 examples: 15
+# accuracies each), the ranking, then the run on the top example.
+TOY_PIPELINE = (
+    "rlrecipes train recipe=one_shot trainer.record_accuracy_history=true data.max_examples=64 run_dir=H; "
+    "rlrecipes select H/accuracy_history.json --top 1 (prints the id); "
+    "rlrecipes train recipe=one_shot 'recipe.examples=[ID]'"
+)
 
 
 def copies_per_example(num_examples: int, rows: int) -> int:
@@ -92,8 +107,30 @@ class OneShot(Recipe):
 
     @classmethod
     def validate(cls, cfg: Any) -> None:
-        if cfg.recipe.examples is not None:  # which ids exist is known once the data loads (`pick`)
-            copies_per_example(len(distinct_ids(list(cfg.recipe.examples))), cfg.recipe.rows)
+        r = cfg.recipe
+        if r.examples is not None:  # which ids exist is known once the data loads (`pick`)
+            copies_per_example(len(distinct_ids(list(r.examples))), r.rows)
+        elif not (r.whole_set or cfg.trainer.record_accuracy_history):
+            raise ConfigError(
+                "recipe=one_shot trains on the examples named by recipe.examples, and none are set "
+                f"(recipe.whole_set=true: every row); the toy pipeline: {TOY_PIPELINE}"
+            )
+
+    def problem_set(self, data_cfg: Any) -> ProblemSet:
+        """The data's problems, with a report line that says what one-shot trains on; unknown
+        example ids fail here, before the model loads."""
+        problems = load_problem_set(data_cfg)
+        if self.cfg.examples is None:
+            what = "every training row (recipe.examples=null)"
+            return replace(problems, report=f"{problems.report}; one-shot trains on {what}")
+        chosen = pick(problems.train, list(self.cfg.examples))
+        copies = copies_per_example(len(chosen), self.cfg.rows)
+        ids = ", ".join(str(row["id"]) for row in chosen)
+        report = (
+            f"one-shot: {self.cfg.rows} rows = {len(chosen)} example{'s' * (len(chosen) != 1)} (id {ids}) "
+            f"x {copies} copies, picked from {problems.report}"
+        )
+        return replace(problems, report=report)
 
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.cfg.examples is None:

@@ -96,6 +96,27 @@ def rank(history: History, method: str = "variance") -> list[Ranked]:
     return [Ranked(key, s, i + 1, n) for i, (key, _, s, n) in enumerate(ordered)]
 
 
+def ranking_problem(history: History, ranked: Sequence[Ranked]) -> str | None:
+    """Why `ranked` says nothing about which examples are informative, or None: every example
+    scored at most once (a variance needs two accuracies), or every score the same (the order
+    is then the file's)."""
+    if not ranked:
+        return None
+    if all(len(_finite(values)) <= 1 for values in history.values()):
+        return (
+            f"each of the {len(history)} examples was scored at most once, so every variance is 0 and the "
+            "ranking is the file's order; record a longer history over fewer problems "
+            "(more trainer.max_steps, a smaller data.max_examples)"
+        )
+    scores = {c.score for c in rank(history, "variance")}
+    if len(scores) == 1:
+        return (
+            f"all {len(history)} examples have the same variance ({scores.pop():.4f}), so the ranking is "
+            "the file's order; record a longer history (more trainer.max_steps)"
+        )
+    return None
+
+
 def select(history: History, top: int, method: str = "variance") -> list[Ranked]:
     if top < 1:
         raise UserError(f"--top must be at least 1, got {top}")

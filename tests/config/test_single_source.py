@@ -93,8 +93,8 @@ def test_a_restated_default_is_found(tmp_path):
     copy.parent.mkdir()
     text = (conf_dir() / "trainer" / "cpu.yaml").read_text()
     assert restated_text(copy, text) == []
-    again = restated_text(copy, text + "max_completion_length: 16\nlearning_rate: 2.0e-4\n")
-    assert again == ["max_completion_length=16", "learning_rate=0.0002"]
+    again = restated_text(copy, text + "max_steps: 120\nlearning_rate: 2.0e-4\n")
+    assert again == ["max_steps=120", "learning_rate=0.0002"]
     nested = restated_text(copy, text + "lr_scheduler_kwargs: {min_lr_rate: 0.1}\n")
     assert nested == []  # a new entry of a free-form dict is a value of its own
 

@@ -133,7 +133,11 @@ FAMILIES = {
         "recipe.scorer=offline",
         f"recipe.rewards=[{{name: accuracy, weight: 0.0}}, {RANDOM}]",
     ],
-    "one_shot": ["recipe=one_shot", "recipe.rewards=[{name: random, weight: 1.0, options: {gamma: 0.0}}]"],
+    "one_shot": [
+        "recipe=one_shot",
+        "recipe.whole_set=true",
+        "recipe.rewards=[{name: random, weight: 1.0, options: {gamma: 0.0}}]",
+    ],
 }
 
 
