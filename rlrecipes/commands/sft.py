@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.help import help_with
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
 
@@ -94,4 +95,12 @@ SFT = RunCommand(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(context_settings=OVERRIDES)(sft)
+    app.command(
+        context_settings=OVERRIDES,
+        **help_with(
+            "rlrecipes sft                                     # the toy's arithmetic, completion-only loss",
+            "rlrecipes sft data.source=file data.path=sft.jsonl data.completion_field=solution",
+            "rlrecipes sft resume=true run_dir=RUN             # continue from its last checkpoint",
+            "rlrecipes train model.name_or_path=RUN/model      # RL from the SFT model",
+        ),
+    )(sft)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from rlrecipes import rundir
 from rlrecipes.commands.common import OVERRIDES, console, fail
+from rlrecipes.commands.help import help_with
 from rlrecipes.commands.sft import check_config as check_sft_config
 from rlrecipes.commands.train import check_config as check_train_config
 from rlrecipes.errors import ConfigError, UserError
@@ -145,4 +146,12 @@ def print_plan(cfg: Any, steps: list[Stage], parent: Path | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command(context_settings=OVERRIDES)(stages)
+    app.command(
+        context_settings=OVERRIDES,
+        **help_with(
+            "rlrecipes stages pipeline=toy_sft_grpo            # SFT, then GRPO from its model",
+            "rlrecipes stages pipeline=toy_length_curriculum   # QwenLong-L1's phases on the toy",
+            "rlrecipes stages pipeline=toy_sft_grpo rl.trainer.max_steps=40   # STAGE.key for one stage",
+            "rlrecipes stages resume=true run_dir=PARENT       # keeps finished stages",
+        ),
+    )(stages)
