@@ -15,8 +15,10 @@ import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from rlrecipes.commands.common import fail
+from rlrecipes.commands.common import console, fail
 from rlrecipes.errors import UserError
+from rlrecipes.quiet import quiet
+from rlrecipes.rundir import is_main_process
 
 # command name -> (module of rlrecipes.commands, one-line help), in the order `rlrecipes --help`
 # lists them. The help is written here so that `rlrecipes --help` imports no command module
@@ -84,10 +86,19 @@ def _root() -> None:
 
 def main(argv: Optional[List[str]] = None) -> Any:
     """Console-script entry point: user errors become one line and exit status 2."""
+    quiet()  # before any dependency is imported: their notes are filtered once, here
     try:
         app(args=argv if argv is not None else sys.argv[1:], standalone_mode=True)
     except UserError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:  # outside RL's own handler (which saves a checkpoint): model builds, evals
+        if is_main_process():
+            console.print(
+                "[bold yellow]interrupted[/] (Ctrl-C): finished work is kept; an eval continues with "
+                "resume=true run_dir=RUN, a toy model build starts again",
+                highlight=False,
+            )
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

@@ -262,10 +262,12 @@ def test_sweep_plot_has_one_line_per_run_or_per_group(real_sweep, tmp_path):
 @pytest.mark.integration
 def test_training_progress_lines_reach_a_redirected_file(real_sweep):
     _, text = real_sweep
-    lines = [line for line in text.splitlines() if line.startswith("train step ")]
+    lines = [line for line in text.splitlines() if " train step " in line]
     assert len(lines) == 4 * 2  # 2 steps a run, a line each (short runs), each step once
     assert all("reward" in line and "acc" in line and "ETA" in line for line in lines)
-    assert "sweep report:" in text
+    # joblib interleaves the jobs' lines: each says whose it is
+    assert sorted(line.split(" train step")[0] for line in lines) == [f"[job {n}]" for n in range(4) for _ in (1, 2)]
+    assert "sweep report in" in text and "report.csv, report.json, report.md" in text
 
 
 # ------------------------------------------------ what a table must say, and unwritable places

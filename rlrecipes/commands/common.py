@@ -9,9 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from rlrecipes.errors import UserError
+from rlrecipes.quiet import quiet
 from rlrecipes.rundir import is_main_process
 
-console = Console()
+# Every command imports this module: a process that runs a command without `rlrecipes.cli.main`
+# (a joblib sweep's worker) is quietened too.
+quiet()
+console = Console(log_path=False)  # the source file:line column would take 15 of 80 columns
 # commands that take Hydra overrides (key=value ...) after their own options
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 

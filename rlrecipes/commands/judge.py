@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 import typer
 from omegaconf import OmegaConf
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from rlrecipes.commands.common import console, fail
@@ -113,29 +115,44 @@ def judge_eval(
     _print_metrics(summary)
 
 
+# (header, metrics key): headers short enough that 80 columns hold every one whole (a header
+# wraps at its spaces); summary.json keeps the keys' full names
+JUDGE_COLUMNS = (
+    ("pairs", "pairs"),
+    ("acc random order", "accuracy"),
+    ("acc mean of orders", "accuracy_mean_order"),
+    ("right in both orders", "consistent_accuracy"),
+    ("flips", "flip_rate"),
+    ("ties", "tie_rate"),
+    ("unparsed", "unparseable_rate"),
+)
+
+
 def _print_metrics(summary: dict[str, Any]) -> None:
     m = summary["metrics"]
-    table = Table(title=f"judge {summary['benchmark']}: {summary['model']}")
-    keys = (
-        "pairs",
-        "accuracy",
-        "accuracy_mean_order",
-        "consistent_accuracy",
-        "flip_rate",
-        "tie_rate",
-        "unparseable_rate",
+    model = str(summary["model"])
+    model = model if len(model) <= 40 else "…" + model[-39:]  # a path tells its runs apart by its end
+    table = Table(
+        title=escape(f"judge {summary['benchmark']}: {model}"),
+        caption="acc: accuracy, as shares of pairs; flips: the verdict changed with the order",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    for key in ("category", *keys):
-        table.add_column(key)
+    table.add_column("category", no_wrap=True, max_width=20)
+    for header, _ in JUDGE_COLUMNS:  # as wide as the longest word of the header and a value (0.500)
+        table.add_column(header, justify="right", min_width=max(5, *map(len, header.split())))
     rows = [("all", m)] + sorted(m.get("by_category", {}).items())
     for name, values in rows:
-        table.add_row(name, *(_fmt(values.get(k)) for k in keys))
+        table.add_row(escape(str(name)), *(_fmt(values.get(k), share=k != "pairs") for _, k in JUDGE_COLUMNS))
     console.print(table)
-    console.print(f"headline ({summary['headline_metric']}): {_fmt(m[summary['headline_metric']])}")
+    console.print(f"headline ({summary['headline_metric']}): {_fmt(m[summary['headline_metric']])}", highlight=False)
 
 
-def _fmt(value: Any) -> str:
-    return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+def _fmt(value: Any, share: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) or (share and isinstance(value, int)) else str(value)
 
 
 def judge_pairs(

@@ -36,7 +36,7 @@ def report(
     groups = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else []
     notes: list[str] = []
     table = make_report(run_dirs, groups, sort, desc, where, log=notes.append)
-    console.print(rich_table(table))
+    console.print(rich_table(table, width=console.width))
     for note in notes:  # below the table, where they are read with it
         console.print(f"note: {escape(note)}", highlight=False)
     for path in write_exports(table, Path(out) if out else None, {"csv": csv, "json": json_file, "md": md}):

@@ -107,6 +107,7 @@ class VLLMBackend:
             max_model_len=max_model_len,
             trust_remote_code=trust_remote_code,
             revision=revision,
+            use_tqdm_on_load=False,  # the eval plan and progress lines say what happens
         )
         self._chunk = chunk_problems
 

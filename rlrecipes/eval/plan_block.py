@@ -51,7 +51,10 @@ def plan_rows(
         rows.append(("", f"up to {s.max_new_tokens} new tokens ({token_source(cfg, plan.name)})"))
     rows.append(("job size", f"{format_slots(slots)} token slots (problems x samples x max new tokens)"))
     rows.append(("backend", f"{choice.name} ({choice.why})"))
-    rows.append(("threads", f"{threads} CPU thread{'s' * (threads != 1)} for generation (threads=N)"))
+    if choice.name == "vllm":  # vLLM's engine process picks its own (OMP_NUM_THREADS)
+        rows.append(("threads", "vLLM's own (threads=N sets transformers')"))
+    else:
+        rows.append(("threads", f"{threads} CPU thread{'s' * (threads != 1)} for generation (threads=N)"))
     sizes = {p.name: batch_size(choice, cfg, p.sampling.n) for p in plans}
     batches = sum(-(-len(todo[name]) // size) for name, size in sizes.items())
     per = "as problems finish" if choice.name == "vllm" else "after each"

@@ -90,7 +90,11 @@ class EvalProgress:
     def _show(self, finished: int) -> None:
         if self._progress is not None:
             self._progress.update(self._task, completed=finished, description=self._name + self._flag())
-        elif self.enabled and (finished - self._last_line >= self.every or finished >= self.total):
+        elif (
+            self.enabled
+            and finished > self._last_line
+            and (finished - self._last_line >= self.every or finished >= self.total)
+        ):
             self._last_line = finished
             self.log(self.line(finished))
 

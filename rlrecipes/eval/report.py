@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -47,10 +48,13 @@ def benchmark_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
 
 def print_eval_summary(summary: dict[str, Any], run_dir: Path, console: Console) -> None:
     title = f"{summary.get('model')}  [{summary['protocol'].get('name')}]  -> {run_dir}"
-    table = Table(title=escape(title))
+    # no vertical rules, and each column as wide as its header's longest word: 80 columns hold
+    # the nine columns of a sampled protocol with every header whole
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns, rows = benchmark_rows(summary)
     for col in columns:
-        table.add_column(col, justify="left" if col == "benchmark" else "right")
+        first = col == "benchmark"
+        table.add_column(col, justify="left" if first else "right", min_width=max(map(len, col.split())), no_wrap=first)
     for row in rows:
         table.add_row(*row)
     avg = summary.get("average", {})

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 
 from rlrecipes.data.templates import render_prompt
+from rlrecipes.display import format_duration, job_prefix
 from rlrecipes.errors import UserError
 from rlrecipes.generation import greedy_accuracy
 
@@ -142,7 +143,12 @@ def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[
                     "seconds": round(time.time() - start, 1),
                 }
             )
-            log(f"warm-start step {step}: loss {loss.item():.3f}, dev accuracy {acc:.3f}")
+            # the total is a ceiling (the warm-start stops at its plateau), so is the ETA
+            eta = format_duration((time.time() - start) / step * (cfg.sft_max_steps - step))
+            log(
+                f"{job_prefix()}warm-start step {step}/{cfg.sft_max_steps} max: loss {loss.item():.3f}, "
+                f"dev accuracy {acc:.3f}, ETA ≤{eta}"
+            )
             if _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance):
                 break
     plateau = _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance)

@@ -97,7 +97,8 @@ def _eval_metrics(run: Run) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, m in run.summary.get("benchmarks", {}).items():
         out[name] = headline(m)[1] if isinstance(m, dict) else None
-    out["average"] = run.summary.get("average", {}).get("headline")
+    if len(out) > 1:  # one benchmark's average is that benchmark's number: not a second column
+        out["average"] = run.summary.get("average", {}).get("headline")
     return out
 
 
@@ -282,9 +283,56 @@ def column_labels(columns: Sequence[str]) -> dict[str, str]:
     return {c: SHORT.get(c, t if tails.count(t) == 1 else c).replace("_", " ") for c, t in zip(columns, tails)}
 
 
-def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
+# which columns stay when a terminal is too narrow for all (first kept longest): the run, its
+# headline results, what it is and how far it got, its other results, the settings that differ
+_WHAT = ("steps", "state", "runs", "recipe", "model", "protocol", "data", "seed")
+# a training run's other numbers: kept after what the runs are (an eval run's benchmark
+# scores and average are headline results)
+_SECONDARY = ("heldout_before", "heldout_best", "train_accuracy_final", "reward_final", "reward_best")
+_CELL_CAP = 24  # a text cell wider than this is cut from the left: "…/toy/29f904068a87"
+
+
+def _keep_order(report: Report, columns: Sequence[str]) -> list[str]:
+    def rank(col: str) -> tuple[int, int]:
+        kind = report.kinds.get(col)
+        if col == "run":
+            return (0, 0)
+        if kind == "metric" and col not in _SECONDARY:
+            return (1, 0)
+        if col in _WHAT:
+            return (2, _WHAT.index(col))
+        if kind == "metric":
+            return (3, _SECONDARY.index(col))
+        return (4, 0)  # a parameter
+
+    return sorted(columns, key=lambda c: (rank(c), columns.index(c)))
+
+
+def _left_cut(text: str, cap: int = _CELL_CAP) -> str:
+    """A long name or path by its end, which tells runs apart (their start is shared)."""
+    return text if len(text) <= cap else "…" + text[-(cap - 1) :]
+
+
+def _fit(labels: dict[str, str], cells: dict[str, list[str]], order: list[str], width: int) -> set[str]:
+    """The columns left out so that the rest fit `width` (two spaces between columns), dropping
+    from the end of `order`; a header may wrap at its spaces, a value never."""
+
+    def need(col: str) -> int:
+        return max([len(w) for w in labels[col].split()] + [len(v) for v in cells[col]] + [1])
+
+    dropped: set[str] = set()
+    for col in reversed(order[1:]):  # the run column always stays
+        kept = [c for c in order if c not in dropped]
+        if sum(need(c) for c in kept) + 2 * (len(kept) - 1) <= width:
+            break
+        dropped.add(col)
+    return dropped
+
+
+def rich_table(report: Report, title: str = "rlrecipes report", width: int = 80) -> Table:
     """The table for a terminal: columns every row agrees on (recipe, model, ...) move to the
-    caption, so 80 columns hold what tells the runs apart (the exports keep every column)."""
+    caption, so `width` columns hold what tells the runs apart; what still does not fit is left
+    out by priority (`_keep_order`) and named in the caption (the exports keep every column)."""
     shown, shared = [], []
     for col in report.columns:
         distinct = {json.dumps(r.get(col), default=str) for r in report.rows}
@@ -312,23 +360,31 @@ def rich_table(report: Report, title: str = "rlrecipes report") -> Table:
         shown_cols = [c for c in shown if c != "state"]
     else:
         shown_cols = shown
-    for col in shown_cols:
-        table.add_column(
-            escape(labels[col]), justify="right" if report.kinds[col] == "metric" else "left", overflow="fold"
-        )
     names = _strip_shared_suffix([str(r.get("run", "")) for r in report.rows])
     # one column for how far each run got: "120", or "45*" for a run that stopped early
     merged = shown_cols is not shown
+    cells: dict[str, list[str]] = {c: [] for c in shown_cols}
     for row, name in zip(report.rows, names):
-        cells = []
         for c in shown_cols:
             text = name if c == "run" else cell(report, row, c, compact=True)
             if merged and c == "steps" and row.get("state") != "finished":
                 text += "*"
-            cells.append(escape(text))
-        table.add_row(*cells)
+            cells[c].append(text if report.kinds.get(c) == "metric" else _left_cut(text))
+    dropped = _fit(labels, cells, _keep_order(report, list(shown_cols)), width - 2)
+    shown_cols = [c for c in shown_cols if c not in dropped]
+    for col in shown_cols:
+        metric = report.kinds[col] == "metric"
+        # `_fit` made room for every value: one line each (a header may still wrap at its spaces)
+        table.add_column(escape(labels[col]), justify="right" if metric else "left", no_wrap=not metric)
+    for i in range(len(report.rows)):
+        table.add_row(*(escape(cells[c][i]) for c in shown_cols))
+    notes = [table.caption] if table.caption else []
     if merged and any(r.get("state") != "finished" for r in report.rows):
-        table.caption = (table.caption + "; " if table.caption else "") + "steps*: unfinished (stopped or running)"
+        notes.append("steps*: unfinished (stopped or running)")
+    if dropped:
+        left_out = ", ".join(labels[c] for c in _keep_order(report, list(dropped)))
+        notes.append(escape(f"not shown at {width} columns: {left_out} (--csv, --md have every column)"))
+    table.caption = "; ".join(notes) or None
     return table
 
 

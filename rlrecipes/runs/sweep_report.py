@@ -7,6 +7,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from rlrecipes.display import wrapped
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import is_main_process
 from rlrecipes.runs.plots import plot_comparison
@@ -30,5 +31,7 @@ class SweepReport(Callback):
                 written += make()
             except (UserError, OSError, ValueError) as exc:
                 print(f"sweep {what} not written: {exc}", flush=True)
-        if written:
-            print(f"sweep report: {', '.join(str(p) for p in written)}", flush=True)
+        if written:  # the folder once, then the file names: a line per path would not fit 80 columns
+            folders = sorted({str(Path(p).parent) for p in written})
+            names = ", ".join(Path(p).name for p in written)
+            print(wrapped(f"sweep report in {', '.join(folders)}: {names}"), flush=True)

@@ -96,11 +96,14 @@ def test_progress_moves_within_a_batch():
         for k in range(1, 8):  # one batch of 7: vLLM reports each finished problem
             progress.within(k)
         progress.advance(7)
-        progress.advance(3)
+        for k in range(1, 4):
+            progress.within(k)
+        progress.advance(3)  # the batch's end, already said by its last problem: no second line
     assert [line.split(" problems")[0] for line in lines] == [
         "eval math500: 3/10",
         "eval math500: 6/10",
-        "eval math500: 10/10",
+        "eval math500: 9/10",
+        "eval math500: 10/10",  # once: the batch's end adds no line of its own
     ]
 
 

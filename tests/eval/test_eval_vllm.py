@@ -63,6 +63,13 @@ def test_vllm_and_hf_give_the_same_greedy_answers(tmp_path):
             cwd=tmp_path,
         )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        # vLLM is quiet (rlrecipes/quiet.py): none of its ~50 INFO lines, install hints or Triton notes
+        noise = [
+            ln
+            for ln in (out.stdout + out.stderr).splitlines()
+            if any(w in ln for w in (" INFO ", " WARNING ", "Triton"))
+        ]
+        assert noise == [], noise[:5]
     hf, vllm = samples(runs["hf"]), samples(runs["vllm"])
     assert [r["completions"] for r in hf] == [[a] for a in ANSWERS.values()]  # each problem's own answer
     assert [r["completions"] for r in vllm] == [r["completions"] for r in hf]
