@@ -31,7 +31,6 @@ ENVIRONMENT = {
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TORCH_CPP_LOG_LEVEL": "ERROR",
-    "TOKENIZERS_PARALLELISM": "false",  # its fork warning in grading workers
 }
 
 # (logger, start of the message) of notes dropped wherever they come from
