@@ -168,9 +168,14 @@ def questions(people: list[Person]) -> list[dict[str, Any]]:
     return items
 
 
+def people_for(num_train: int, num_eval: int, seed: int) -> tuple[list[Person], list[Person]]:
+    """The worlds behind `num_train` / `num_eval` questions: each person is asked two."""
+    return make_people(max(num_train // 2, 1), max(num_eval // 2, 1), seed)
+
+
 def factbase_task(num_train: int, num_eval: int, seed: int, error_rate: float) -> ToolTask:
     """The fact-base ToolTask: `num_train` / `num_eval` questions (half 1-hop, half 2-hop)."""
-    train_people, eval_people = make_people(max(num_train // 2, 1), max(num_eval // 2, 1), seed)
+    train_people, eval_people = people_for(num_train, num_eval, seed)
     everyone = train_people + eval_people
     search = search_spec(everyone)
     by_name = {p.name: p for p in everyone}

@@ -26,7 +26,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from rlrecipes.config.schema import RecipeConfig
-from rlrecipes.data.factbase import TOPK, factbase_task, make_people, write_corpus
+from rlrecipes.data.factbase import TOPK, factbase_task, people_for, write_corpus
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.data.tool_task import ToolTask
 from rlrecipes.engine.tool_eval import tool_warm_start
@@ -85,12 +85,12 @@ def toy_task(synthetic: Any) -> ToolTask:
 
 def factbase_corpus(synthetic: Any, cache_dir: str | None = None) -> Path:
     """The fact base's corpus for `data.synthetic` (people, seed), written once into the cache."""
-    people = (max(synthetic.num_train // 2, 1), max(synthetic.num_eval // 2, 1), synthetic.seed)
-    key = {"people": list(people), "version": FACTBASE_VERSION}
+    questions = (synthetic.num_train, synthetic.num_eval, synthetic.seed)
+    key = {"questions": list(questions), "version": FACTBASE_VERSION}
     folder = cache_root(cache_dir) / "factbase" / digest(key)
 
     def build(tmp: Path) -> None:
-        train, held_out = make_people(*people)
+        train, held_out = people_for(*questions)
         write_corpus(train + held_out, tmp / "corpus.jsonl")
 
     return cached_folder(folder, key, build, lambda _: None) / "corpus.jsonl"
