@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import parse_bench_args, save_result
+from benchkit import parse_bench_args, save_result, skip
 
 MODES = {
     "full": {"limit": 50, "max_new_tokens": 256},
@@ -80,7 +80,7 @@ def _eval(backend: str, run: Path, args) -> dict:
 def main() -> None:
     args = parse_bench_args(__file__, MODES, data_dir=True)
     if importlib.util.find_spec("vllm") is None:
-        print(json.dumps({"bench": args.name, "skipped": "vLLM is not installed"}))
+        skip(args, "vLLM is not installed")
         return
     with tempfile.TemporaryDirectory() as tmp:
         runs = {b: _eval(b, Path(tmp) / b, args) for b in ("hf", "vllm")}

@@ -35,6 +35,9 @@ RESULTS_DIR = REPO / "benchmarks" / "results"
 # checkout; --data-dir points elsewhere.
 DATA_DIR = REPO.parent / "shared" / "data"
 MODES = ("full", "quick", "smoke")
+# Where a bench run by run_all.py reports how it ended (a JSON file run_all reads: ok and the
+# result's path, or skipped and why), so run_all never parses a bench's printed lines.
+STATUS_FILE_ENV = "RLRECIPES_BENCH_STATUS_FILE"
 # The test suite's tiny toy that is right about half the time (tests/conftest.py's TINY with
 # tests/competent_toy.py's COMPETENT): built in about 30 seconds, and a smoke run on it meets
 # both right and wrong answers (dynamic sampling, majority votes and held-out accuracy need
@@ -142,7 +145,22 @@ def save_result(args: argparse.Namespace, result: dict[str, Any]) -> Path:
     print(json.dumps(record), flush=True)
     write_json_atomically(args.out, record)
     print(f"[bench] result: {args.out}", file=sys.stderr)
+    report_status({"status": "ok", "result": str(args.out)})
     return args.out
+
+
+def skip(args: argparse.Namespace, reason: str) -> None:
+    """End a bench that cannot run here (a missing optional package): no result is written and
+    the stored one stays; run_all lists it as skipped with `reason`."""
+    print(f"[bench] {args.name} skipped: {reason}", file=sys.stderr)
+    report_status({"status": "skipped", "reason": reason})
+
+
+def report_status(status: dict[str, str]) -> None:
+    """Tell run_all.py (through the file it named in STATUS_FILE_ENV) how this bench ended."""
+    path = os.environ.get(STATUS_FILE_ENV)
+    if path:
+        write_json_atomically(Path(path), status)
 
 
 def write_json_atomically(path: Path, record: Any) -> None:

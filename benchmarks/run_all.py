@@ -10,21 +10,25 @@
 
 Each bench compares against a baseline or control measured side by side in the same run and
 writes its own result file (benchkit.save_result), only when it finishes: one that fails or
-is interrupted leaves its previous result as it was. Progress goes to stderr; stdout gets one
-summary line per bench (ok, failed or skipped). Exits 1 when any bench failed.
+is interrupted leaves its previous result as it was. Each bench runs in a child process and
+reports how it ended through a status file (benchkit.report_status: ok with its result file, or
+skipped and why). Progress goes to stderr; stdout gets one summary line per bench (ok, failed
+or skipped). Exits 1 when any bench failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
-from benchkit import REPO, RESULTS_DIR, bench_name
+from benchkit import REPO, STATUS_FILE_ENV, bench_name
 
 HERE = Path(__file__).resolve().parent
 # What a change to the engine should rerun with --quick (521 s on the 2-core development
@@ -46,20 +50,24 @@ def all_benches() -> list[str]:
 
 
 def run_one(script: str, mode: str, results_dir: Path | None) -> dict:
+    """Run one bench in a child process; how it ended comes back through a status file the
+    bench writes (benchkit.report_status), never from its printed lines."""
     command = [sys.executable, str(HERE / f"{script}.py")]
     if mode != "full":
         command += [f"--{mode}", "--results-dir", str(results_dir)]
+    record = {"bench": bench_name(script)}
     started = time.time()
-    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)  # stderr: the bench's progress, as it runs
-    record = {"bench": bench_name(script), "seconds": round(time.time() - started, 1)}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    last = json.loads(lines[-1]) if lines else {}
-    if done.returncode != 0 or not lines:
+    with tempfile.TemporaryDirectory() as tmp:
+        status_file = Path(tmp) / "status.json"
+        env = {**os.environ, STATUS_FILE_ENV: str(status_file)}
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, env=env)  # stderr: its progress, as it runs
+        status = json.loads(status_file.read_text()) if status_file.is_file() else None
+    record["seconds"] = round(time.time() - started, 1)
+    if done.returncode != 0 or status is None:
         return {**record, "status": "failed", "exit_code": done.returncode}
-    if "skipped" in last:
-        return {**record, "status": "skipped", "reason": last["skipped"]}
-    where = (results_dir or RESULTS_DIR) / f"{record['bench']}.json"
-    return {**record, "status": "ok", "result": str(where.relative_to(REPO))}
+    if status["status"] == "ok" and Path(status["result"]).resolve().is_relative_to(REPO):
+        status = {**status, "result": str(Path(status["result"]).resolve().relative_to(REPO))}
+    return {**record, **status}
 
 
 def main(argv: list[str] | None = None) -> int:
