@@ -27,6 +27,7 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
 from rlrecipes.rewards.behaviour_prompts import classifier_prompts, parse_count
 from rlrecipes.rewards.countdown import countdown_problem
+from rlrecipes.rewards.judge import Judge, JudgeRewardSettings
 
 CLASSIFIERS = ("rule", "llm")
 Generate = Callable[[Sequence[str]], list]  # user messages -> the classifier's texts (None: not run)
@@ -111,8 +112,6 @@ def llm_behaviour_reward(generate: Generate, max_completions: int | None = None,
 
 
 def _judge_generate(options: BehaviourOptions, seed: int) -> Generate:
-    from rlrecipes.rewards.judge import Judge, JudgeRewardSettings
-
     settings = JudgeRewardSettings(
         model=str(options.classifier_model),
         template=options.classifier_template,

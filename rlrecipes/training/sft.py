@@ -70,9 +70,10 @@ def sft(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
     if not train.rows:
         raise UserError(f"no training example fits in sft.max_length={cfg.sft.max_length} tokens; raise it")
     if cfg.sft.epochs is not None:  # the run's length follows the rows that train
-        cfg.trainer.max_steps = epoch_steps(len(train.rows), cfg.sft.batch_size, cfg.sft.epochs)
-        args = check_sft(cfg, run_dir)
-        log(f"sft.epochs={cfg.sft.epochs:g}: {cfg.trainer.max_steps} steps of {cfg.sft.batch_size} over {len(train.rows)} rows")
+        rows, batch = len(train.rows), cfg.sft.batch_size
+        cfg.trainer.max_steps = epoch_steps(rows, batch, cfg.sft.epochs)
+        args = check_sft(cfg, run_dir)  # rebuilt: the schedule spans the new length
+        log(f"sft.epochs={cfg.sft.epochs:g}: {cfg.trainer.max_steps} steps ({rows} rows, {batch} per step)")
     summary: dict[str, Any] = {
         "recipe": "sft",
         "model": model_path,
