@@ -190,3 +190,20 @@ def test_the_counter_options_are_checked_before_any_model_loads():
         "behaviours", RewardContext(verify=ctx.verify, options={"classifier": "llm", "classifier_model": "/no/such"})
     )
     assert built.__name__ == "behaviours"  # the classifier model loads on the first call, not here
+
+
+@pytest.mark.integration
+def test_the_llm_classifier_runs_through_the_judge_generation_path(toy_model_dir):
+    """The real path with the toy model as the classifier: it loads on the first call, answers
+    the four prompts per rollout greedily, and its answers (no <count> tag) read as 0."""
+    counter = build_reward(
+        "behaviours",
+        RewardContext(
+            verify=lambda c, g: False,
+            options={"classifier": "llm", "classifier_model": str(toy_model_dir), "classifier_max_new_tokens": 4},
+        ),
+    )
+    logged = {}
+    scores = counter(prompts=[PROMPT, "toy"], completions=["44+19+35", "2+3"], log_metric=logged.__setitem__)
+    assert scores == [0.0, None]  # the second rollout has no Countdown problem
+    assert logged["behaviours/verification"] == 0.0 and logged["behaviours/backward_chaining_count"] == 0.0
