@@ -73,3 +73,137 @@ def test_sft_traces_need_the_countdown_task():
     assert not any(data.verify(ex["completion"], ex["answer"]) for ex in data.train)  # every one ends wrong
     again = load_sft_data(cfg.data, "search_wrong")
     assert [ex["completion"] for ex in again.train] == [ex["completion"] for ex in data.train]  # seeded
+
+
+# --------------------------------------------------------- Countdown reward and LLM classifier
+PROMPT = (
+    "User: Using the numbers [44, 19, 35], create an equation that equals 98. You can use basic arithmetic "
+    "operations (+, -, *, /) and each number can only be used once."
+)
+
+
+def test_the_countdown_reward_scores_as_the_authors_one_format_score_for_a_wrong_equation():
+    from rlrecipes.rewards.countdown import countdown_problem, evaluate_equation
+
+    reward = build_reward("countdown", RewardContext(verify=lambda c, g: False))
+    completions = [
+        "44+19=63, 63+35=98</think>\n<answer> 44 + 19 + 35 </answer>",  # right: 1
+        "<answer> 44 + 19 - 35 </answer>",  # = 28: format score 0.1
+        "<answer> 44 + 19 </answer>",  # 35 unused: 0.1
+        "<answer>44 + 19 + 35</answer>\nso that is it",  # the answer is not on the last line: 0
+        "no answer at all",  # 0
+        "<answer> __import__('os') </answer>",  # not arithmetic, never run: 0.1
+    ]
+    assert reward(prompts=[PROMPT] * 6, completions=completions) == [1.0, 0.1, 0.1, 0.0, 0.0, 0.1]
+    assert reward(prompts=["1+1"], completions=["<answer>2</answer>"]) == [None]  # no Countdown problem
+    assert countdown_problem(PROMPT) == ([44, 19, 35], 98)
+    assert (evaluate_equation("(1 + 2) / 3"), evaluate_equation("1/0"), evaluate_equation("2**8")) == (1.0, None, None)
+
+
+def test_the_classifier_prompts_are_the_authors_and_their_count_is_read_as_they_read_it():
+    from rlrecipes.rewards.behaviour_prompts import classifier_prompts, parse_count
+
+    prompts = classifier_prompts([44, 19, 35], 98, "44+19=63")
+    head = (
+        "Here is a chain-of-reasoning that a Language Model generated while trying to play the game of CountDown "
+        "with the numbers [44, 19, 35]. The goal is to reach the target number 98. The chain-of-reasoning the model "
+        "used is: 44+19=63."
+    )
+    assert len(prompts) == 4 and all(p.startswith(head) for p in prompts)
+    assert "contains any answer-verification steps" in prompts[0] and "backtracking behavior" in prompts[1]
+    assert "First, I'll try to get close to 49, then..." in prompts[2]  # target // 2
+    assert "backward-chaining behavior" in prompts[3]
+    assert (parse_count("so <count>3</count>"), parse_count("none found"), parse_count("<count>x</count>")) == (3, 0, 0)
+
+
+MARKS = ("answer-verification steps", "backtracking behavior", "explicit subgoal", "backward-chaining behavior")
+
+
+class ScriptedClassifier:
+    """A fake generation backend: answers each prompt with the count scripted for its trace
+    and behaviour (None: an output that never came, as after the judge's deadline)."""
+
+    def __init__(self, counts: dict[str, list[int | None]]):
+        self.counts, self.messages = counts, []
+
+    def __call__(self, messages):
+        self.messages += messages
+        out = []
+        for m in messages:
+            trace = m.split("The chain-of-reasoning the model used is: ")[1].split(".")[0]
+            value = self.counts[trace][next(i for i, mark in enumerate(MARKS) if mark in m)]
+            out.append(None if value is None else f"Found them. <count>{value}</count>")
+        return out
+
+
+def test_the_llm_classifier_asks_four_prompts_per_countdown_rollout_and_leaves_out_the_rest():
+    from rlrecipes.rewards.behaviours import llm_behaviour_reward
+
+    generate = ScriptedClassifier({"t1": [2, 0, 1, 0], "t2": [0, 3, 0, 0], "t3": [1, None, 1, 1], "t4": [0, 0, 0, 1]})
+    scores = llm_behaviour_reward(generate)(
+        prompts=[PROMPT, PROMPT, "no countdown here", PROMPT, "toy"],
+        completions=["t1", "t2", "t9", "t3", "t4"],
+        answer=[None, None, None, None, "2,3,5=17"],
+    )
+    # t1 shows 2 behaviours, t2 one; t9 has no problem (never asked); t3's backtracking answer is
+    # missing (timed out), so t3 is left out; t4 is asked with the toy answer's numbers
+    assert scores == [2.0, 1.0, None, None, 1.0]
+    assert (
+        len(generate.messages) == 16
+        and "numbers [2, 3, 5]. The goal is to reach the target number 17" in (generate.messages[-1])
+    )
+
+
+def test_the_llm_classifier_logs_shares_and_mean_counts_over_the_classified_rollouts():
+    from rlrecipes.rewards.behaviours import llm_behaviour_reward
+
+    generate = ScriptedClassifier({"t1": [2, 0, 1, 0], "t2": [0, 3, 0, 0], "t3": [1, None, 1, 1]})
+    logged = {}
+    scores = llm_behaviour_reward(generate)(
+        prompts=[PROMPT] * 3, completions=["t1", "t2", "t3"], log_metric=logged.__setitem__
+    )
+    assert scores == [2.0, 1.0, None]
+    assert logged == {
+        "behaviours/verification": 0.5,
+        "behaviours/verification_count": 1.0,
+        "behaviours/backtracking": 0.5,
+        "behaviours/backtracking_count": 1.5,
+        "behaviours/subgoal_setting": 0.5,
+        "behaviours/subgoal_setting_count": 0.5,
+        "behaviours/backward_chaining": 0.0,
+        "behaviours/backward_chaining_count": 0.0,
+    }
+    sampled = ScriptedClassifier({"t1": [1, 1, 1, 1], "t2": [1, 1, 1, 1], "t3": [1, 1, 1, 1]})
+    scores = llm_behaviour_reward(sampled, max_completions=2, seed=0)(
+        prompts=[PROMPT] * 3, completions=["t1", "t2", "t3"]
+    )
+    assert len(sampled.messages) == 8 and scores.count(None) == 1  # 2 of 3 classified
+
+
+def test_the_counter_options_are_checked_before_any_model_loads():
+    ctx = RewardContext(verify=lambda c, g: False)
+    with pytest.raises(ConfigError, match="options.classifier=llm needs options.classifier_model"):
+        build_reward("behaviours", RewardContext(verify=ctx.verify, options={"classifier": "llm"}))
+    with pytest.raises(ConfigError, match="options.classifier='gpt'; valid: rule, llm"):
+        build_reward("behaviours", RewardContext(verify=ctx.verify, options={"classifier": "gpt"}))
+    built = build_reward(
+        "behaviours", RewardContext(verify=ctx.verify, options={"classifier": "llm", "classifier_model": "/no/such"})
+    )
+    assert built.__name__ == "behaviours"  # the classifier model loads on the first call, not here
+
+
+@pytest.mark.integration
+def test_the_llm_classifier_runs_through_the_judge_generation_path(toy_model_dir):
+    """The real path with the toy model as the classifier: it loads on the first call, answers
+    the four prompts per rollout greedily, and its answers (no <count> tag) read as 0."""
+    counter = build_reward(
+        "behaviours",
+        RewardContext(
+            verify=lambda c, g: False,
+            options={"classifier": "llm", "classifier_model": str(toy_model_dir), "classifier_max_new_tokens": 4},
+        ),
+    )
+    logged = {}
+    scores = counter(prompts=[PROMPT, "toy"], completions=["44+19+35", "2+3"], log_metric=logged.__setitem__)
+    assert scores == [0.0, None]  # the second rollout has no Countdown problem
+    assert logged["behaviours/verification"] == 0.0 and logged["behaviours/backward_chaining_count"] == 0.0

@@ -254,3 +254,79 @@ def test_chat_rows_train_on_the_last_assistant_turn_and_long_rows_are_counted(tm
     )
     split = sft_cfg("data.source=file", f"data.path={pairs}", "data.problem_field=ctx", "data.completion_field=out")
     assert tokenize_examples(load_sft_data(split.data).train, split.data, tok, 17).rows == out.rows
+
+
+# ------------------------------------------------------------------ epochs and RM-R1's rows
+def _rm_r1_rows(path: Path, n: int) -> Path:
+    """Rows in the shape of gaotang/RM-R1-Distill-SFT as the authors' script reads them
+    (--input_key context_messages: a chat; --output_key winner: the trace, a string)."""
+    rows = [
+        {
+            "context_messages": [{"role": "system", "content": "S"}, {"role": "user", "content": f"{i}+1"}],
+            "winner": f"Answer: {i + 1}",
+        }
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_epoch_steps_count_the_partial_last_batch_of_each_pass():
+    from rlrecipes.training.sft_plan import epoch_steps
+
+    assert epoch_steps(5, 2, 1) == 3  # 2 + 2 + 1 rows
+    assert epoch_steps(4, 2, 1.5) == 3  # 6 rows at 2 per step
+    assert epoch_steps(1, 128, 1) == 1  # RM-R1's batch of 128 on one row: one (partial) step
+
+
+def test_epochs_are_checked_before_anything_loads():
+    from rlrecipes.errors import ConfigError
+    from rlrecipes.training.sft_plan import check_sft
+
+    with pytest.raises(ConfigError, match=r"sft.epochs=0.0 must be above 0 \(or null"):
+        check_sft(sft_cfg("sft.epochs=0"), hardware=False)
+
+
+def test_the_rm_r1_preset_maps_context_messages_to_the_prompt_and_winner_to_the_completion(tmp_path):
+    """The distillation preset's field mapping on a local file of RM-R1-shaped rows, by hand
+    with the toy's character tokenizer: the chat (system + user) through the chat template is
+    the masked prompt; the winner text + EOS is the completion."""
+    from rlrecipes.data.sft_examples import load_sft_data, tokenize_examples
+    from rlrecipes.models.toy import build_tokenizer
+
+    data = _rm_r1_rows(tmp_path / "rm_r1.jsonl", 1)
+    cfg = sft_cfg("sft_experiment=rm_r1_distill_qwen2_5_7b_instruct", "data.source=file", f"data.path={data}")
+    loaded = load_sft_data(cfg.data)
+    assert loaded.train[0]["prompt"] == [{"role": "system", "content": "S"}, {"role": "user", "content": "0+1"}]
+    assert loaded.train[0]["completion"] == "Answer: 1"
+    tok = build_tokenizer()
+    row = tokenize_examples(loaded.train, cfg.data, tok, cfg.sft.max_length).rows[0]
+    prompt = ["<|system|>", "S", "<|user|>", "0", "+", "1", "<|assistant|>"]
+    completion = [*"Answer: 1", "<|eos|>"]
+    assert row["input_ids"] == tok.convert_tokens_to_ids(prompt + completion)
+    assert row["completion_mask"] == [0] * 7 + [1] * 10
+
+
+@pytest.mark.integration
+def test_an_epochs_run_trains_ceil_epochs_x_rows_over_batch_steps(toy_model_dir, tmp_path):
+    """2 epochs of 3 RM-R1-shaped rows at 2 rows per step: ceil(6 / 2) = 3 optimizer steps,
+    whatever trainer.max_steps says."""
+    from rlrecipes.training.sft import sft
+
+    data = _rm_r1_rows(tmp_path / "rm_r1.jsonl", 3)
+    cfg = sft_cfg(
+        f"model.name_or_path={toy_model_dir}",
+        "data.source=file",
+        f"data.path={data}",
+        "data.problem_field=context_messages",
+        "data.completion_field=winner",
+        "sft.epochs=2",
+        "sft.batch_size=2",
+        "trainer.micro_batch_size=2",
+        "trainer.max_steps=50",
+        "trainer.save_steps=null",
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = sft(cfg, run, log=QUIET)
+    assert (summary["steps"], summary["max_steps"], summary["num_train_examples"]) == (3, 3, 3)

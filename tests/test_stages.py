@@ -79,3 +79,79 @@ def test_stage_overrides_are_routed_and_checked_before_anything_runs():
         plan(compose_pipeline(["pipeline.stages.0.model_from=rl"]))
     with pytest.raises(ConfigError, match="stage name 'data' is a key of the sft config"):
         plan(compose_pipeline(["pipeline.stages.0.name=data"]))
+
+
+# ------------------------------------------------------------------ the paper pipelines
+PIPELINES = sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "pipeline").glob("*.yaml"))
+
+
+def _stage_configs(*overrides: str):
+    from rlrecipes.training.stages import compose_pipeline, plan, stage_config
+
+    steps = plan(compose_pipeline(list(overrides)))
+    return steps, [stage_config(s, Path("/p"), steps, for_check=True) for s in steps]
+
+
+# what a user must add: QwenLong-L1's warm-up SFT data is not public (its header says so)
+USER_DATA = {"qwenlong_l1_32b": ["warmup.data.path=warmup.jsonl", "warmup.data.completion_field=completion"]}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", PIPELINES)
+def test_every_pipeline_passes_the_dry_run(name, capsys):
+    from rlrecipes.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["stages", f"pipeline={name}", *USER_DATA.get(name, []), "--dry-run"])
+    out = capsys.readouterr().out
+    assert done.value.code in (0, None), out
+    assert "nothing was loaded or written" in out
+
+
+def test_rm_r1_distills_then_runs_rlvr_from_the_distilled_model():
+    """rm_r1/scripts/Distill/local/distill_qwen2.5-7b-instruct.sh at RM-R1-UIUC/RM-R1 d4c2542:
+    --train_batch_size 128 (l.9), --max_epochs 1 (l.13), --max_len 12288 (l.14), --learning_rate
+    5e-6 (l.16), --dataset (l.17), --input_key context_messages (l.19), --output_key winner (l.20);
+    OpenRLHF's train_sft.py: cosine_with_min_lr to 0.1 x lr (l.106), warmup 0.03 (l.181), betas
+    (0.9, 0.95) (l.185). The RLVR stage starts from the distilled model (RLVR script l.7)."""
+    steps, (distill, rl) = _stage_configs("pipeline=rm_r1_qwen2_5_7b_instruct")
+    assert [(s.name, s.command, s.model_from) for s in steps] == [("distill", "sft", None), ("rl", "train", "distill")]
+    assert steps[1].argv(Path("/p"), steps)[-2] == "model.name_or_path=/p/1-distill/model"
+    s, t, d = distill.sft, distill.trainer, distill.data
+    assert (s.batch_size, s.epochs, s.max_length, s.completion_only_loss) == (128, 1, 12288, True)
+    assert (t.learning_rate, t.lr_scheduler_type, dict(t.lr_scheduler_kwargs)) == (
+        5e-6,
+        "cosine_with_min_lr",
+        {"min_lr_rate": 0.1},
+    )
+    assert (t.warmup_ratio, t.adam_beta1, t.adam_beta2, t.micro_batch_size) == (0.03, 0.9, 0.95, 1)
+    assert (distill.model.name_or_path, d.source, d.path) == (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "hub",
+        "gaotang/RM-R1-Distill-SFT",
+    )
+    assert (d.problem_field, d.completion_field, d.messages_field) == ("context_messages", "winner", None)
+    assert rl.experiment == "rm_r1_qwen2_5_7b_instruct" and rl.recipe.name == "j1"
+
+
+@pytest.mark.parametrize("model", ["qwen2_5_3b", "llama3_2_3b"])
+def test_cognitive_behaviors_primes_on_the_chosen_condition_then_runs_the_authors_rl(model):
+    """kanishkg/cognitive-behaviors 9c90d33: scripts/sft.sh (batch 64 l.25, micro 8 l.24, 2048
+    tokens l.26, 5 epochs l.31, query/completion l.22-23, data path l.19 + 36) with verl's
+    sft_trainer.yaml (lr 1e-5 l.23, warm-up 0.1 l.26, weight decay 0.01 l.25); then
+    scripts/train_tiny_zero_n4_cd.sh (256 prompts l.4, 4 samples l.15, mini-batch 128 l.10, lr
+    1e-6 l.9, KL 0.001 l.20, 1024 response tokens l.7) as GRPO."""
+    steps, (prime, rl) = _stage_configs(f"pipeline=cognitive_behaviors_{model}", "prime.data.name=only_backtracking")
+    assert steps[1].model_from == "prime"
+    s, t, d = prime.sft, prime.trainer, prime.data
+    assert d.path == "cot_datasets/processed_data/only_backtracking/train.parquet"
+    assert d.eval_path == "cot_datasets/processed_data/only_backtracking/test.parquet"
+    assert (d.problem_field, d.completion_field, d.template) == ("query", "completion", "plain")
+    assert (s.batch_size, t.micro_batch_size, s.max_length, s.epochs) == (64, 8, 2048, 5)
+    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_ratio, t.weight_decay) == (1e-5, "cosine", 0.1, 0.01)
+    assert prime.model.name == rl.model.name == model
+    r, t = rl.recipe, rl.trainer
+    assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout, t.learning_rate) == (256, 4, 2, 1e-6)
+    assert (r.name, r.beta, r.entropy_coef, t.max_completion_length) == ("grpo", 0.001, 0.001, 1024)
+    assert [(x.name, x.weight) for x in r.rewards] == [("countdown", 1.0), ("behaviours", 0.0)]
+    assert (rl.data.path, rl.data.problem_field, rl.data.template) == ("countdown/train.parquet", "prompt", "plain")

@@ -407,6 +407,10 @@ class SFTOptions:
     # synthetic data only: what the completions are (Cognitive Behaviors' priming conditions
     # on the toy Countdown task: search / search_wrong traces; solution: the answer alone)
     traces: SFTTraces = SFTTraces.solution
+    # passes over the training rows (OpenRLHF's --max_epochs, verl's total_epochs): the run
+    # then trains ceil(epochs x rows / batch_size) optimizer steps, counted once the data is
+    # read (rows over max_length left out), in place of trainer.max_steps; null: max_steps
+    epochs: Optional[float] = None
 
 
 @dataclass

@@ -30,7 +30,7 @@ from rlrecipes.generation import greedy_accuracy
 from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
 from rlrecipes.rundir import write_json
-from rlrecipes.training.sft_plan import check_sft
+from rlrecipes.training.sft_plan import check_sft, epoch_steps
 
 Log = Callable[[str], None]
 
@@ -69,12 +69,19 @@ def sft(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
             log(f"{name}: {part.report('sft.max_length', cfg.sft.max_length)}")
     if not train.rows:
         raise UserError(f"no training example fits in sft.max_length={cfg.sft.max_length} tokens; raise it")
+    if cfg.sft.epochs is not None:  # the run's length follows the rows that train
+        rows, batch = len(train.rows), cfg.sft.batch_size
+        cfg.trainer.max_steps = epoch_steps(rows, batch, cfg.sft.epochs)
+        args = check_sft(cfg, run_dir)  # rebuilt: the schedule spans the new length
+        log(f"sft.epochs={cfg.sft.epochs:g}: {cfg.trainer.max_steps} steps ({rows} rows, {batch} per step)")
     summary: dict[str, Any] = {
         "recipe": "sft",
         "model": model_path,
         "data": data_label(cfg.data),
         "seed": cfg.seed,
         "num_train_examples": len(train.rows),
+        "epochs": cfg.sft.epochs,
+        "max_steps": cfg.trainer.max_steps,
         "num_heldout_examples": len(held_out.rows),
         "left_out_too_long": {"train": train.too_long, "held_out": held_out.too_long},
     }

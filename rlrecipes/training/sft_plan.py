@@ -8,6 +8,7 @@ before the first starts, the job first thing, and `--dry-run` stops after it (`d
 
 from __future__ import annotations
 
+import math
 import os
 from contextlib import nullcontext
 from pathlib import Path
@@ -70,6 +71,14 @@ def _check_values(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value} must be in [0, 1)")
     if not 0 <= t.warmup_ratio <= 1:
         raise ConfigError(f"trainer.warmup_ratio={t.warmup_ratio} must be in [0, 1]")
+    if s.epochs is not None and not s.epochs > 0:
+        raise ConfigError(f"sft.epochs={s.epochs} must be above 0 (or null: train trainer.max_steps steps)")
+
+
+def epoch_steps(rows: int, batch_size: int, epochs: float) -> int:
+    """Optimizer steps of `epochs` passes over `rows` at `batch_size` rows per step: the last,
+    partial batch of a pass is a step too (as transformers' Trainer counts an epoch)."""
+    return max(1, math.ceil(epochs * rows / batch_size))
 
 
 def check_input_model(name_or_path: str) -> None:
@@ -151,7 +160,7 @@ def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
             "optimizer",
             f"learning_rate={args.learning_rate:g} weight_decay={args.weight_decay:g} max_grad_norm={args.max_grad_norm:g}",
         ),
-        ("scheduler", f"{t.lr_scheduler_type} over {args.max_steps} steps, warmup_steps={args.warmup_steps}"),
+        ("scheduler", f"{t.lr_scheduler_type} over {_length(cfg, args)}, warmup_steps={args.warmup_steps}"),
         (
             "batch",
             f"{cfg.sft.batch_size} sequences per optimizer step ({args.per_device_train_batch_size} per device x "
@@ -160,3 +169,12 @@ def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
         ("checkpoints", f"every {t.save_steps} steps, last {t.save_keep_last} kept" if t.save_steps else "none"),
         ("precision", f"bf16={args.bf16} use_cpu={args.use_cpu}"),
     ]
+
+
+def _length(cfg: DictConfig, args: Any) -> str:
+    if cfg.sft.epochs is None:
+        return f"{args.max_steps} steps"
+    return (
+        f"{cfg.sft.epochs:g} epoch(s): ceil({cfg.sft.epochs:g} x training rows / {cfg.sft.batch_size}) steps, "
+        "counted once the data is read (trainer.max_steps not used)"
+    )

@@ -1,0 +1,82 @@
+"""Countdown's reward as TinyZero and Cognitive Behaviors score it (kanishkg/cognitive-behaviors
+at 9c90d33, verl/utils/reward_score/countdown.py l.59-111): 1.0 for an equation in the last
+line's last <answer>...</answer> that uses each given number exactly once and equals the
+target, 0.1 (the format score) for any other equation there, 0 for none.
+
+The numbers and the target are read from the prompt in the authors' wording ("Using the
+numbers [a, b, c], create an equation that equals T", examples/data_preprocess/countdown.py
+l.60), so the reward needs no answer column. The authors `eval` the equation behind a
+character filter; here it is parsed (numbers, + - * /, parentheses) and never executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from typing import Any
+
+from rlrecipes.rewards import RewardContext, RewardFn, register_reward
+
+PROBLEM = re.compile(r"numbers\s*\[([-\d,\s]+)\],?\s*create an equation that equals\s*(-?\d+)")
+ANSWER = re.compile(r"<answer>(.*?)</answer>")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def countdown_problem(prompt: str) -> tuple[list[int], int] | None:
+    """(numbers, target) of a prompt in the authors' wording; None when it has none."""
+    found = PROBLEM.findall(prompt)
+    if not found:
+        return None
+    numbers, target = found[-1]
+    return [int(n) for n in numbers.split(",") if n.strip()], int(target)
+
+
+def final_equation(completion: str) -> str | None:
+    """The last <answer> of the completion's last line (the authors' extract_solution, l.16-25)."""
+    found = ANSWER.findall(completion.split("\n")[-1])
+    return found[-1].strip() if found else None
+
+
+def evaluate_equation(text: str) -> float | None:
+    """The value of an arithmetic expression of numbers, + - * / and parentheses; None for
+    anything else (or a division by zero)."""
+    if not re.fullmatch(r"[\d+\-*/().\s]+", text):
+        return None
+    try:
+        return _value(ast.parse(text, mode="eval").body)
+    except (SyntaxError, ZeroDivisionError, ValueError, RecursionError):
+        return None
+
+
+def _value(node: ast.AST) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_value(node.left), _value(node.right))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return -_value(node.operand) if isinstance(node.op, ast.USub) else _value(node.operand)
+    raise ValueError("not arithmetic")
+
+
+def countdown_score(completion: str, numbers: list[int], target: int, format_score: float = 0.1) -> float:
+    equation = final_equation(completion)
+    if equation is None:
+        return 0.0
+    if sorted(int(n) for n in re.findall(r"\d+", equation)) != sorted(numbers):
+        return format_score
+    value = evaluate_equation(equation)
+    return 1.0 if value is not None and abs(value - target) < 1e-5 else format_score
+
+
+@register_reward("countdown", needs_answer=False)
+def _countdown(ctx: RewardContext) -> RewardFn:
+    def reward(prompts: list, completions: list[str], **kw: Any) -> list[float | None]:
+        out: list[float | None] = []
+        for prompt, completion in zip(prompts, completions):
+            text = prompt if isinstance(prompt, str) else " ".join(m["content"] for m in prompt)
+            problem = countdown_problem(text)
+            out.append(None if problem is None else countdown_score(completion, *problem))
+        return out
+
+    return reward
