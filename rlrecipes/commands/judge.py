@@ -21,7 +21,7 @@ from rlrecipes.compose import compose_config
 from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
 from rlrecipes.data.loader import read_records, to_problems
 from rlrecipes.data.problems import answer_verifier
-from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.synthetic import SyntheticTaskName, make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
@@ -34,7 +34,6 @@ from rlrecipes.judge.pairs import PairBuild, PairFields, load_pairs
 from rlrecipes.judge.synthetic import synthetic_pairs
 from rlrecipes.rundir import create_run_dir
 
-SYNTHETIC = ("arithmetic", "countdown")
 TOY = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
 
 
@@ -191,7 +190,7 @@ def judge_pairs(
         check_new(out)
         if samples < 2:
             raise UserError(f"--samples {samples}: a pair needs at least two samples of a problem")
-        if data in SYNTHETIC:
+        if data in SyntheticTaskName.values():
             task_cfg = OmegaConf.structured(SyntheticTaskConfig)
             task_cfg.task = data
             task = make_task(task_cfg)

@@ -17,14 +17,13 @@ import typer
 from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import help_with
 from rlrecipes.compose import compose_config
+from rlrecipes.config.schema import RolloutBackend
 from rlrecipes.data.problems import load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import HFBackend, Sampling, VLLMBackend, stable_seed
 from rlrecipes.models import load_model, resolve_model_path
 from rlrecipes.rewards.spurious import build_labels
-
-BACKENDS = ("hf", "vllm")
 
 
 def label_problems(
@@ -42,8 +41,8 @@ def label_problems(
     The data and model come from the same overrides as `rlrecipes train`, so the labels
     line up with the run's problem ids.
     """
-    if backend not in BACKENDS:
-        raise UserError(f"--backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if backend not in RolloutBackend.values():  # the two engines (no auto)
+        raise UserError(f"--backend {backend!r}; valid: {RolloutBackend.valid()}")
     cfg = compose_config("train", list(overrides))
     problems = load_problem_set(cfg.data)
     path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)

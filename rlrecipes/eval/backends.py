@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from rlrecipes.errors import UserError
+from rlrecipes.eval.config import GenerationBackend
 from rlrecipes.eval.job_size import count_parameters, cpu_break_even_slots, format_slots
 from rlrecipes.generation import Completion, Sampling, hf_generate, on_vllm_cpu
 from rlrecipes.models import load_model
@@ -170,15 +171,12 @@ def _num_tokens(output: Any) -> int:
     return len(output.token_ids) - int(stopped_on_token and len(output.token_ids) > 0)
 
 
-BACKENDS = ("auto", "hf", "vllm")
-
-
 def check_backend(name: str) -> None:
     """Fail now, with one line, if backend ``name`` cannot run here."""
     import importlib.util
 
-    if name not in BACKENDS:
-        raise UserError(f"generation.backend={name!r}; valid: {', '.join(BACKENDS)}")
+    if name not in GenerationBackend.values():
+        raise UserError(f"generation.backend={name!r}; valid: {GenerationBackend.valid()}")
     if name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise UserError(
             "generation.backend=vllm needs vLLM, which is not installed here: `make install` "

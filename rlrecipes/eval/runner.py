@@ -32,7 +32,6 @@ from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
 from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.hub import check_model_available
-from rlrecipes.metrics import TIE_RULES
 from rlrecipes.models import check_model_location, resolve_model_path
 
 Log = Callable[[str], None]
@@ -141,8 +140,6 @@ def check_eval(cfg: Any) -> None:
         )
     if not 0 <= cfg.grading.max_failure_rate <= 1:
         raise UserError(f"grading.max_failure_rate={cfg.grading.max_failure_rate}; valid: a share from 0 to 1")
-    if cfg.protocol.maj_ties not in TIE_RULES:
-        raise UserError(f"protocol.maj_ties={cfg.protocol.maj_ties!r}; valid: {', '.join(TIE_RULES)}")
     if cfg.threads is not None and cfg.threads < 1:
         raise UserError(f"threads={cfg.threads}; valid: a number of CPU threads (at least 1), or null")
     if cfg.generations:

@@ -33,12 +33,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
+from rlrecipes.choice import Choice
 from rlrecipes.grading.normalize import normalize_answer
 
-AnswerStyle = Literal["auto", "boxed", "answer_line", "gsm8k", "minerva", "none"]
-STYLES: tuple[str, ...] = ("auto", "boxed", "answer_line", "gsm8k", "minerva", "none")
+
+class AnswerStyle(Choice):  # the policies of the module doc (`data.answer_style`, `protocol.answer_style`)
+    auto = "auto"
+    boxed = "boxed"
+    answer_line = "answer_line"
+    gsm8k = "gsm8k"
+    minerva = "minerva"
+    none = "none"
+
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _ANSWER_LINE_RE = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
@@ -564,8 +571,8 @@ def _one_bare_line(text: str) -> bool:
 
 def extract(text: str | None, style: str = "auto") -> Extraction:
     """The answer written in ``text`` under ``style``, with its status (see module doc)."""
-    if style not in STYLES:
-        raise ValueError(f"unknown answer style {style!r}; valid: {', '.join(STYLES)}")
+    if style not in AnswerStyle.values():
+        raise ValueError(f"unknown answer style {style!r}; valid: {AnswerStyle.valid()}")
     if text is None or not str(text).strip():
         return Extraction(None, "none")
     text = str(text)

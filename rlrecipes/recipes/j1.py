@@ -34,25 +34,12 @@ from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.paired_batches import KeepRowsTogether
 from rlrecipes.errors import ConfigError
 from rlrecipes.judge.pairs import PairFields, judge_rows, load_pairs
-from rlrecipes.judge.prompts import check_choice
+from rlrecipes.judge.prompts import JudgeFormat, PromptStyle, check_choice
 from rlrecipes.judge.synthetic import judge_task
 from rlrecipes.judge.verdicts import verdict_verifier
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, build_reward
-
-
-class JudgeFormat(Choice):  # rlrecipes/judge/prompts.py
-    pairwise = "pairwise"  # PaV: <answer>[[A]]</answer>
-    pairwise_scores = "pairwise_scores"  # PaS: <score_A>..</score_A><score_B>..</score_B>
-    pointwise = "pointwise"  # PoS: <score>..</score>, one response
-    multitask = "multitask"  # PaS rows and PoS rows of every pair
-
-
-class PromptStyle(Choice):
-    j1 = "j1"  # think, then the format's tags
-    rm_r1 = "rm_r1"  # RM-R1's chain of rubrics (pairwise)
-    compact = "compact"  # the toy judge's few characters
 
 
 class J1Reward(Choice):
