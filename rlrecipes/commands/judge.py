@@ -24,7 +24,7 @@ from rlrecipes.data.problems import answer_verifier
 from rlrecipes.data.synthetic import SyntheticTaskName, make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
+from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
 from rlrecipes.hub import check_model_available
@@ -38,16 +38,11 @@ TOY = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), 
 
 
 def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any, Any]:
-    gen = OmegaConf.structured(GenerationConfig)
-    gen.backend, gen.batch_size = backend, batch_size
     model_cfg = OmegaConf.structured(ModelConfig)
     model_cfg.name_or_path, model_cfg.builder, model_cfg.dtype = model, None, "auto"
     check_model_available(model, "--model", log=console.print)
-    engine = make_backend(gen, model_cfg, model, seed)
-    tokenizer = getattr(engine, "tokenizer", None)
-    if tokenizer is None:  # vLLM keeps its tokenizer in the engine
-        tokenizer = engine._llm.get_tokenizer()
-    return engine, tokenizer
+    engine = make_backend(GenerationConfig(backend=backend, batch_size=batch_size), model_cfg, model, seed)
+    return engine, engine.tokenizer
 
 
 def judge_eval(
@@ -204,13 +199,10 @@ def judge_pairs(
         engine, tokenizer = _backend(model, backend, batch_size, seed)
         sampling = Sampling(n=samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
         prompts = [render_prompt(it["problem"], template, tokenizer) for it in problems]
+        seeds = [stable_seed(seed, it["id"]) for it in problems]
         texts: list[list[str]] = []
-        step = engine.chunk_size(sampling)
-        for start in range(0, len(prompts), step):
-            seeds = [stable_seed(seed, it["id"]) for it in problems[start : start + step]]
-            texts += [
-                [c.text for c in group] for group in engine.generate(prompts[start : start + step], sampling, seeds)
-            ]
+        for chunk in sample_chunks(engine, prompts, seeds, sampling):
+            texts += [[c.text for c in group] for group in chunk.completions]
             console.print(f"sampled {len(texts)}/{len(problems)} problems")
         build = build_pairs(problems, texts, verify, seed)
         if not build.pairs:

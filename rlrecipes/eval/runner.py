@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,7 +19,7 @@ import torch
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, stable_seed
+from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
 from rlrecipes.eval.job_size import token_slots
 from rlrecipes.eval.plan import Plan, plan_benchmark
@@ -69,17 +68,16 @@ def _generate(
     progress: EvalProgress,
     timing: dict[str, float],
 ) -> None:
-    tokenizer = getattr(backend, "tokenizer", None)
-    if tokenizer is None:
-        tokenizer = _tokenizer_of(backend)
-    size = backend.chunk_size(plan.sampling)
-    for _, group in groupby(todo, key=lambda pair: pair[0] // size):  # fixed chunks: reproducible seeds
-        items = [it for _, it in group]
-        prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items]
-        started = time.time()
-        seeds = [stable_seed(seed, plan.name, it.id) for it in items]
-        outputs = backend.generate(prompts, plan.sampling, seeds, on_progress=progress.within)
-        timing["generation_seconds"] += time.time() - started
+    tokenizer = getattr(backend, "tokenizer", None)  # None: a test's scripted backend
+    items_left = [it for _, it in todo]
+    all_prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items_left]
+    all_seeds = [stable_seed(seed, plan.name, it.id) for it in items_left]
+    positions = [i for i, _ in todo]
+    for chunk in sample_chunks(backend, all_prompts, all_seeds, plan.sampling, positions, progress.within):
+        timing["generation_seconds"] += chunk.seconds
+        items = [items_left[i] for i in chunk.indices]
+        prompts = [all_prompts[i] for i in chunk.indices]
+        outputs = chunk.completions
         records = [
             ProblemRecord(
                 benchmark=plan.name,
@@ -108,11 +106,6 @@ def _generate(
         writer.write(records)
         reasons = [f for r in records for f in r.finish_reasons]
         progress.advance(len(items), truncated=reasons.count("length"), completions=len(reasons))
-
-
-def _tokenizer_of(backend: Backend) -> Any:
-    llm = getattr(backend, "_llm", None)
-    return llm.get_tokenizer() if llm is not None else None
 
 
 def prepare(cfg: Any) -> Any:
