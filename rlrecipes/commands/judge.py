@@ -28,13 +28,13 @@ from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stabl
 from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
 from rlrecipes.hub import check_model_available
-from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
+from rlrecipes.judge.benchmarks import JUDGE_BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
 from rlrecipes.judge.pairs import PairBuild, PairFields, load_pairs
 from rlrecipes.judge.synthetic import synthetic_pairs
 from rlrecipes.rundir import create_run_dir
 
-TOY = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
+TOY_PAIRS = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
 
 
 def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any, Any]:
@@ -47,7 +47,7 @@ def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any,
 
 def judge_eval(
     model: str = typer.Option(..., "--model", help="The judge: a hub id or a local model folder."),
-    benchmark: Optional[str] = typer.Option(None, "--benchmark", help=f"One of: {', '.join(BENCHMARKS)}."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help=f"One of: {', '.join(JUDGE_BENCHMARKS)}."),
     pairs: Optional[str] = typer.Option(
         None, "--pairs", help="A pair file or hub id (instead of, or for, --benchmark)."
     ),
@@ -175,7 +175,7 @@ def judge_pairs(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."""
-    if data == TOY:
+    if data == TOY_PAIRS:
         _write_toy_pairs(out, split or "test", limit)
         return
     split = split or "train"
@@ -248,7 +248,7 @@ def _write_toy_pairs(out: Path, split: str, limit: Optional[int]) -> None:
         train, held_out = synthetic_pairs(cfg.data.synthetic)
         pairs = (train if split == "train" else held_out)[:limit]
         provenance = {
-            "data": TOY,
+            "data": TOY_PAIRS,
             "split": split,
             "source": "recipe=j1's synthetic arithmetic pairs as `rlrecipes train experiment=j1_toy` builds them",
             "synthetic": OmegaConf.to_container(cfg.data.synthetic, resolve=True, enum_to_str=True),
