@@ -36,7 +36,7 @@ from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
-from rlrecipes.rewards.dapo import DapoVerifier
+from rlrecipes.rewards.dapo import DapoAnswerParams, DapoVerifier
 
 
 @dataclass
@@ -51,7 +51,7 @@ class DAPOConfig(RecipeConfig):
     # + EOS, is 12 tokens).
     overlong_buffer_length: int = 4
     overlong_penalty_factor: float = 1.0  # verl overlong_buffer.penalty_factor
-    verifier: DapoVerifier = DapoVerifier.minerva
+    verifier: DapoVerifier = DapoAnswerParams.verifier
 
 
 @register_recipe

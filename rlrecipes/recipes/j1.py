@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.paired_batches import KeepRowsTogether
@@ -40,23 +40,16 @@ from rlrecipes.judge.verdicts import verdict_verifier
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, build_reward
-
-
-class J1Reward(Choice):
-    correctness = "correctness"  # verdict right: 1, else recipe.wrong_reward
-    consistency = "consistency"  # right in both orders (index-paired rollouts)
-
-
-REWARDS = tuple(J1Reward)
+from rlrecipes.rewards.j1 import VerdictParams, VerdictReward
 
 
 @dataclass
 class J1Config(RecipeConfig):
     name: str = "j1"
-    judge: JudgeFormat = JudgeFormat.pairwise
+    judge: JudgeFormat = VerdictParams.judge
     prompt: PromptStyle = PromptStyle.j1
-    reward: J1Reward = J1Reward.correctness
-    wrong_reward: float = 0.0  # reward of a wrong or unparseable verdict (-1: Tab. 4 / RM-R1)
+    reward: VerdictReward = VerdictParams.reward
+    wrong_reward: float = VerdictParams.wrong_reward  # reward of a wrong or unparseable verdict (-1: Tab. 4 / RM-R1)
     format_weight: float = 0.0  # weight of the think-format reward (Tab. 4; 0 = off)
     # Preference pairs: a hub id or a local jsonl/json/parquet file; null = pairs made from
     # the synthetic arithmetic task of `data.synthetic` (a correct vs a wrong sum).
@@ -89,8 +82,6 @@ class J1(Recipe):
         check_choice(r.judge, r.prompt)
         if "verdict" not in [spec.name for spec in r.rewards]:
             raise ConfigError("recipe=j1 trains on the 'verdict' reward: keep {name: verdict} in recipe.rewards")
-        if r.reward not in REWARDS:
-            raise ConfigError(f"recipe.reward={r.reward!r}; valid: {', '.join(REWARDS)}")
         if r.reward == "consistency" and r.judge == "pointwise":  # multitask: consistency on its PaS rows
             raise ConfigError(
                 "recipe.reward=consistency compares the two orders of a pairwise verdict; recipe.judge=pointwise has no orders"

@@ -39,7 +39,7 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext
-from rlrecipes.rewards.majority import VoteRule
+from rlrecipes.rewards.majority import VoteParams, VoteRule
 
 REWARD = "majority_vote"
 
@@ -53,7 +53,7 @@ class TTRLConfig(RecipeConfig):
     # scale); n_train = trainer.num_generations trains on every vote.
     n_train: Optional[int] = None
     train_fraction: float = 0.5
-    vote: VoteRule = VoteRule.exact  # the authors' rule; equivalence is the switch
+    vote: VoteRule = VoteParams.vote  # the authors' rule; equivalence is the switch
 
 
 def trained_per_group(n_train: Optional[int], train_fraction: float, num_generations: int) -> int:

@@ -138,7 +138,7 @@ class DapoVerifier(Choice):
 
 @dataclass(frozen=True)
 class DapoAnswerParams:
-    verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
+    verifier: str = DapoVerifier.minerva  # minerva: DAPO's exact match | task: the data's own checker
 
 
 @register_reward("dapo_answer", params=DapoAnswerParams)

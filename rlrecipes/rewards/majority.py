@@ -128,7 +128,7 @@ class VoteRule(Choice):
 
 @dataclass(frozen=True)
 class VoteParams:
-    vote: str = "exact"  # exact: the TTRL code's Counter over answer strings | equivalence
+    vote: str = VoteRule.exact  # exact: the TTRL code's Counter over answer strings | equivalence
 
 
 @register_reward("majority_vote", needs_answer=False, scope="group", params=VoteParams)

@@ -59,11 +59,12 @@ def test_recipe_defaults_and_one_line_errors():
 
 def test_choices_are_the_judge_packages():
     from rlrecipes.judge import prompts
-    from rlrecipes.recipes.j1 import REWARDS, J1Config
+    from rlrecipes.recipes.j1 import J1Config
+    from rlrecipes.rewards.j1 import VerdictReward
 
     assert J1Config.judge is prompts.JudgeFormat.pairwise and J1Config.prompt is prompts.PromptStyle.j1
     assert prompts.FORMATS == ("pairwise", "pairwise_scores", "pointwise")  # a judgement's formats
-    assert list(REWARDS) == ["correctness", "consistency"]
+    assert VerdictReward.values() == ("correctness", "consistency")
 
 
 def score(reward, outputs: dict[str, list[str]]):
