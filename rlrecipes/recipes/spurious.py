@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.choice import Choice
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
