@@ -148,7 +148,7 @@ def _solutions(data_dir: Path) -> list[tuple[str, str]]:
 
 def _restyle(solution: str, style: str, rng: random.Random) -> str:
     """The solution with its final answer written in ``style``."""
-    from rlrecipes.grading.extract import boxes
+    from rlrecipes.grading.boxes import boxes
 
     start, end, content = boxes(solution)[-1]
     unboxed = solution[:start] + content + solution[end:]

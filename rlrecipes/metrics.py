@@ -18,6 +18,7 @@ from __future__ import annotations
 from math import comb
 from typing import Callable, Sequence
 
+from rlrecipes.choice import Choice
 from rlrecipes.grading.equivalence import is_equivalent
 from rlrecipes.grading.vote import Equivalence, vote_groups
 
@@ -45,7 +46,9 @@ def avg_at_k(correct: Sequence[bool]) -> float:
     return sum(bool(x) for x in correct) / len(correct)
 
 
-TIE_RULES = ("first", "fractional")
+class MajTies(Choice):  # how maj@k breaks a tie (`protocol.maj_ties`), see vote_score
+    first = "first"  # the tied answer written first wins: Qwen2.5-Math, TTRL
+    fractional = "fractional"  # each of t tied answers earns 1/t: NeMo-Skills, lighteval
 
 
 def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool], ties: str = "first") -> float:
@@ -58,8 +61,8 @@ def vote_score(groups: Sequence[tuple[str, int]], correct: Callable[[str], bool]
     >>> vote_score([("3", 2), ("4", 2), ("5", 1)], lambda a: a == "4", "fractional")
     0.5
     """
-    if ties not in TIE_RULES:
-        raise ValueError(f"unknown maj@k tie rule {ties!r}; valid: {', '.join(TIE_RULES)}")
+    if ties not in MajTies.values():
+        raise ValueError(f"unknown maj@k tie rule {ties!r}; valid: {MajTies.valid()}")
     if not groups:
         return 0.0
     top = max(count for _, count in groups)

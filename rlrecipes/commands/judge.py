@@ -21,39 +21,33 @@ from rlrecipes.compose import compose_config
 from rlrecipes.config.schema import ModelConfig, SyntheticTaskConfig
 from rlrecipes.data.loader import read_records, to_problems
 from rlrecipes.data.problems import answer_verifier
-from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.synthetic import SyntheticTaskName, make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Sampling, make_backend, stable_seed
+from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
 from rlrecipes.hub import check_model_available
-from rlrecipes.judge.benchmarks import BENCHMARKS, get_benchmark
+from rlrecipes.judge.benchmarks import JUDGE_BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs
 from rlrecipes.judge.pairs import PairBuild, PairFields, load_pairs
 from rlrecipes.judge.synthetic import synthetic_pairs
 from rlrecipes.rundir import create_run_dir
 
-SYNTHETIC = ("arithmetic", "countdown")
-TOY = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
+TOY_PAIRS = "toy"  # `--data toy`: the J1 toy's pairs (rlrecipes/judge/synthetic.py), no model
 
 
 def _backend(model: str, backend: str, batch_size: int, seed: int) -> tuple[Any, Any]:
-    gen = OmegaConf.structured(GenerationConfig)
-    gen.backend, gen.batch_size = backend, batch_size
     model_cfg = OmegaConf.structured(ModelConfig)
     model_cfg.name_or_path, model_cfg.builder, model_cfg.dtype = model, None, "auto"
     check_model_available(model, "--model", log=console.print)
-    engine = make_backend(gen, model_cfg, model, seed)
-    tokenizer = getattr(engine, "tokenizer", None)
-    if tokenizer is None:  # vLLM keeps its tokenizer in the engine
-        tokenizer = engine._llm.get_tokenizer()
-    return engine, tokenizer
+    engine = make_backend(GenerationConfig(backend=backend, batch_size=batch_size), model_cfg, model, seed)
+    return engine, engine.tokenizer
 
 
 def judge_eval(
     model: str = typer.Option(..., "--model", help="The judge: a hub id or a local model folder."),
-    benchmark: Optional[str] = typer.Option(None, "--benchmark", help=f"One of: {', '.join(BENCHMARKS)}."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help=f"One of: {', '.join(JUDGE_BENCHMARKS)}."),
     pairs: Optional[str] = typer.Option(
         None, "--pairs", help="A pair file or hub id (instead of, or for, --benchmark)."
     ),
@@ -181,7 +175,7 @@ def judge_pairs(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."""
-    if data == TOY:
+    if data == TOY_PAIRS:
         _write_toy_pairs(out, split or "test", limit)
         return
     split = split or "train"
@@ -191,7 +185,7 @@ def judge_pairs(
         check_new(out)
         if samples < 2:
             raise UserError(f"--samples {samples}: a pair needs at least two samples of a problem")
-        if data in SYNTHETIC:
+        if data in SyntheticTaskName.values():
             task_cfg = OmegaConf.structured(SyntheticTaskConfig)
             task_cfg.task = data
             task = make_task(task_cfg)
@@ -205,13 +199,10 @@ def judge_pairs(
         engine, tokenizer = _backend(model, backend, batch_size, seed)
         sampling = Sampling(n=samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
         prompts = [render_prompt(it["problem"], template, tokenizer) for it in problems]
+        seeds = [stable_seed(seed, it["id"]) for it in problems]
         texts: list[list[str]] = []
-        step = engine.chunk_size(sampling)
-        for start in range(0, len(prompts), step):
-            seeds = [stable_seed(seed, it["id"]) for it in problems[start : start + step]]
-            texts += [
-                [c.text for c in group] for group in engine.generate(prompts[start : start + step], sampling, seeds)
-            ]
+        for chunk in sample_chunks(engine, prompts, seeds, sampling):
+            texts += [[c.text for c in group] for group in chunk.completions]
             console.print(f"sampled {len(texts)}/{len(problems)} problems")
         build = build_pairs(problems, texts, verify, seed)
         if not build.pairs:
@@ -257,7 +248,7 @@ def _write_toy_pairs(out: Path, split: str, limit: Optional[int]) -> None:
         train, held_out = synthetic_pairs(cfg.data.synthetic)
         pairs = (train if split == "train" else held_out)[:limit]
         provenance = {
-            "data": TOY,
+            "data": TOY_PAIRS,
             "split": split,
             "source": "recipe=j1's synthetic arithmetic pairs as `rlrecipes train experiment=j1_toy` builds them",
             "synthetic": OmegaConf.to_container(cfg.data.synthetic, resolve=True, enum_to_str=True),

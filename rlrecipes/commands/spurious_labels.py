@@ -20,11 +20,10 @@ from rlrecipes.compose import compose_config
 from rlrecipes.data.problems import load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import HFBackend, Sampling, VLLMBackend, stable_seed
-from rlrecipes.models import load_model, resolve_model_path
+from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stable_seed
+from rlrecipes.eval.config import GenerationBackend, GenerationConfig
+from rlrecipes.models import resolve_model_path
 from rlrecipes.rewards.spurious import build_labels
-
-BACKENDS = ("hf", "vllm")
 
 
 def label_problems(
@@ -42,14 +41,14 @@ def label_problems(
     The data and model come from the same overrides as `rlrecipes train`, so the labels
     line up with the run's problem ids.
     """
-    if backend not in BACKENDS:
-        raise UserError(f"--backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if backend not in GenerationBackend.values():
+        raise UserError(f"--backend {backend!r}; valid: {GenerationBackend.valid()}")
     cfg = compose_config("train", list(overrides))
     problems = load_problem_set(cfg.data)
     path = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
-    model, tokenizer = load_model(path, cfg.model)
+    engine = make_backend(GenerationConfig(backend=backend, batch_size=batch_size), cfg.model, path, cfg.seed)
     prompts = [
-        render_prompt(p["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for p in problems.train
+        render_prompt(p["problem"], cfg.data.template, engine.tokenizer, cfg.data.system_prompt) for p in problems.train
     ]
     sampling = Sampling(
         n=samples,
@@ -57,17 +56,10 @@ def label_problems(
         top_p=top_p,
         max_new_tokens=max_new_tokens or cfg.trainer.max_completion_length,
     )
-    engine = (
-        VLLMBackend(path, dtype=cfg.model.dtype, seed=cfg.seed)
-        if backend == "vllm"
-        else HFBackend(model, tokenizer, batch_size)
-    )
-    chunk = engine.chunk_size(sampling)
+    seeds = [stable_seed(cfg.seed, p["id"]) for p in problems.train]
     texts: list[list[str]] = []
-    for start in range(0, len(prompts), chunk):
-        seeds = [stable_seed(cfg.seed, p["id"]) for p in problems.train[start : start + chunk]]
-        out = engine.generate(prompts[start : start + chunk], sampling, seeds)
-        texts.extend([c.text for c in group] for group in out)
+    for chunk in sample_chunks(engine, prompts, seeds, sampling):
+        texts.extend([c.text for c in group] for group in chunk.completions)
     return build_labels(problems.train, texts, style=cfg.data.answer_style, verify=problems.verify)
 
 
@@ -80,7 +72,7 @@ def spurious_labels(
     max_new_tokens: Annotated[
         Optional[int], typer.Option(help="default: trainer.max_completion_length of the config")
     ] = None,
-    backend: Annotated[str, typer.Option(help="hf | vllm")] = "hf",
+    backend: Annotated[str, typer.Option(help="auto | hf | vllm")] = "hf",
     batch_size: Annotated[int, typer.Option(help="hf: prompts x samples per generate call")] = 64,
 ) -> None:
     """Sample the base model on the training data and write Spurious Rewards' labels file

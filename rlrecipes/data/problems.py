@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rlrecipes.choice import Choice
 from rlrecipes.data.loader import LoadedProblems, read_records, to_problems
-from rlrecipes.data.synthetic import SyntheticTask, make_task
+from rlrecipes.data.synthetic import SyntheticTask, SyntheticTaskName, make_task
 from rlrecipes.errors import UserError
 from rlrecipes.grading import grade
 
@@ -21,6 +22,12 @@ class ProblemSet:
     report: str
 
 
+class DataSource(Choice):  # `data.source`: where `load_problem_set` reads the problems
+    synthetic = "synthetic"  # the in-process tasks (data.synthetic)
+    hub = "hub"  # a Hugging Face dataset id
+    file = "file"  # a local .jsonl/.json/.parquet file or folder
+
+
 def load_problem_set(data_cfg: Any) -> ProblemSet:
     if data_cfg.source == "synthetic":
         task = make_task(data_cfg.synthetic)
@@ -31,8 +38,8 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
             train = [{**item, "answer": None} for item in train]
             report += "; training answers withheld (data.answer_field=null)"
         return ProblemSet(train, held_out, task.verify, task, report)
-    if data_cfg.source not in ("hub", "file"):
-        raise UserError(f"data.source={data_cfg.source!r}; valid: synthetic, hub, file")
+    if data_cfg.source not in DataSource.values():
+        raise UserError(f"data.source={data_cfg.source!r}; valid: {DataSource.valid()}")
     if not data_cfg.path:
         raise UserError(f"data.source={data_cfg.source} needs data.path (a hub id or a local file)")
     if not data_cfg.answer_field and data_cfg.eval_path:
@@ -66,7 +73,7 @@ def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProb
 def data_label(data_cfg: Any) -> str:
     """The training data's name for run names and summaries: the data group's name, or the
     file / hub id when a synthetic group (the default) was pointed at other data."""
-    if data_cfg.source != "synthetic" and data_cfg.path and data_cfg.name in ("arithmetic", "countdown"):
+    if data_cfg.source != "synthetic" and data_cfg.path and data_cfg.name in SyntheticTaskName.values():
         return Path(str(data_cfg.path)).stem or str(data_cfg.path)
     return str(data_cfg.name)
 

@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from rlrecipes.choice import Choice
 from rlrecipes.data.loader import get_field, gold_text, read_records
 from rlrecipes.data.priming import trace
 from rlrecipes.data.synthetic import SyntheticTask, make_task
@@ -49,6 +50,12 @@ class TokenizedExamples:
             return ""
         shown = ", ".join(self.too_long[:5]) + (f" and {len(self.too_long) - 5} more" if len(self.too_long) > 5 else "")
         return f"{len(self.too_long)} rows longer than {limit_key}={limit} tokens left out: {shown}"
+
+
+class SFTTraces(Choice):  # `sft.traces`: the completions of synthetic data (see `load_sft_data`)
+    solution = "solution"  # the task's correct answer line
+    search = "search"  # Countdown: a search trace showing four behaviours, ending correct (data/priming.py)
+    search_wrong = "search_wrong"  # the same search ending in a wrong answer
 
 
 def check_sft_fields(data_cfg: Any, traces: str = "solution") -> None:

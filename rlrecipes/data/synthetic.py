@@ -20,8 +20,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from rlrecipes.choice import Choice
 from rlrecipes.errors import UserError
 from rlrecipes.grading.extract import answer_line
+
+
+class SyntheticTaskName(Choice):  # `data.synthetic.task`: the tasks `make_task` builds
+    arithmetic = "arithmetic"
+    countdown = "countdown"
 
 
 @dataclass
@@ -36,7 +42,7 @@ class SyntheticTask:
 
 def make_task(cfg: Any) -> SyntheticTask:
     """Build the task described by a `SyntheticTaskConfig` node."""
-    makers = {"arithmetic": _arithmetic, "countdown": _countdown}
+    makers = {SyntheticTaskName.arithmetic: _arithmetic, SyntheticTaskName.countdown: _countdown}
     if cfg.task not in makers:
         raise UserError(f"data.synthetic.task={cfg.task!r} is unknown; valid: {', '.join(makers)}")
     return makers[cfg.task](cfg)

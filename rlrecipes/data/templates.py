@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlrecipes.choice import Choice
 from rlrecipes.errors import UserError
 
 QWEN_MATH_COT_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -16,7 +17,13 @@ DAPO_INSTRUCTION = (
     "of the form Answer: $Answer (without quotes) where $Answer is the answer to the problem."
     '\n\n{problem}\n\nRemember to put your answer on its own line after "Answer:".'
 )
-TEMPLATES = ("plain", "chat", "qwen_math_cot", "dapo")
+
+
+class Template(Choice):  # `data.template`, `protocol.template`
+    plain = "plain"
+    chat = "chat"
+    qwen_math_cot = "qwen_math_cot"
+    dapo = "dapo"
 
 
 def render_prompt(problem: str, template: str, tokenizer: Any = None, system_prompt: str | None = None) -> str:
@@ -29,7 +36,7 @@ def render_prompt(problem: str, template: str, tokenizer: Any = None, system_pro
         return _chat(problem, tokenizer, system_prompt or QWEN_MATH_COT_SYSTEM)
     if template == "dapo":
         return _chat(DAPO_INSTRUCTION.format(problem=problem), tokenizer, system_prompt)
-    raise UserError(f"data.template={template!r} is unknown; valid: {', '.join(TEMPLATES)}")
+    raise UserError(f"data.template={template!r} is unknown; valid: {Template.valid()}")
 
 
 def _chat(user: str, tokenizer: Any, system_prompt: str | None) -> str:

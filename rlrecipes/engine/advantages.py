@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from trl.trainer.utils import nanstd
 
+from rlrecipes.config.schema import ScaleRewards
+
 TRL_EPS = 1e-4  # trl 1.16 GRPOTrainer._generate_and_score_completions
 
 
@@ -29,8 +31,8 @@ def group_advantages(
     """
     if rewards.numel() % num_generations:
         raise ValueError(f"{rewards.numel()} rewards do not split into groups of {num_generations}")
-    if scale_rewards not in ("group", "batch", "none"):
-        raise ValueError(f"scale_rewards={scale_rewards!r}; valid: group, batch, none")
+    if scale_rewards not in ScaleRewards.values():
+        raise ValueError(f"scale_rewards={scale_rewards!r}; valid: {ScaleRewards.valid()}")
     values = rewards.float().clone()
     if keep is not None:
         values[~keep] = torch.nan

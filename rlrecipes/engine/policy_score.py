@@ -28,13 +28,20 @@ from typing import Any, Callable
 
 import torch
 
+from rlrecipes.choice import Choice
 from rlrecipes.engine.advantages import group_advantages
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 
 # (model, scored batch, trainer) -> one score per local completion, shape [B_local]
 ScoreFn = Callable[[Any, dict[str, Any], Any], torch.Tensor]
-SCORERS = ("online", "offline")
+
+
+class Scorer(Choice):
+    """Which model's self-certainty is the reward (`recipe.scorer` of Intuitor)."""
+
+    online = "online"  # the current policy (the paper)
+    offline = "offline"  # a frozen copy of the initial model (the ablation the paper shows reward-hacked)
 
 
 def sharded(trainer: Any) -> bool:
@@ -49,8 +56,8 @@ def sharded(trainer: Any) -> bool:
 
 class PolicyScoreAdvantage(EngineHook):
     def __init__(self, score: ScoreFn, name: str, scorer: str = "online"):
-        if scorer not in SCORERS:
-            raise UserError(f"scorer={scorer!r}; valid: {', '.join(SCORERS)}")
+        if scorer not in Scorer.values():
+            raise UserError(f"scorer={scorer!r}; valid: {Scorer.valid()}")
         self.score, self.name, self.scorer = score, name, scorer
         self.frozen: Any = None
 

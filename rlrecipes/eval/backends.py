@@ -12,11 +12,14 @@ from the problem id (independent of batching).
 
 from __future__ import annotations
 
+import time
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from itertools import groupby
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from rlrecipes.errors import UserError
+from rlrecipes.eval.config import GenerationBackend
 from rlrecipes.eval.job_size import count_parameters, cpu_break_even_slots, format_slots
 from rlrecipes.generation import Completion, Sampling, hf_generate, on_vllm_cpu
 from rlrecipes.models import load_model
@@ -27,6 +30,7 @@ Progress = Callable[[int], None]  # called with how many of this call's prompts 
 
 class Backend(Protocol):
     name: str
+    tokenizer: Any  # the model's tokenizer (prompt templates need its chat template)
 
     def generate(
         self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
@@ -43,6 +47,43 @@ class Backend(Protocol):
 def stable_seed(*parts: Any) -> int:
     """A seed that depends only on ``parts`` (not on Python's per-process hash salt)."""
     return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One ``generate`` call of `sample_chunks`: which prompts, their completions, its seconds."""
+
+    indices: list[int]  # positions in the prompts given to `sample_chunks`
+    completions: list[list[Completion]]
+    seconds: float
+
+
+def sample_chunks(
+    backend: Backend,
+    prompts: Sequence[str],
+    seeds: Sequence[int],
+    sampling: Sampling,
+    positions: Sequence[int] | None = None,
+    on_progress: Progress | None = None,
+) -> Iterator[Chunk]:
+    """The one sampling loop (eval, judge-eval, judge-pairs, spurious-labels): ``sampling.n``
+    completions per prompt, ``seeds[i]`` seeding prompt i, in the backend's chunks; the caller
+    saves or reports each chunk as it comes.
+
+    Chunks are fixed by each prompt's position in its whole set (``positions``, default
+    0, 1, ...: a resumed eval passes the positions of the problems left), so ``hf``, which
+    seeds a chunk, regenerates exactly what an uninterrupted run would."""
+    size = backend.chunk_size(sampling)
+    where = range(len(prompts)) if positions is None else positions
+    for _, group in groupby(range(len(prompts)), key=lambda i: where[i] // size):
+        indices = list(group)
+        chunk_prompts, chunk_seeds = [prompts[i] for i in indices], [seeds[i] for i in indices]
+        started = time.time()
+        if on_progress is None:
+            completions = backend.generate(chunk_prompts, sampling, chunk_seeds)
+        else:
+            completions = backend.generate(chunk_prompts, sampling, chunk_seeds, on_progress=on_progress)
+        yield Chunk(indices, completions, time.time() - started)
 
 
 class HFBackend:
@@ -111,6 +152,10 @@ class VLLMBackend:
         )
         self._chunk = chunk_problems
 
+    @property
+    def tokenizer(self) -> Any:
+        return self._llm.get_tokenizer()
+
     def chunk_size(self, sampling: Sampling) -> int:
         return self._chunk
 
@@ -170,15 +215,12 @@ def _num_tokens(output: Any) -> int:
     return len(output.token_ids) - int(stopped_on_token and len(output.token_ids) > 0)
 
 
-BACKENDS = ("auto", "hf", "vllm")
-
-
 def check_backend(name: str) -> None:
     """Fail now, with one line, if backend ``name`` cannot run here."""
     import importlib.util
 
-    if name not in BACKENDS:
-        raise UserError(f"generation.backend={name!r}; valid: {', '.join(BACKENDS)}")
+    if name not in GenerationBackend.values():
+        raise UserError(f"generation.backend={name!r}; valid: {GenerationBackend.valid()}")
     if name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise UserError(
             "generation.backend=vllm needs vLLM, which is not installed here: `make install` "
@@ -239,8 +281,9 @@ def resolve_backend(name: str, model_path: str) -> str:
 
 
 def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int, name: str | None = None) -> Backend:
-    """The backend `name` (default: ``generation.backend``, ``auto`` resolved), with the model
-    loaded; its ``name`` says which one it is."""
+    """The one way to build a backend (eval, judge-eval, judge-pairs, spurious-labels): the
+    backend `name` (default: ``gen_cfg.backend``, ``auto`` resolved) from a `GenerationConfig`
+    and a `ModelConfig`, with the model loaded; its ``name`` says which one it is."""
     name = name or resolve_backend(gen_cfg.backend, model_path)
     if name == "vllm":
         # vLLM loads full checkpoints: a LoRA adapter folder is merged into its base once (cached)

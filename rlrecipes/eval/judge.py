@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, Sampling, stable_seed
+from rlrecipes.eval.backends import Backend, Sampling, sample_chunks, stable_seed
 from rlrecipes.judge.metrics import JudgedPair, judge_metrics
 from rlrecipes.judge.pairs import Pair, judge_rows, split_row_id
 from rlrecipes.judge.prompts import check_choice
@@ -57,12 +57,10 @@ def judge_texts(
         max_new_tokens=settings.max_new_tokens,
     )
     prompts = [render_prompt(r["problem"], settings.template, tokenizer, settings.system_prompt) for r in rows]
+    seeds = [stable_seed(settings.seed, r["id"]) for r in rows]
     out: list[list[str]] = []
-    step = backend.chunk_size(sampling)
-    for start in range(0, len(rows), step):
-        seeds = [stable_seed(settings.seed, r["id"]) for r in rows[start : start + step]]
-        for completions in backend.generate(prompts[start : start + step], sampling, seeds):
-            out.append([c.text for c in completions])
+    for chunk in sample_chunks(backend, prompts, seeds, sampling):
+        out += [[c.text for c in completions] for completions in chunk.completions]
         if progress:
             progress(len(out))
     return out

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlrecipes.data.templates import TEMPLATES
+from rlrecipes.data.templates import Template
 from rlrecipes.errors import UserError
 from rlrecipes.eval.benchmarks import BENCHMARKS, load_benchmark
 from rlrecipes.eval.items import BenchmarkItems
 from rlrecipes.generation import Sampling
-from rlrecipes.grading import STYLES
+from rlrecipes.grading import AnswerStyle
 
 
 @dataclass
@@ -56,10 +56,11 @@ def plan_benchmark(cfg: Any, name: str) -> Plan:
     else:
         template, system, default_style = p.template or spec.template, p.system_prompt, spec.answer_style
     style = cfg.benchmark.answer_style or p.answer_style or default_style
-    if style not in STYLES:
-        raise UserError(f"answer style {style!r}; valid: {', '.join(STYLES)}")
-    if template not in TEMPLATES:
-        raise UserError(f"protocol.template={template!r}; valid: {', '.join(TEMPLATES)}")
+    # a benchmark's own style or template (eval/benchmarks.py) has no schema to check it
+    if style not in AnswerStyle.values():
+        raise UserError(f"answer style {style!r}; valid: {AnswerStyle.valid()}")
+    if template not in Template.values():
+        raise UserError(f"protocol.template={template!r}; valid: {Template.valid()}")
     over = {k: v for k, v in p.per_benchmark[name].items() if v is not None}
     knobs = {k: over.get(k, p[k]) for k in ("num_samples", "temperature", "top_p", "top_k", "max_new_tokens")}
     if knobs["num_samples"] < 1:

@@ -30,10 +30,8 @@ from rlrecipes.eval.plan import plan_benchmark
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_generations
 from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
-from rlrecipes.grading import STYLES, GradingCounts
+from rlrecipes.grading import AnswerStyle, GradingCounts
 from rlrecipes.grading.equivalence import gold_answer
-
-RESCORE_FROM = ("auto", "answers", "completions")
 
 
 def _benchmark(cfg: Any) -> str:
@@ -68,9 +66,9 @@ def prepare_rescore(cfg: Any) -> RescoreJob:
         items, style = plan.items, plan.style
     else:
         style = cfg.benchmark.answer_style or cfg.protocol.answer_style or spec.answer_style
-        if style not in STYLES:
+        if style not in AnswerStyle.values():  # a benchmark's own style has no schema to check it
             key = "benchmark.answer_style" if cfg.benchmark.answer_style else "protocol.answer_style"
-            raise UserError(f"{key}={style!r}; valid: {', '.join(STYLES)}")
+            raise UserError(f"{key}={style!r}; valid: {AnswerStyle.valid()}")
     by_id = {it.id: it for it in items} if items is not None else {}
     answers_from = _answers_from(cfg, rows, style)
     records = []
@@ -103,9 +101,7 @@ def prepare_rescore(cfg: Any) -> RescoreJob:
 
 def _answers_from(cfg: Any, rows: list[tuple[int, dict[str, Any]]], style: str) -> str:
     """Grade the file's own answers, or extract from its completions (see module doc)."""
-    choice = cfg.rescore_from
-    if choice not in RESCORE_FROM:
-        raise UserError(f"rescore_from={choice!r}; valid: {', '.join(RESCORE_FROM)}")
+    choice = cfg.rescore_from  # a RescoreFrom (eval/config.py): composition refuses any other value
     with_answers = all(row["answers"] is not None for _, row in rows)
     with_completions = all(row["completions"] is not None for _, row in rows)
     if choice == "answers" and not with_answers:

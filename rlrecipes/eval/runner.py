@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,7 +19,7 @@ import torch
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, stable_seed
+from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
 from rlrecipes.eval.job_size import token_slots
 from rlrecipes.eval.plan import Plan, plan_benchmark
@@ -32,7 +31,6 @@ from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
 from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.hub import check_model_available
-from rlrecipes.metrics import TIE_RULES
 from rlrecipes.models import check_model_location, resolve_model_path
 
 Log = Callable[[str], None]
@@ -70,17 +68,16 @@ def _generate(
     progress: EvalProgress,
     timing: dict[str, float],
 ) -> None:
-    tokenizer = getattr(backend, "tokenizer", None)
-    if tokenizer is None:
-        tokenizer = _tokenizer_of(backend)
-    size = backend.chunk_size(plan.sampling)
-    for _, group in groupby(todo, key=lambda pair: pair[0] // size):  # fixed chunks: reproducible seeds
-        items = [it for _, it in group]
-        prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items]
-        started = time.time()
-        seeds = [stable_seed(seed, plan.name, it.id) for it in items]
-        outputs = backend.generate(prompts, plan.sampling, seeds, on_progress=progress.within)
-        timing["generation_seconds"] += time.time() - started
+    tokenizer = getattr(backend, "tokenizer", None)  # None: a test's scripted backend
+    items_left = [it for _, it in todo]
+    all_prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items_left]
+    all_seeds = [stable_seed(seed, plan.name, it.id) for it in items_left]
+    positions = [i for i, _ in todo]
+    for chunk in sample_chunks(backend, all_prompts, all_seeds, plan.sampling, positions, progress.within):
+        timing["generation_seconds"] += chunk.seconds
+        items = [items_left[i] for i in chunk.indices]
+        prompts = [all_prompts[i] for i in chunk.indices]
+        outputs = chunk.completions
         records = [
             ProblemRecord(
                 benchmark=plan.name,
@@ -111,11 +108,6 @@ def _generate(
         progress.advance(len(items), truncated=reasons.count("length"), completions=len(reasons))
 
 
-def _tokenizer_of(backend: Backend) -> Any:
-    llm = getattr(backend, "_llm", None)
-    return llm.get_tokenizer() if llm is not None else None
-
-
 def prepare(cfg: Any) -> Any:
     """Check and load every input (benchmarks or the generations file) before any run
     directory exists, so a mistake leaves nothing behind: a list of plans, or a RescoreJob."""
@@ -141,8 +133,6 @@ def check_eval(cfg: Any) -> None:
         )
     if not 0 <= cfg.grading.max_failure_rate <= 1:
         raise UserError(f"grading.max_failure_rate={cfg.grading.max_failure_rate}; valid: a share from 0 to 1")
-    if cfg.protocol.maj_ties not in TIE_RULES:
-        raise UserError(f"protocol.maj_ties={cfg.protocol.maj_ties!r}; valid: {', '.join(TIE_RULES)}")
     if cfg.threads is not None and cfg.threads < 1:
         raise UserError(f"threads={cfg.threads}; valid: a number of CPU threads (at least 1), or null")
     if cfg.generations:

@@ -15,6 +15,7 @@ Importing this package is cheap: math-verify and sympy load on the first compari
 that needs them.
 """
 
+from rlrecipes.grading.boxes import last_boxed
 from rlrecipes.grading.equivalence import (
     DEFAULT_REL_TOL,
     DEFAULT_TIMEOUT_S,
@@ -27,14 +28,14 @@ from rlrecipes.grading.equivalence import (
     policy_verdict,
     take_grading_counts,
 )
-from rlrecipes.grading.extract import STYLES, Extraction, extract, extract_answer, last_boxed
+from rlrecipes.grading.extract import AnswerStyle, Extraction, extract, extract_answer
 from rlrecipes.grading.normalize import normalize_answer, parse_answer
 from rlrecipes.grading.pool import GradingPool, default_pool, grade_many
 
 __all__ = [
     "DEFAULT_REL_TOL",
     "DEFAULT_TIMEOUT_S",
-    "STYLES",
+    "AnswerStyle",
     "Extraction",
     "GradingCounts",
     "GradingPool",

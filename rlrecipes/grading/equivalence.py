@@ -40,7 +40,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable
 
-from rlrecipes.grading.extract import boxes, extract
+from rlrecipes.grading.boxes import boxes
+from rlrecipes.grading.extract import extract
 from rlrecipes.grading.normalize import MAX_ANSWER_CHARS, Answer, parse_answer
 
 DEFAULT_TIMEOUT_S = 3

@@ -29,7 +29,7 @@ class JudgeBenchmark:
     note: str = ""
 
 
-BENCHMARKS = {
+JUDGE_BENCHMARKS = {
     b.name: b
     for b in (
         JudgeBenchmark(
@@ -81,6 +81,6 @@ BENCHMARKS = {
 
 
 def get_benchmark(name: str) -> JudgeBenchmark:
-    if name not in BENCHMARKS:
-        raise UserError(f"--benchmark {name}: unknown; valid: {', '.join(BENCHMARKS)} (or --pairs FILE)")
-    return BENCHMARKS[name]
+    if name not in JUDGE_BENCHMARKS:
+        raise UserError(f"--benchmark {name}: unknown; valid: {', '.join(JUDGE_BENCHMARKS)} (or --pairs FILE)")
+    return JUDGE_BENCHMARKS[name]

@@ -20,12 +20,26 @@ Styles (`recipe.prompt`):
 
 from __future__ import annotations
 
+from rlrecipes.choice import Choice
 from rlrecipes.errors import ConfigError, UserError
 
-FORMATS = ("pairwise", "pairwise_scores", "pointwise")
-# training only (J1-Qwen-32B-MultiTask): every pair as PaS rows (both orders) and PoS rows (both responses)
-MULTITASK = "multitask"
-STYLES = ("j1", "rm_r1", "compact")
+
+class JudgeFormat(Choice):  # `recipe.judge`, `judge-eval --judge` (the module doc)
+    pairwise = "pairwise"  # PaV: <answer>[[A]]</answer>
+    pairwise_scores = "pairwise_scores"  # PaS: <score_A>..</score_A><score_B>..</score_B>
+    pointwise = "pointwise"  # PoS: <score>..</score>, one response
+    # training only (J1-Qwen-32B-MultiTask): every pair as PaS rows (both orders) and PoS rows (both responses)
+    multitask = "multitask"
+
+
+class PromptStyle(Choice):  # `recipe.prompt`, `judge-eval --prompt` (the module doc)
+    j1 = "j1"  # think, then the format's tags
+    rm_r1 = "rm_r1"  # RM-R1's chain of rubrics (pairwise)
+    compact = "compact"  # the toy judge's few characters
+
+
+MULTITASK = JudgeFormat.multitask.value
+FORMATS = tuple(f for f in JudgeFormat.values() if f != MULTITASK)  # the formats a judgement is written in
 SCORE_RANGE = (0.0, 10.0)
 
 _J1_PAIRWISE = (
@@ -76,8 +90,8 @@ def check_choice(judge: str, style: str, keys: tuple[str, str] = ("recipe.judge"
     valid = (*FORMATS, MULTITASK) if keys[0].startswith("recipe.") else FORMATS
     if judge not in valid:
         raise ConfigError(f"{keys[0]}={judge!r}; valid: {', '.join(valid)}")
-    if style not in STYLES:
-        raise ConfigError(f"{keys[1]}={style!r}; valid: {', '.join(STYLES)}")
+    if style not in PromptStyle.values():
+        raise ConfigError(f"{keys[1]}={style!r}; valid: {PromptStyle.valid()}")
     if style == "rm_r1" and judge != "pairwise":
         raise ConfigError(
             f"{keys[1]}=rm_r1 (chain of rubrics) ends in a verdict: it needs {keys[0]}=pairwise, not {judge}"

@@ -15,8 +15,6 @@ from typing import Any
 from rlrecipes.errors import UserError
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 
-BIASES = ("none", "all", "lora_only")
-
 
 def lora_enabled(model_cfg: Any) -> bool:
     lora = model_cfg.get("lora") if hasattr(model_cfg, "get") else getattr(model_cfg, "lora", None)
@@ -34,8 +32,6 @@ def peft_config(model_cfg: Any) -> Any:
         raise UserError(f"model.lora.alpha={lora.alpha} must be positive")
     if not 0 <= float(lora.dropout) < 1:
         raise UserError(f"model.lora.dropout={lora.dropout} must be in [0, 1)")
-    if lora.bias not in BIASES:
-        raise UserError(f"model.lora.bias={lora.bias!r}; valid: {', '.join(BIASES)}")
     if lora.load_in_4bit:  # checked here too: the training job builds this before any model exists
         _require_qlora_support()
     targets = lora.target_modules

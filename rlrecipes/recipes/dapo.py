@@ -32,17 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
-
-
-class Verifier(Choice):
-    """How `dapo_answer` checks the "Answer:" line (rlrecipes/rewards/dapo.py)."""
-
-    minerva = "minerva"  # DAPO's exact match after Minerva normalisation
-    task = "task"  # the data's own checker (e.g. countdown's expression parser)
+from rlrecipes.rewards.dapo import DapoAnswerParams, DapoVerifier
 
 
 @dataclass
@@ -57,7 +51,7 @@ class DAPOConfig(RecipeConfig):
     # + EOS, is 12 tokens).
     overlong_buffer_length: int = 4
     overlong_penalty_factor: float = 1.0  # verl overlong_buffer.penalty_factor
-    verifier: Verifier = Verifier.minerva
+    verifier: DapoVerifier = DapoAnswerParams.verifier
 
 
 @register_recipe

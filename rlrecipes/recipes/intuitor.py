@@ -25,21 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.engine.hooks import EngineHook
-from rlrecipes.engine.policy_score import PolicyScoreAdvantage, sharded
+from rlrecipes.engine.policy_score import PolicyScoreAdvantage, Scorer, sharded
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext
 from rlrecipes.rewards.certainty import policy_self_certainty
-
-
-class Scorer(Choice):
-    """Which model's self-certainty is the reward (rlrecipes/engine/policy_score.py)."""
-
-    online = "online"  # the current policy (the paper)
-    offline = "offline"  # a frozen copy of the initial model (the ablation the paper shows reward-hacked)
 
 
 @dataclass

@@ -28,48 +28,28 @@ from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.paired_batches import KeepRowsTogether
 from rlrecipes.errors import ConfigError
 from rlrecipes.judge.pairs import PairFields, judge_rows, load_pairs
-from rlrecipes.judge.prompts import check_choice
+from rlrecipes.judge.prompts import JudgeFormat, PromptStyle, check_choice
 from rlrecipes.judge.synthetic import judge_task
 from rlrecipes.judge.verdicts import verdict_verifier
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, build_reward
-
-
-class JudgeFormat(Choice):  # rlrecipes/judge/prompts.py
-    pairwise = "pairwise"  # PaV: <answer>[[A]]</answer>
-    pairwise_scores = "pairwise_scores"  # PaS: <score_A>..</score_A><score_B>..</score_B>
-    pointwise = "pointwise"  # PoS: <score>..</score>, one response
-    multitask = "multitask"  # PaS rows and PoS rows of every pair
-
-
-class PromptStyle(Choice):
-    j1 = "j1"  # think, then the format's tags
-    rm_r1 = "rm_r1"  # RM-R1's chain of rubrics (pairwise)
-    compact = "compact"  # the toy judge's few characters
-
-
-class J1Reward(Choice):
-    correctness = "correctness"  # verdict right: 1, else recipe.wrong_reward
-    consistency = "consistency"  # right in both orders (index-paired rollouts)
-
-
-REWARDS = tuple(J1Reward)
+from rlrecipes.rewards.j1 import VerdictParams, VerdictReward
 
 
 @dataclass
 class J1Config(RecipeConfig):
     name: str = "j1"
-    judge: JudgeFormat = JudgeFormat.pairwise
+    judge: JudgeFormat = VerdictParams.judge
     prompt: PromptStyle = PromptStyle.j1
-    reward: J1Reward = J1Reward.correctness
-    wrong_reward: float = 0.0  # reward of a wrong or unparseable verdict (-1: Tab. 4 / RM-R1)
+    reward: VerdictReward = VerdictParams.reward
+    wrong_reward: float = VerdictParams.wrong_reward  # reward of a wrong or unparseable verdict (-1: Tab. 4 / RM-R1)
     format_weight: float = 0.0  # weight of the think-format reward (Tab. 4; 0 = off)
     # Preference pairs: a hub id or a local jsonl/json/parquet file; null = pairs made from
     # the synthetic arithmetic task of `data.synthetic` (a correct vs a wrong sum).
@@ -102,8 +82,6 @@ class J1(Recipe):
         check_choice(r.judge, r.prompt)
         if "verdict" not in [spec.name for spec in r.rewards]:
             raise ConfigError("recipe=j1 trains on the 'verdict' reward: keep {name: verdict} in recipe.rewards")
-        if r.reward not in REWARDS:
-            raise ConfigError(f"recipe.reward={r.reward!r}; valid: {', '.join(REWARDS)}")
         if r.reward == "consistency" and r.judge == "pointwise":  # multitask: consistency on its PaS rows
             raise ConfigError(
                 "recipe.reward=consistency compares the two orders of a pairwise verdict; recipe.judge=pointwise has no orders"

@@ -34,6 +34,7 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
+from rlrecipes.rewards.exact_match import ExactMatchParams
 
 FACTBASE_VERSION = 1  # bump when the fact base or its teacher changes (cache keys of corpus and toy)
 TOY = "rlrecipes train experiment=search_r1_toy"
@@ -42,7 +43,7 @@ TOY = "rlrecipes train experiment=search_r1_toy"
 @dataclass
 class SearchR1Config(RecipeConfig):
     name: str = "search_r1"
-    subem: bool = False  # exact_match reward: a gold answer inside the prediction counts (subem_check)
+    subem: bool = ExactMatchParams.subem  # exact_match reward: a gold answer inside the prediction counts (subem_check)
 
 
 @register_recipe

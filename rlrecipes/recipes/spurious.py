@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.choice import Choice
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.rewards.spurious import load_labels
+from rlrecipes.rewards.spurious import LabelParams, RandomParams, load_labels
 
 LABELLED = {"majority_label": "majority", "incorrect_label": "incorrect"}  # reward -> its label column
 LABEL_BUILD = "rlrecipes spurious-labels labels.jsonl <the run's model/data overrides>"
@@ -52,8 +53,8 @@ class NoClipObjective(Choice):
 @dataclass
 class SpuriousConfig(RecipeConfig):
     name: str = "spurious"
-    gamma: float = 0.5  # P(reward = 1) of the random reward
-    labels: Optional[str] = None  # labels file for reward=majority|incorrect (built from the base model)
+    gamma: float = RandomParams.gamma  # P(reward = 1) of the random reward
+    labels: Optional[str] = LabelParams.labels  # labels file for reward=majority|incorrect (built from the base model)
     # reward=incorrect: train only on problems whose majority label is wrong (paper);
     # false: every problem where the model wrote a wrong answer, labelled with the commonest one
     incorrect_majority_only: bool = True

@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from rlrecipes.config.schema import Choice, RecipeConfig
+from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.engine.group_subset import GroupSubset
 from rlrecipes.engine.grpo_args import plan_batches
 from rlrecipes.engine.hooks import EngineHook
@@ -39,15 +39,9 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext
+from rlrecipes.rewards.majority import VoteParams, VoteRule
 
 REWARD = "majority_vote"
-
-
-class Vote(Choice):
-    """How the group's answers elect its label (rlrecipes/rewards/majority.py)."""
-
-    equivalence = "equivalence"  # grouped by mathematical equivalence; a missing answer votes for nobody
-    exact = "exact"  # the TTRL code's Counter over normalised answer strings: an empty answer can win
 
 
 @dataclass
@@ -59,7 +53,7 @@ class TTRLConfig(RecipeConfig):
     # scale); n_train = trainer.num_generations trains on every vote.
     n_train: Optional[int] = None
     train_fraction: float = 0.5
-    vote: Vote = Vote.exact  # the authors' rule; equivalence is the switch
+    vote: VoteRule = VoteParams.vote  # the authors' rule; equivalence is the switch
 
 
 def trained_per_group(n_train: Optional[int], train_fraction: float, num_generations: int) -> int:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rlrecipes.choice import Choice
 from rlrecipes.errors import UserError
 from rlrecipes.grading.extract import raw_answer_line
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
@@ -128,19 +129,23 @@ def dapo_reward(completions: list[str], answer: list[Any], **_: Any) -> list[flo
     return [None if gold is None else dapo_score(text, gold)[0] for text, gold in zip(completions, answer)]
 
 
-VERIFIERS = ("minerva", "task")
+class DapoVerifier(Choice):
+    """How `dapo_answer` checks the "Answer:" line (`recipe.verifier` of DAPO)."""
+
+    minerva = "minerva"  # DAPO's exact match after Minerva normalisation
+    task = "task"  # the data's own checker (e.g. countdown's expression parser)
 
 
 @dataclass(frozen=True)
 class DapoAnswerParams:
-    verifier: str = "minerva"  # minerva: DAPO's exact match | task: the data's own checker
+    verifier: str = DapoVerifier.minerva  # minerva: DAPO's exact match | task: the data's own checker
 
 
 @register_reward("dapo_answer", params=DapoAnswerParams)
 def _dapo_answer(ctx: RewardContext) -> RewardFn:
     verifier = ctx.params.verifier
-    if verifier not in VERIFIERS:
-        raise UserError(f"recipe.verifier={verifier!r}; valid: {', '.join(VERIFIERS)}")
+    if verifier not in DapoVerifier.values():  # a reward option is not typed by the schema
+        raise UserError(f"recipe.verifier={verifier!r}; valid: {DapoVerifier.valid()}")
     if verifier == "minerva":
         return lambda completions, answer, **kw: dapo_reward(completions, answer)
 

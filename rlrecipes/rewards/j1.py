@@ -19,24 +19,31 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from rlrecipes.judge import rewards as judge_rewards
+from rlrecipes.choice import Choice
+from rlrecipes.judge import rewards as j1_rewards
 from rlrecipes.judge.pairs import ORDERS, ROLES, split_row_id
+from rlrecipes.judge.prompts import JudgeFormat
 from rlrecipes.judge.verdicts import STATUSES, Judgement, parse
 from rlrecipes.rewards import Group, GroupRewardFn, MetricLog, RewardContext, register_reward
+
+
+class VerdictReward(Choice):  # `recipe.reward` of J1: what a right verdict earns
+    correctness = "correctness"  # verdict right: 1, else recipe.wrong_reward
+    consistency = "consistency"  # right in both orders (index-paired rollouts)
 
 
 @dataclass
 class VerdictParams:
     """The settings `verdict` reads (recipe=j1's fields of these names)."""
 
-    judge: str = "pairwise"  # recipe.judge: pairwise, pairwise_scores, pointwise, multitask
-    reward: str = "correctness"  # recipe.reward: correctness, or consistency (Tab. 8)
+    judge: str = JudgeFormat.pairwise  # recipe.judge: pairwise, pairwise_scores, pointwise, multitask
+    reward: str = VerdictReward.correctness  # recipe.reward: correctness, or consistency (Tab. 8)
     wrong_reward: float = 0.0  # a wrong or unparseable verdict's reward (-1: Tab. 4 / RM-R1)
 
 
 @dataclass
 class JudgeFormatParams:
-    judge: str = "pairwise"
+    judge: str = VerdictParams.judge
 
 
 @register_reward("verdict", scope="group", params=VerdictParams)
@@ -52,8 +59,8 @@ def _judge_format(ctx: RewardContext) -> Callable[..., list]:
 
 # a pair's two kinds of row blocks: their kinds, the pairing rule, the metric it logs
 BLOCKS = {
-    "orders": (ORDERS, judge_rewards.consistency, "consistent"),
-    "responses": (ROLES, judge_rewards.pointwise_pair, "pointwise_right"),
+    "orders": (ORDERS, j1_rewards.consistency, "consistent"),
+    "responses": (ROLES, j1_rewards.pointwise_pair, "pointwise_right"),
 }
 
 
@@ -87,8 +94,8 @@ def pair_reward(judge: str, consistency: bool = False, wrong: float = 0.0) -> Gr
                 both = pairing(a, b)
                 paired.setdefault(metric, []).extend(both)
                 if block == "orders" and not consistency:
-                    scores[first] = judge_rewards.correctness(a, ["A"] * len(a), wrong=wrong)
-                    scores[second] = judge_rewards.correctness(b, ["B"] * len(b), wrong=wrong)
+                    scores[first] = j1_rewards.correctness(a, ["A"] * len(a), wrong=wrong)
+                    scores[second] = j1_rewards.correctness(b, ["B"] * len(b), wrong=wrong)
                 else:
                     scores[first] = scores[second] = [v if v else wrong for v in both]
         judged = [j for found in sides.values() for _, js in found.values() for j in js]
@@ -111,6 +118,6 @@ def diagnostics(judged: list[Judgement], paired: dict[str, list[float]]) -> dict
 
 def format_reward_fn(judge: str) -> Callable[..., list]:
     def judge_format(completions: list[str], answer: list[Any], **_: Any) -> list:
-        return [judge_rewards.format_reward(t, row_format(judge, g)) for t, g in zip(completions, answer)]
+        return [j1_rewards.format_reward(t, row_format(judge, g)) for t, g in zip(completions, answer)]
 
     return judge_format

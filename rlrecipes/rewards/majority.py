@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from rlrecipes.choice import Choice
 from rlrecipes.errors import UserError
 from rlrecipes.grading import extract_answer, normalize_answer
 from rlrecipes.grading.vote import majority_vote
@@ -118,12 +119,16 @@ def diagnostics(votes: Sequence[Vote]) -> dict[str, float]:
     return out
 
 
-VOTE_RULES = ("exact", "equivalence")
+class VoteRule(Choice):
+    """How the group's answers elect its label (`recipe.vote` of TTRL; see the module doc)."""
+
+    equivalence = "equivalence"  # grouped by mathematical equivalence; a missing answer votes for nobody
+    exact = "exact"  # the TTRL code's Counter over normalised answer strings: an empty answer can win
 
 
 @dataclass(frozen=True)
 class VoteParams:
-    vote: str = "exact"  # exact: the TTRL code's Counter over answer strings | equivalence
+    vote: str = VoteRule.exact  # exact: the TTRL code's Counter over answer strings | equivalence
 
 
 @register_reward("majority_vote", needs_answer=False, scope="group", params=VoteParams)
@@ -131,8 +136,8 @@ def _majority_vote(ctx: RewardContext) -> GroupRewardFn:
     """TTRL's pseudo-reward, scored per group (a vote needs every answer of its prompt);
     logs `ttrl/label_accuracy`, `ttrl/reward_accuracy` and `ttrl/majority_ratio` when the
     data has gold answers (used for nothing else)."""
-    if ctx.params.vote not in VOTE_RULES:
-        raise UserError(f"recipe.vote={ctx.params.vote!r}; valid: {', '.join(VOTE_RULES)}")
+    if ctx.params.vote not in VoteRule.values():  # a reward option is not typed by the schema
+        raise UserError(f"recipe.vote={ctx.params.vote!r}; valid: {VoteRule.valid()}")
     exact = ctx.params.vote == "exact"
 
     def score(groups: Sequence[Group], log: MetricLog) -> list[list[float]]:

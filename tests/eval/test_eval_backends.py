@@ -3,8 +3,8 @@ known by construction), seeding on the toy model."""
 
 import pytest
 
-from rlrecipes.eval.backends import HFBackend, stable_seed
-from rlrecipes.generation import Sampling, cut_at_stop
+from rlrecipes.eval.backends import HFBackend, sample_chunks, stable_seed
+from rlrecipes.generation import Completion, Sampling, cut_at_stop
 
 
 def test_cut_at_stop():
@@ -16,6 +16,36 @@ def test_cut_at_stop():
 def test_stable_seed_is_stable():
     assert stable_seed(0, "math500", "id-1") == stable_seed(0, "math500", "id-1")
     assert stable_seed(0, "math500", "id-1") != stable_seed(1, "math500", "id-1")
+
+
+class EchoBackend:
+    """Two prompts per chunk; each completion names its prompt and seed."""
+
+    name, tokenizer = "echo", None
+
+    def __init__(self):
+        self.calls = []
+
+    def chunk_size(self, sampling):
+        return 2
+
+    def generate(self, prompts, sampling, seeds):
+        self.calls.append(list(prompts))
+        return [[Completion(f"{p}/{s}", 1, "stop")] * sampling.n for p, s in zip(prompts, seeds)]
+
+
+def test_the_sampling_loop_chunks_by_position_and_seeds_each_prompt():
+    backend = EchoBackend()
+    chunks = list(sample_chunks(backend, ["a", "b", "c", "d", "e"], [10, 11, 12, 13, 14], Sampling(n=2)))
+    assert backend.calls == [["a", "b"], ["c", "d"], ["e"]]
+    assert [c.indices for c in chunks] == [[0, 1], [2, 3], [4]]
+    assert chunks[2].completions == [[Completion("e/14", 1, "stop")] * 2]
+    # a resumed eval: the problems left sit at positions 1, 2, 3 and 5 of the benchmark, so the
+    # chunks are those of the whole run ({0, 1}, {2, 3}, {4, 5}), not of the four left
+    resumed = EchoBackend()
+    left = list(sample_chunks(resumed, ["b", "c", "d", "f"], [1, 2, 3, 5], Sampling(), positions=[1, 2, 3, 5]))
+    assert resumed.calls == [["b"], ["c", "d"], ["f"]]
+    assert [c.indices for c in left] == [[0], [1, 2], [3]]
 
 
 def hf_backend(folder):

@@ -57,13 +57,14 @@ def test_recipe_defaults_and_one_line_errors():
             J1.validate(compose("recipe=j1", *overrides))
 
 
-def test_choices_match_the_judge_package():
-    from rlrecipes.judge.prompts import FORMATS, MULTITASK, STYLES
-    from rlrecipes.recipes.j1 import REWARDS, JudgeFormat, PromptStyle
+def test_choices_are_the_judge_packages():
+    from rlrecipes.judge import prompts
+    from rlrecipes.recipes.j1 import J1Config
+    from rlrecipes.rewards.j1 import VerdictReward
 
-    assert [c.value for c in JudgeFormat] == [*FORMATS, MULTITASK]
-    assert [c.value for c in PromptStyle] == list(STYLES)
-    assert list(REWARDS) == ["correctness", "consistency"]
+    assert J1Config.judge is prompts.JudgeFormat.pairwise and J1Config.prompt is prompts.PromptStyle.j1
+    assert prompts.FORMATS == ("pairwise", "pairwise_scores", "pointwise")  # a judgement's formats
+    assert VerdictReward.values() == ("correctness", "consistency")
 
 
 def score(reward, outputs: dict[str, list[str]]):

@@ -102,5 +102,5 @@ def test_majority_vote_is_a_group_reward_with_the_recipe_vote_rule():
     )
     # by equivalence 1/2 = 0.5 ties with 3 at two votes, and the group written first wins
     assert equivalent.score([group], lambda *_: None) == [[1.0, 1.0, 0.0, 0.0]]
-    with pytest.raises(UserError, match="recipe.vote='plurality'; valid: exact, equivalence"):
+    with pytest.raises(UserError, match="recipe.vote='plurality'; valid: equivalence, exact"):
         build_reward("majority_vote", RewardContext(verify=VERIFY, recipe={"vote": "plurality"}))
