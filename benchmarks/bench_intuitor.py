@@ -143,27 +143,23 @@ def measure(model_overrides: list[str], seeds: list[int], passk_problems: int) -
     return {
         "self_certainty_advantage_before": certainty,
         "greedy_before": greedy_before,
-        "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
-        "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),
         "sampled_before": round(sampled_before, 4),
-        "sampled_after": [round(r["inspected"]["sampled"], 4) for r in runs],
-        "sampled_gain_points": stats([100 * (r["inspected"]["sampled"] - sampled_before) for r in runs], 2),
         "pass_at_k": {"problems": len(passk_items), "samples": PASS_SAMPLES, "temperature": temperature},
         "pass_at_k_before": pass_at_k(base),
-        "pass_at_k_after": [r["inspected"]["pass_at_k"] for r in runs],
-        "pass_at_k_after_stats": pass_at_k_stats([r["inspected"]["pass_at_k"] for r in runs]),
+        **after_runs(runs, greedy_before, sampled_before),
         "self_certainty_first10": [mean_of(r["rows"][:10], "self_certainty/mean") for r in runs],
         "self_certainty_last10": [mean_of(r["rows"][-10:], "self_certainty/mean") for r in runs],
-        "train_seconds": [round(r["train_seconds"], 1) for r in runs],
-        "gold_grpo": gold_control(gold, greedy_before, sampled_before),
+        "gold_grpo": {
+            "setting": " ".join(GOLD_GRPO),
+            "greedy_before": [round(r["accuracy_before"], 4) for r in gold],  # the same model: a check
+            **after_runs(gold, greedy_before, sampled_before),
+        },
     }
 
 
-def gold_control(runs: list[dict], greedy_before: float, sampled_before: float) -> dict:
-    """The same-budget GRPO runs with the verifier's reward, reported as INTUITOR's are."""
+def after_runs(runs: list[dict], greedy_before: float, sampled_before: float) -> dict:
+    """One arm's figures after training, per seed and over seeds (INTUITOR's and the control's alike)."""
     return {
-        "setting": " ".join(GOLD_GRPO),
-        "greedy_before": [round(r["accuracy_before"], 4) for r in runs],
         "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
         "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),
         "sampled_after": [round(r["inspected"]["sampled"], 4) for r in runs],
