@@ -1,4 +1,4 @@
-"""INTUITOR (self-certainty reward) on the toy task: what does label-free confidence training do? (3 seeds)
+"""INTUITOR (self-certainty reward) on the toy task against GRPO with the gold reward, same budget (3 seeds).
 
 Self-certainty rewards the completions the policy is most sure of, so it sharpens the
 policy around its own mode. Whether that helps depends on whether the mode is right, so
@@ -13,7 +13,16 @@ steps, lr 2e-4, KL 0.005, no labels in the reward):
 and the first again at a tenth of the learning rate (2e-5; the paper's 3e-6 is for 1.5-7B
 models). For each, held-out accuracy before/after, greedy (rlrecipes' metric) and sampled
 (mean correctness of 16 samples at T=1.0), in points, plus the mean self-certainty of the
-first and last 10 logged steps. Records one result (benchkit.save_result).
+first and last 10 logged steps.
+
+The same-budget control (`gold_grpo`): GRPO whose reward is the verifier's (the accuracy
+reward at weight 1, the label INTUITOR does without), with INTUITOR's loss (bnpo) and KL
+(0.005) and the same model, steps, learning rate and seeds, so only the reward differs. The
+untrained model sampled at the same temperature is the third arm. All three report held-out
+greedy accuracy and pass@1/4/8 (the unbiased estimator of Chen et al. 2021 from 8 samples per
+problem at the rollout temperature, on the first `--passk-problems` held-out problems): per
+seed and mean ± stdev (`pass_at_k_after`, `gold_grpo.pass_at_k_after`; `pass_at_k_before`
+is the untrained model's). Records one result (benchkit.save_result).
 
 What it showed on the development machine: on these near-deterministic toy models (token
 entropy ~0.06 nats) the groups' self-certainty differs by ~0.3 nats, group normalisation
@@ -30,7 +39,16 @@ from __future__ import annotations
 import statistics
 import sys
 
-from benchkit import parse_bench_args, sampled_accuracy, save_result, stats, train_in_scratch
+from benchkit import (
+    PASS_SAMPLES,
+    parse_bench_args,
+    pass_at_k_stats,
+    sampled_accuracy,
+    sampled_pass_at_k,
+    save_result,
+    stats,
+    train_in_scratch,
+)
 
 TEACHER_03 = ["data.synthetic.teacher_error_rate=0.3", "model.toy.sft_max_steps=1000"]
 MODELS = {
@@ -38,10 +56,12 @@ MODELS = {
     "teacher_error_0.3_lr_2e-5": [*TEACHER_03, "trainer.learning_rate=2e-5"],
     "teacher_error_0.75": [],
 }
+# The same-budget control: INTUITOR's loss and KL, the verifier's reward (conf/recipe/intuitor.yaml).
+GOLD_GRPO = ["recipe=grpo", "recipe.loss_type=bnpo", "recipe.beta=0.005"]
 MODES = {
-    "full": {"seeds": [0, 1, 2], "steps": 120, "models": list(MODELS)},
+    "full": {"seeds": [0, 1, 2], "steps": 120, "models": list(MODELS), "passk_problems": 300},
     "quick": {"seeds": [0]},
-    "smoke": {"seeds": [0], "steps": 2, "models": ["teacher_error_0.3"]},
+    "smoke": {"seeds": [0], "steps": 2, "models": ["teacher_error_0.3"], "passk_problems": 10},
 }
 
 
@@ -97,7 +117,7 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
     }
 
 
-def measure(model_overrides: list[str], seeds: list[int]) -> dict:
+def measure(model_overrides: list[str], seeds: list[int], passk_problems: int) -> dict:
     from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.models import resolve_model_path
@@ -106,25 +126,46 @@ def measure(model_overrides: list[str], seeds: list[int]) -> dict:
     cfg = compose_config("train", overrides)
     problems = load_problem_set(cfg.data)
     base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
+    passk_items, temperature = problems.eval[:passk_problems], cfg.trainer.temperature
+
+    def pass_at_k(model: str) -> dict:
+        return sampled_pass_at_k(model, cfg, passk_items, problems.verify, temperature)
+
+    def after_training(run) -> dict:
+        model = str(run / "model")
+        return {"sampled": sampled_accuracy(model, cfg, problems), "pass_at_k": pass_at_k(model)}
+
     sampled_before = sampled_accuracy(base, cfg, problems)
     certainty = certainty_of_right_and_wrong(base, cfg, problems)
-    runs = [
-        train_in_scratch(
-            [*overrides, f"seed={seed}"], inspect=lambda run: sampled_accuracy(str(run / "model"), cfg, problems)
-        )
-        for seed in seeds
-    ]
+    runs = [train_in_scratch([*overrides, f"seed={seed}"], inspect=after_training) for seed in seeds]
+    gold = [train_in_scratch([*GOLD_GRPO, *model_overrides, f"seed={seed}"], inspect=after_training) for seed in seeds]
     greedy_before = runs[0]["accuracy_before"]
     return {
         "self_certainty_advantage_before": certainty,
         "greedy_before": greedy_before,
-        "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
-        "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),
         "sampled_before": round(sampled_before, 4),
-        "sampled_after": [round(r["inspected"], 4) for r in runs],
-        "sampled_gain_points": stats([100 * (r["inspected"] - sampled_before) for r in runs], 2),
+        "pass_at_k": {"problems": len(passk_items), "samples": PASS_SAMPLES, "temperature": temperature},
+        "pass_at_k_before": pass_at_k(base),
+        **after_runs(runs, greedy_before, sampled_before),
         "self_certainty_first10": [mean_of(r["rows"][:10], "self_certainty/mean") for r in runs],
         "self_certainty_last10": [mean_of(r["rows"][-10:], "self_certainty/mean") for r in runs],
+        "gold_grpo": {
+            "setting": " ".join(GOLD_GRPO),
+            "greedy_before": [round(r["accuracy_before"], 4) for r in gold],  # the same model: a check
+            **after_runs(gold, greedy_before, sampled_before),
+        },
+    }
+
+
+def after_runs(runs: list[dict], greedy_before: float, sampled_before: float) -> dict:
+    """One arm's figures after training, per seed and over seeds (INTUITOR's and the control's alike)."""
+    return {
+        "greedy_after": [round(r["accuracy_after"], 4) for r in runs],
+        "greedy_gain_points": stats([100 * (r["accuracy_after"] - greedy_before) for r in runs], 2),
+        "sampled_after": [round(r["inspected"]["sampled"], 4) for r in runs],
+        "sampled_gain_points": stats([100 * (r["inspected"]["sampled"] - sampled_before) for r in runs], 2),
+        "pass_at_k_after": [r["inspected"]["pass_at_k"] for r in runs],
+        "pass_at_k_after_stats": pass_at_k_stats([r["inspected"]["pass_at_k"] for r in runs]),
         "train_seconds": [round(r["train_seconds"], 1) for r in runs],
     }
 
@@ -138,11 +179,14 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"--models {unknown[0]} is unknown; valid: {', '.join(MODELS)}")
     steps = [f"trainer.max_steps={args.steps}"]
-    results = {name: measure([*MODELS[name], *steps, *args.overrides], args.seeds) for name in args.models}
+    results = {
+        name: measure([*MODELS[name], *steps, *args.overrides], args.seeds, args.passk_problems) for name in args.models
+    }
     save_result(
         args,
         {
-            "setting": f"recipe=intuitor trainer=cpu ({args.steps} steps, lr 2e-4, 8 prompts x 8 samples)",
+            "setting": f"recipe=intuitor trainer=cpu ({args.steps} steps, lr 2e-4, 8 prompts x 8 samples); "
+            f"control: {' '.join(GOLD_GRPO)}, same steps, lr and seeds",
             "models": results,
         },
     )

@@ -21,6 +21,11 @@ Learning rate: `--lr` (4e-5) replaces the paper's 1e-6, which does not move a 0.
 toy model in 80 steps; at the CPU default 2e-4 the policy collapses onto the example within
 three steps. Everything else is the recipe's (bnpo, KL 0.001, entropy 0.001, temperature 0.6).
 
+Beside greedy accuracy, pass@1/4/8 (the unbiased estimator of Chen et al. 2021 from 8
+samples per problem at the recipe's temperature 0.6, on the first `--passk-problems`
+held-out problems): the untrained model's (`pass_at_k_before`, the start of every run) and
+each run's after training, per seed and over seeds, for π1 and both controls.
+
 Records one result (benchkit.save_result). The baselines are the same model before training (difference in
 points, per seed, with mean and spread) and the two control examples trained the same
 way (`pi1_minus_random_points`, `pi1_minus_lowest_variance_points`).
@@ -39,7 +44,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchkit import parse_bench_args, save_result, stats
+from benchkit import PASS_SAMPLES, parse_bench_args, pass_at_k_stats, sampled_pass_at_k, save_result, stats
 
 from rlrecipes.compose import compose_config
 
@@ -56,6 +61,7 @@ MODES = {
         "saturation": 0.9,
         "eval_limit": 100,  # held-out problems per checkpoint eval
         "random_seed": 0,  # draws the random control example
+        "passk_problems": 300,  # held-out problems for pass@k (8 samples each)
     },
     "quick": {"seeds": [0]},
     "smoke": {
@@ -67,6 +73,7 @@ MODES = {
         "eval_every": 1,
         "save_every": 2,
         "eval_limit": 5,
+        "passk_problems": 10,
     },
 }
 
@@ -97,31 +104,54 @@ def history_run(args: argparse.Namespace, workdir: Path) -> dict:
     return json.loads((run / "accuracy_history.json").read_text())
 
 
-def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path, curves: bool = True) -> dict:
-    """One one-shot run; `curves` adds the held-out curve and checkpoints (π1's runs)."""
+def one_shot_settings(args: argparse.Namespace, example: str, seed: int, curves: bool = True) -> list[str]:
+    """The overrides of a one-shot run on `example` (π1's and the controls' differ only in it)."""
+    return [
+        "recipe=one_shot",
+        f"recipe.examples=[{example}]",
+        f"recipe.rows={args.prompts}",
+        f"trainer.prompts_per_rollout={args.prompts}",
+        f"trainer.max_steps={args.steps}",
+        f"trainer.learning_rate={args.lr}",
+        "trainer.temperature=0.6",
+        f"trainer.eval_every={args.eval_every if curves else 'null'}",
+        f"trainer.save_steps={args.save_every if curves else 'null'}",
+        "trainer.progress=false",
+        f"seed={seed}",
+        *args.overrides,
+    ]
+
+
+def one_shot_run(args: argparse.Namespace, example: str, seed: int, run: Path, pass_at_k, curves: bool = True) -> dict:
+    """One one-shot run; `curves` adds the held-out curve and checkpoints (π1's runs). The
+    summary gains `pass_at_k_after`, the trained model's."""
     from rlrecipes.rundir import write_manifest
     from rlrecipes.training.job import train
 
-    cfg = compose_config(
-        "train",
-        [
-            "recipe=one_shot",
-            f"recipe.examples=[{example}]",
-            f"recipe.rows={args.prompts}",
-            f"trainer.prompts_per_rollout={args.prompts}",
-            f"trainer.max_steps={args.steps}",
-            f"trainer.learning_rate={args.lr}",
-            "trainer.temperature=0.6",
-            f"trainer.eval_every={args.eval_every if curves else 'null'}",
-            f"trainer.save_steps={args.save_every if curves else 'null'}",
-            "trainer.progress=false",
-            f"seed={seed}",
-            *args.overrides,
-        ],
-    )
+    cfg = compose_config("train", one_shot_settings(args, example, seed, curves))
     run.mkdir()
     write_manifest(run, cfg)
-    return train(cfg, run, log=lambda _: None)
+    summary = train(cfg, run, log=lambda _: None)
+    return {**summary, "pass_at_k_after": pass_at_k(str(run / "model"))}
+
+
+def pass_at_k_protocol(args: argparse.Namespace, example: str):
+    """(pass@k of a model folder, the untrained model's pass@k, the protocol for the record):
+    8 samples per problem on the first `--passk-problems` held-out problems, at the one-shot
+    runs' sampling temperature."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
+
+    cfg = compose_config("train", one_shot_settings(args, example, args.seeds[0], curves=False))
+    problems = load_problem_set(cfg.data)
+    items, temperature = problems.eval[: args.passk_problems], cfg.trainer.temperature
+
+    def pass_at_k(model: str) -> dict:
+        return sampled_pass_at_k(model, cfg, items, problems.verify, temperature)
+
+    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+    setting = {"problems": len(items), "samples": PASS_SAMPLES, "temperature": temperature}
+    return pass_at_k, pass_at_k(base), setting
 
 
 def post_saturation_gain(run: Path, threshold: float) -> tuple[float | None, float | None]:
@@ -152,10 +182,11 @@ def main() -> None:
         pi1, last = ranked[0], ranked[-1]
         drawn = random.Random(args.random_seed).choice(sorted(x.id for x in ranked[1:-1]))
         print(f"π1 = {pi1.id} (variance {pi1.score:.4f}, history {history[pi1.id]})", file=sys.stderr)
+        pass_at_k, pass_at_k_before, pass_at_k_setting = pass_at_k_protocol(args, pi1.id)
         runs, sweeps, saturation = [], [], []
         for seed in args.seeds:
             run = workdir / f"one_shot_seed{seed}"
-            runs.append(one_shot_run(args, pi1.id, seed, run))
+            runs.append(one_shot_run(args, pi1.id, seed, run, pass_at_k))
             saturation.append(post_saturation_gain(run, args.saturation))
             sweeps.append(
                 eval_checkpoints(run, "synthetic", [f"limit={args.eval_limit}", "progress=false"], log=lambda _: None)
@@ -169,7 +200,8 @@ def main() -> None:
         controls = {}
         for name, example in (("lowest_variance", last.id), ("random", drawn)):
             control_runs = [
-                one_shot_run(args, example, seed, workdir / f"{name}_seed{seed}", curves=False) for seed in args.seeds
+                one_shot_run(args, example, seed, workdir / f"{name}_seed{seed}", pass_at_k, curves=False)
+                for seed in args.seeds
             ]
             control_gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in control_runs]
             controls[name] = {
@@ -179,6 +211,8 @@ def main() -> None:
                 "heldout_after": [round(r["accuracy_after"], 4) for r in control_runs],
                 "gain_points": stats(control_gains, 2),
                 "train_accuracy_final": [r["final_metrics"].get("accuracy") for r in control_runs],
+                "pass_at_k_after": [r["pass_at_k_after"] for r in control_runs],
+                "pass_at_k_after_stats": pass_at_k_stats([r["pass_at_k_after"] for r in control_runs]),
             }
             print(f"{name} ({example}): gains {[round(g, 1) for g in control_gains]}", file=sys.stderr)
 
@@ -199,6 +233,10 @@ def main() -> None:
             "heldout_before": [round(r["accuracy_before"], 4) for r in runs],
             "heldout_after": [round(r["accuracy_after"], 4) for r in runs],
             "gain_points": stats(gains, 2),
+            "pass_at_k": pass_at_k_setting,
+            "pass_at_k_before": pass_at_k_before,
+            "pass_at_k_after": [r["pass_at_k_after"] for r in runs],
+            "pass_at_k_after_stats": pass_at_k_stats([r["pass_at_k_after"] for r in runs]),
             "train_accuracy_on_pi1_final": [r["final_metrics"].get("accuracy") for r in runs],
             "train_saturation_step": [s for s, _ in saturation],
             "post_saturation_gain_points": [None if g is None else round(g, 2) for _, g in saturation],

@@ -17,11 +17,16 @@ problems; what differs is what the step learns from:
 
 So GRPO and RFT see the same number of sampled completions (64 per step) and the same
 verifier; the SFT controls see as many problems. Held-out accuracy is greedy on the
-300 held-out problems, the metric `rlrecipes train` prints.
+300 held-out problems, the metric `rlrecipes train` prints. Beside it, pass@1/4/8 (the
+unbiased estimator of Chen et al. 2021, from 8 samples per problem at the rollout
+temperature, on the first `--passk-problems` held-out problems): whether a method widens
+or only sharpens the set of problems the model solves shows at k = 8. The untrained model's
+pass@k is measured once: every method and seed starts from it, and the samples' seed is fixed.
 
 Records (benchkit.save_result): per method, accuracy after training per seed and the gain in
-points (mean, sample stdev, min, max); `grpo_minus_rft_points` is the difference of the mean
-gains. Extra key=value arguments are passed to every run (e.g. data=countdown); `--quick`
+points (mean, sample stdev, min, max), pass@k after training per seed (`pass_at_k_after`)
+and over seeds (`pass_at_k_after_stats`); `pass_at_k_before` is the untrained model's;
+`grpo_minus_rft_points` is the difference of the mean gains. Extra key=value arguments are passed to every run (e.g. data=countdown); `--quick`
 runs GRPO and RFT on one seed.
 """
 
@@ -34,27 +39,29 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import parse_bench_args, save_result, stats
+from benchkit import PASS_SAMPLES, parse_bench_args, pass_at_k_stats, sampled_pass_at_k, save_result, stats
 
 from rlrecipes.compose import compose_config
 
 METHODS = ["grpo", "rft", "sft_teacher", "sft_correct"]
 MODES = {
-    "full": {"seeds": [0, 1, 2], "steps": 120, "methods": METHODS},
+    "full": {"seeds": [0, 1, 2], "steps": 120, "methods": METHODS, "passk_problems": 300},
     "quick": {"seeds": [0], "methods": ["grpo", "rft"]},
-    "smoke": {"seeds": [0], "steps": 2},
+    "smoke": {"seeds": [0], "steps": 2, "passk_problems": 10},
 }
 
 
-def grpo_run(seed: int, extra: list[str]) -> dict:
+def grpo_run(seed: int, extra: list[str], pass_at_k) -> dict:
     from rlrecipes.training.job import train
 
     cfg = compose_config("train", [f"seed={seed}", "trainer.progress=false", *extra])
     with tempfile.TemporaryDirectory() as tmp:
         summary = train(cfg, Path(tmp), log=lambda _: None)
+        after = pass_at_k(str(Path(tmp) / "model"))
     return {
         "accuracy_before": summary["accuracy_before"],
         "accuracy_after": summary["accuracy_after"],
+        "pass_at_k_after": after,
         "seconds": round(summary["train_seconds"], 1),
     }
 
@@ -106,7 +113,7 @@ def completion_loss(model, tokenizer, pairs: list[tuple[str, str]]):
     return token_loss(model, tokenizer, [ids(p) for p, _ in pairs], [ids(c) for _, c in pairs])
 
 
-def control_run(kind: str, seed: int, extra: list[str]) -> dict:
+def control_run(kind: str, seed: int, extra: list[str], pass_at_k) -> dict:
     """One supervised control with GRPO's steps, problems per step, optimizer and learning rate."""
     import torch
 
@@ -160,12 +167,32 @@ def control_run(kind: str, seed: int, extra: list[str]) -> dict:
     out = {
         "accuracy_before": before,
         "accuracy_after": accuracy(),
+        "pass_at_k_after": pass_at_k((model, tok)),
         "seconds": round(time.time() - start, 1),
         "sequences_per_step": round(kept / t.max_steps, 2),
     }
     if kind == "rft":
         out["steps_without_accepted_sample"] = idle
     return out
+
+
+def untrained_pass_at_k(cfg, problems_limit: int):
+    """(pass@k of a model, the untrained model's pass@k, the protocol for the record): 8
+    samples per problem on the first `problems_limit` held-out problems at the rollout
+    temperature, the same for every method."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
+
+    problems = load_problem_set(cfg.data)
+    items = problems.eval[:problems_limit]
+    temperature = cfg.trainer.temperature
+
+    def pass_at_k(model) -> dict:
+        return sampled_pass_at_k(model, cfg, items, problems.verify, temperature)
+
+    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+    setting = {"problems": len(items), "samples": PASS_SAMPLES, "temperature": temperature}
+    return pass_at_k, pass_at_k(base), setting
 
 
 def warm_start_report(cfg) -> dict:
@@ -184,19 +211,25 @@ def main() -> None:
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
         raise SystemExit(f"--methods {unknown[0]} is unknown; valid: {', '.join(METHODS)}")
+    cfg = compose_config("train", extra)
+    pass_at_k, pass_at_k_before, pass_at_k_setting = untrained_pass_at_k(cfg, args.passk_problems)
     runs: dict[str, list[dict]] = {kind: [] for kind in args.methods}
     for seed in args.seeds:
         for kind in args.methods:
-            runs[kind].append(grpo_run(seed, extra) if kind == "grpo" else control_run(kind, seed, extra))
+            if kind == "grpo":
+                runs[kind].append(grpo_run(seed, extra, pass_at_k))
+            else:
+                runs[kind].append(control_run(kind, seed, extra, pass_at_k))
         done = {k: round(v[-1]["accuracy_after"], 3) for k, v in runs.items()}
         print(f"seed {seed}: after {done}", file=sys.stderr)
-    cfg = compose_config("train", extra)
     methods = {}
     for kind, rs in runs.items():
         gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in rs]
         methods[kind] = {
             "accuracy_after": [round(r["accuracy_after"], 4) for r in rs],
             "gain_points": stats(gains, 2),
+            "pass_at_k_after": [r["pass_at_k_after"] for r in rs],
+            "pass_at_k_after_stats": pass_at_k_stats([r["pass_at_k_after"] for r in rs]),
             "seconds": [r["seconds"] for r in rs],
             **{k: [r[k] for r in rs] for k in ("sequences_per_step", "steps_without_accepted_sample") if k in rs[0]},
         }
@@ -208,6 +241,8 @@ def main() -> None:
         "samples_per_prompt": cfg.trainer.num_generations,
         "learning_rate": cfg.trainer.learning_rate,
         "accuracy_before": sorted(befores),
+        "pass_at_k": pass_at_k_setting,
+        "pass_at_k_before": pass_at_k_before,
         "warm_start": warm_start_report(cfg),
         **methods,
     }

@@ -24,7 +24,12 @@ temperature, its greedy accuracy and its majority answer over 16 samples at T=1.
 
 Records (benchkit.save_result) the selection table, then on the held-out split TTRL's greedy and
 avg@k (T=1.0, k = `--heldout-samples`, 16) before/after for seeds 0, 1, 2 (mean ± stdev), and
-the controls; `avgk_*` and `majk_*` are avg@k and maj@k.
+the controls; `avgk_*` and `majk_*` are avg@k and maj@k. Beside them, pass@1/4/8 (the
+unbiased estimator of Chen et al. 2021 from 8 samples per problem, on the first
+`--passk-problems` held-out problems) at TTRL's sampling temperature (1.0) for the untrained
+model (`pass_at_k_before`) and each trained seed (`runs[i]["pass_at_k_after"]`, over seeds
+`pass_at_k_after`), and at the sharpening temperature for the control: whether TTRL only
+sharpens (pass@1 up, pass@8 flat or down) shows there.
 """
 
 from __future__ import annotations
@@ -37,7 +42,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchkit import parse_bench_args, sample_completions, save_result, stats
+from benchkit import (
+    PASS_SAMPLES,
+    parse_bench_args,
+    pass_at_k_stats,
+    sample_completions,
+    sampled_pass_at_k,
+    save_result,
+    stats,
+)
 
 from rlrecipes.compose import compose_config
 
@@ -59,6 +72,7 @@ MODES = {
         "temperatures": [1.0, 0.7, 0.5, 0.3],
         "selection_samples": 8,
         "heldout_samples": 16,
+        "passk_problems": 300,
     },
     "quick": {"seeds": [0]},
     "smoke": {
@@ -69,6 +83,7 @@ MODES = {
         "temperatures": [1.0, 0.5],
         "selection_samples": 2,
         "heldout_samples": 2,
+        "passk_problems": 10,
     },
 }
 
@@ -160,6 +175,11 @@ def main() -> None:
     }
     best_t = max(by_temperature, key=by_temperature.get)
     k = args.heldout_samples
+    passk_items, sample_t = heldout[: args.passk_problems], base_cfg.trainer.temperature
+
+    def pass_at_k(model: str, temperature: float = sample_t) -> dict:
+        return sampled_pass_at_k(model, base_cfg, passk_items, verify, temperature)
+
     base_t1 = sample_completions(base, base_cfg, heldout, k, temperature=1.0)
     control = {
         "selection_avg8_by_temperature": by_temperature,
@@ -169,7 +189,9 @@ def main() -> None:
             avg_at_k(sample_completions(base, base_cfg, heldout, k, temperature=best_t), heldout, verify), 4
         ),
         "heldout_majk_t1": round(maj_at_k(base_t1, heldout, verify), 4),
+        "pass_at_k_sharpened": pass_at_k(base, best_t),
     }
+    pass_at_k_before = pass_at_k(base)
 
     lr, steps, table = select_settings(args, settings, selection, verify)
     runs = []
@@ -188,6 +210,7 @@ def main() -> None:
                     "greedy_after": summary["accuracy_after"],
                     "avgk_after": round(avg_at_k(outs, heldout, verify), 4),
                     "majk_after": round(maj_at_k(outs, heldout, verify), 4),
+                    "pass_at_k_after": pass_at_k(str(Path(tmp) / "model")),
                     "label_accuracy_first": rows[0].get("ttrl/label_accuracy"),
                     "label_accuracy_last": rows[-1].get("ttrl/label_accuracy"),
                 }
@@ -210,6 +233,9 @@ def main() -> None:
             "avgk_after": stats([r["avgk_after"] for r in runs]),
             "avgk_gain_points": stats([100 * (r["avgk_after"] - control["heldout_avgk_t1"]) for r in runs], 2),
             "majk_after": stats([r["majk_after"] for r in runs]),
+            "pass_at_k": {"problems": len(passk_items), "samples": PASS_SAMPLES, "temperature": sample_t},
+            "pass_at_k_before": pass_at_k_before,
+            "pass_at_k_after": pass_at_k_stats([r["pass_at_k_after"] for r in runs]),
             "sharpening_control": control,
             "ttrl_avgk_minus_sharpened_points": round(
                 100 * (statistics.mean(r["avgk_after"] for r in runs) - control["heldout_avgk_sharpened"]), 2

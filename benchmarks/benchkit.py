@@ -254,14 +254,15 @@ def sampled_accuracy(model_path: str, cfg, problems, samples: int = SAMPLES, tem
 
 
 def sample_completions(
-    model_path: str, cfg, items, samples: int = SAMPLES, temperature: float = 1.0
+    model_path: str | tuple[Any, Any], cfg, items, samples: int = SAMPLES, temperature: float = 1.0
 ) -> list[list[str]]:
-    """`samples` completions per problem in `items` (same prompts, length and seed as every bench)."""
+    """`samples` completions per problem in `items` (same prompts, length and seed as every bench)
+    from the model folder `model_path`, or from a loaded (model, tokenizer) pair."""
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import generate_completions
     from rlrecipes.models import load_model
 
-    model, tokenizer = load_model(model_path, cfg.model)
+    model, tokenizer = load_model(model_path, cfg.model) if isinstance(model_path, (str, Path)) else model_path
     prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in items]
     return generate_completions(
         model,
@@ -274,6 +275,48 @@ def sample_completions(
         seed=1234,
         batch_size=32,
     )
+
+
+# pass@k beside greedy accuracy (issue 24): k = 1, 4, 8 from 8 samples per held-out problem at
+# the run's sampling temperature. Whether RL keeps or narrows the set of problems a model can
+# solve shows at large k (Yue et al. 2025, "Does Reinforcement Learning Really Incentivize
+# Reasoning Capacity in LLMs Beyond the Base Model?"), so every fair control reports it.
+PASS_KS = (1, 4, 8)
+PASS_SAMPLES = 8
+
+
+def pass_at_ks(correct: list[int], samples: int, ks: tuple[int, ...] = PASS_KS) -> dict[str, float]:
+    """Mean over problems of the unbiased pass@k (Chen et al. 2021; rlrecipes.metrics.pass_at_k),
+    `correct[i]` being how many of problem i's `samples` samples are right:
+    {"pass@1": ..., "pass@4": ..., "pass@8": ...}."""
+    from rlrecipes.metrics import pass_at_k
+
+    if not correct:
+        raise ValueError("pass@k needs at least one problem")
+    return {f"pass@{k}": round(statistics.mean(pass_at_k(samples, c, k) for c in correct), 4) for k in ks}
+
+
+def sampled_pass_at_k(
+    model: str | tuple[Any, Any],
+    cfg,
+    items: list[dict],
+    verify: Callable[[str, Any], bool],
+    temperature: float,
+    samples: int = PASS_SAMPLES,
+    ks: tuple[int, ...] = PASS_KS,
+) -> dict[str, float]:
+    """pass@k of `model` (a model folder or a loaded (model, tokenizer) pair) on `items` (a
+    held-out subsample: the bench states its size) from `samples` completions per problem
+    at `temperature` (the run's sampling temperature), through sample_completions."""
+    outs = sample_completions(model, cfg, items, samples, temperature)
+    return pass_at_ks(
+        [sum(verify(text, it["answer"]) for text in texts) for texts, it in zip(outs, items)], samples, ks
+    )
+
+
+def pass_at_k_stats(runs: list[dict[str, float]], digits: int = 4) -> dict[str, dict[str, float]]:
+    """Per k, the mean, sample stdev, min and max over runs (seeds) of their pass_at_ks dicts."""
+    return {key: stats([run[key] for run in runs], digits) for key in runs[0]}
 
 
 def stats(values: list[float], digits: int = 4) -> dict[str, float]:

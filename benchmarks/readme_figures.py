@@ -39,12 +39,31 @@ def seeds(record: dict) -> str:
     return f"{n} seed{'s' if n != 1 else ''}"
 
 
+def pass_ks(values: dict) -> str:
+    """`{"pass@1": 0.41, "pass@4": 0.6, "pass@8": 0.7}` (or per-k stats: their means) -> ".41/.60/.70"."""
+    means = [v["mean"] if isinstance(v, dict) else v for v in values.values()]
+    return "/".join(f"{m:.2f}".removeprefix("0") for m in means)
+
+
+def pass_protocol(setting: dict, ks: dict) -> str:
+    """ "pass@1/4/8 (T=1.0, 300 problems × 8 samples)"."""
+    names = "/".join(key.removeprefix("pass@") for key in ks)
+    return f"pass@{names} (T={setting['temperature']}, {setting['problems']} problems × {setting['samples']} samples)"
+
+
 def quickstart(rec: dict) -> str:
     r = rec["result"]
     labels = {"grpo": "GRPO", "rft": "RFT", "sft_teacher": "SFT-teacher", "sft_correct": "SFT-correct (ceiling)"}
     gains = [f"{label} {pm(r[key]['gain_points'])}" for key, label in labels.items() if key in r]
     before = ", ".join(f"{a:.3f}" for a in r["accuracy_before"])
-    return f"gain in points: {gains[0]} vs {', '.join(gains[1:])} (held-out greedy {before} before; {seeds(rec)})"
+    after = ", ".join(
+        f"{label} {pass_ks(r[key]['pass_at_k_after_stats'])}" for key, label in labels.items() if key in r
+    )
+    return (
+        f"gain in points: {gains[0]} vs {', '.join(gains[1:])} (held-out greedy {before} before; {seeds(rec)}); "
+        f"{pass_protocol(r['pass_at_k'], r['pass_at_k_before'])} {pass_ks(r['pass_at_k_before'])} before, "
+        f"after (mean) {after}"
+    )
 
 
 def j1(rec: dict) -> str:
@@ -153,7 +172,10 @@ def ttrl(rec: dict) -> str:
         f"greedy {r['greedy_before']:.3f} → {pm(r['greedy_after'], 3, sign=False)} "
         f"({pm(r['greedy_gain_points'])} points); avg@{r['k']} {r['avgk_before']:.3f} → "
         f"{pm(r['avgk_after'], 3, sign=False)}; TTRL minus the untrained model sampled at "
-        f"T={control['temperature']}: {r['ttrl_avgk_minus_sharpened_points']:+.1f} points ({seeds(rec)})"
+        f"T={control['temperature']}: {r['ttrl_avgk_minus_sharpened_points']:+.1f} points ({seeds(rec)}); "
+        f"{pass_protocol(r['pass_at_k'], r['pass_at_k_before'])} {pass_ks(r['pass_at_k_before'])} → "
+        f"{pass_ks(r['pass_at_k_after'])} (mean), sharpened control {pass_ks(control['pass_at_k_sharpened'])} "
+        f"at T={control['temperature']}"
     )
 
 
@@ -163,7 +185,10 @@ def one_shot(rec: dict) -> str:
     return (
         f"held-out gain in points: π1 {pm(r['gain_points'])}, lowest-variance example "
         f"{pm(c['lowest_variance']['gain_points'])}, random example {pm(c['random']['gain_points'])}; "
-        f"π1 − random {r['pi1_minus_random_points']:+.1f} ({seeds(rec)})"
+        f"π1 − random {r['pi1_minus_random_points']:+.1f} ({seeds(rec)}); "
+        f"{pass_protocol(r['pass_at_k'], r['pass_at_k_before'])} {pass_ks(r['pass_at_k_before'])} before, "
+        f"after (mean) π1 {pass_ks(r['pass_at_k_after_stats'])}, lowest-variance "
+        f"{pass_ks(c['lowest_variance']['pass_at_k_after_stats'])}, random {pass_ks(c['random']['pass_at_k_after_stats'])}"
     )
 
 
@@ -176,10 +201,14 @@ def spurious(rec: dict) -> str:
 def intuitor(rec: dict) -> str:
     r = rec["result"]
     parts = [
-        f"{name.replace('_', ' ')}: greedy {pm(m['greedy_gain_points'])}, sampled {pm(m['sampled_gain_points'])}"
+        f"{name.replace('_', ' ')}: greedy INTUITOR {pm(m['greedy_gain_points'])} vs gold-reward GRPO "
+        f"{pm(m['gold_grpo']['greedy_gain_points'])}, sampled {pm(m['sampled_gain_points'])} vs "
+        f"{pm(m['gold_grpo']['sampled_gain_points'])}, {pass_protocol(m['pass_at_k'], m['pass_at_k_before'])} "
+        f"untrained {pass_ks(m['pass_at_k_before'])}, INTUITOR {pass_ks(m['pass_at_k_after_stats'])}, "
+        f"GRPO {pass_ks(m['gold_grpo']['pass_at_k_after_stats'])}"
         for name, m in r["models"].items()
     ]
-    return f"gain in points, {'; '.join(parts)} ({seeds(rec)})"
+    return f"gain in points, {'; '.join(parts)} ({seeds(rec)}; pass@k: means)"
 
 
 def tools(rec: dict) -> str:
@@ -291,7 +320,8 @@ ROWS = (
     Row(
         "intuitor",
         "`bench_intuitor`",
-        "INTUITOR (self-certainty reward) on two toy models and a lower learning rate, 3 seeds",
+        "INTUITOR (self-certainty reward) vs GRPO with the gold reward (same loss, KL, steps, lr) vs the untrained "
+        "model sampled at the same temperature, on two toy models and a lower learning rate, 3 seeds",
         intuitor,
     ),
     Row(

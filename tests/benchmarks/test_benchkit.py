@@ -94,3 +94,40 @@ def test_ci95_halfwidth_by_hand():
     # mean 1.0, sample stdev 0.1, n = 3: t(0.975, 2 df) = 4.303, half-width 4.303 * 0.1 / sqrt(3)
     assert benchkit.ci95_halfwidth([1.0, 1.1, 0.9]) == pytest.approx(0.248434, abs=1e-6)
     assert benchkit.ci95_halfwidth([1.0]) == math.inf
+
+
+def test_pass_at_ks_is_the_unbiased_estimator_averaged_over_problems():
+    # one problem, 8 samples, 2 right: pass@1 = 2/8; pass@4 = 1 - C(6,4)/C(8,4) = 1 - 15/70; pass@8 = 1
+    # (the biased 1 - (1 - c/n)^k would give pass@4 = 1 - 0.75^4 = 0.6836)
+    assert benchkit.pass_at_ks([2], 8) == {"pass@1": 0.25, "pass@4": 0.7857, "pass@8": 1.0}
+    # three problems with 2, 0 and 8 right: the mean of the per-problem estimates
+    # pass@1 (0.25 + 0 + 1) / 3; pass@4 (55/70 + 0 + 1) / 3 = 0.595238; pass@8 (1 + 0 + 1) / 3
+    assert benchkit.pass_at_ks([2, 0, 8], 8) == {"pass@1": 0.4167, "pass@4": 0.5952, "pass@8": 0.6667}
+    with pytest.raises(ValueError, match="at least one problem"):
+        benchkit.pass_at_ks([], 8)
+
+
+def test_sampled_pass_at_k_counts_right_samples_per_problem(monkeypatch):
+    # problem a: 2 of 8 samples right; problem b: 8 of 8. Pooled over problems (10 of 16) pass@4 would
+    # be 1 - C(6,4)/C(16,4) = 0.9918; per problem it is (55/70 + 1) / 2 = 0.892857.
+    texts = {"a": ["1", "1", "0", "0", "0", "0", "0", "0"], "b": ["2"] * 8}
+    seen = {}
+
+    def fake_samples(model, cfg, items, samples, temperature):
+        seen.update(model=model, samples=samples, temperature=temperature)
+        return [texts[it["id"]] for it in items]
+
+    monkeypatch.setattr(benchkit, "sample_completions", fake_samples)
+    items = [{"id": "a", "answer": "1"}, {"id": "b", "answer": "2"}]
+    got = benchkit.sampled_pass_at_k("model-dir", None, items, lambda text, answer: text == answer, temperature=0.6)
+    assert got == {"pass@1": 0.625, "pass@4": 0.8929, "pass@8": 1.0}
+    assert seen == {"model": "model-dir", "samples": 8, "temperature": 0.6}  # 8 samples at the run's temperature
+
+
+def test_pass_at_k_stats_per_k_over_seeds():
+    runs = [{"pass@1": 0.2, "pass@8": 0.6}, {"pass@1": 0.4, "pass@8": 0.8}]
+    # mean 0.3 and 0.7; sample stdev of two values d apart is d / sqrt(2) = 0.2 / 1.41421 = 0.141421
+    assert benchkit.pass_at_k_stats(runs) == {
+        "pass@1": {"mean": 0.3, "stdev": 0.1414, "min": 0.2, "max": 0.4},
+        "pass@8": {"mean": 0.7, "stdev": 0.1414, "min": 0.6, "max": 0.8},
+    }

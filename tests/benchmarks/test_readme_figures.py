@@ -85,3 +85,12 @@ def test_a_scratch_run_in_the_results_folder_is_refused(tmp_path):
 def test_every_bench_has_a_row_and_every_row_a_bench():
     scripts = {bench_name(p) for p in BENCHMARKS.glob("bench_*.py")}
     assert {row.bench for row in readme_figures.ROWS} == scripts
+
+
+def test_pass_at_k_is_quoted_compactly_with_its_protocol():
+    before = {"pass@1": 0.25, "pass@4": 0.7857, "pass@8": 1.0}
+    assert readme_figures.pass_ks(before) == ".25/.79/1.00"
+    after = {"pass@1": {"mean": 0.3, "stdev": 0.1}, "pass@4": {"mean": 0.5, "stdev": 0.1}}  # per-k stats: means
+    assert readme_figures.pass_ks(after) == ".30/.50"
+    setting = {"problems": 300, "samples": 8, "temperature": 0.6}
+    assert readme_figures.pass_protocol(setting, before) == "pass@1/4/8 (T=0.6, 300 problems × 8 samples)"
