@@ -54,7 +54,9 @@ def test_vllm_rollout_without_vllm_is_a_clear_error(tmp_path, monkeypatch):
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a)
+    )
     with pytest.raises(UserError, match="rollout=vllm needs vLLM"):
         build_grpo_config(compose("rollout=vllm"), tmp_path, {}, [1.0])
 
