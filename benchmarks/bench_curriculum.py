@@ -30,6 +30,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,8 @@ MODES = {
         "seeds": [0, 1, 2],
         "arms": ARMS,
         "warmup_steps": 60,
-        "phase1_steps": 40,
-        "phase2_steps": 40,
+        "phase1_steps": 60,
+        "phase2_steps": 60,
         "short_tokens": 6,
         "long_tokens": 7,
     },
@@ -128,6 +129,7 @@ def run_seed(seed: int, args: Any, extra: list[str], scratch: Path) -> dict[str,
     warmup = None
     for arm in args.arms:
         parent = scratch / f"seed{seed}-{arm}"
+        cpu = time.process_time()
         cfg = pipeline_for(arm, seed, args, extra)
         stages = run_pipeline(cfg, parent, warmup)
         warmup = stages[0].run_dir(parent)
@@ -146,7 +148,9 @@ def run_seed(seed: int, args: Any, extra: list[str], scratch: Path) -> dict[str,
         }
         steps = sum(json.loads((s.run_dir(parent) / "summary.json").read_text())["steps"] for s in stages[1:])
         out[arm] = {**accuracy_by_length(last.run_dir(parent) / "model", final_cfg, last.name)}
-        out[arm].update(phases=phases, rl_steps=steps)
+        # this process's CPU time (all threads): the wall time on an otherwise idle core, whatever the load;
+        # the first arm's includes the seed's warm-up SFT
+        out[arm].update(phases=phases, rl_steps=steps, cpu_seconds=round(time.process_time() - cpu, 1))
         print(f"seed {seed} {arm}: {out[arm]['overall']:.3f} {out[arm]['by_tokens']}", file=sys.stderr)
     return out
 
@@ -157,7 +161,15 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "overall": stats([r["overall"] for r in runs]),
         "by_tokens": {n: stats([r["by_tokens"][n] for r in runs]) for n in buckets},
         "overall_per_seed": [r["overall"] for r in runs],
-        **({"rl_steps": runs[0]["rl_steps"], "phases": [r["phases"] for r in runs]} if "rl_steps" in runs[0] else {}),
+        **(
+            {
+                "rl_steps": runs[0]["rl_steps"],
+                "phases": [r["phases"] for r in runs],
+                "cpu_seconds": [r["cpu_seconds"] for r in runs],
+            }
+            if "rl_steps" in runs[0]
+            else {}
+        ),
         "count_by_tokens": runs[0]["count_by_tokens"],
     }
 

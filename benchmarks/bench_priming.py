@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,11 @@ from rlrecipes.metrics import pass_at_k
 
 CONDITIONS = ["search", "search_wrong", "solution", "none"]
 KS = (1, 4, 8)
-# The preset's stages (conf/pipeline/toy_countdown_priming.yaml) without its step counts.
-DATA = ["data=countdown", "trainer.max_completion_length=128"]
+# The preset's stages (conf/pipeline/toy_countdown_priming.yaml) without its step counts. The
+# toy's warm-start measures dev accuracy on 12 new tokens by default, shorter than a Countdown
+# answer line ("Answer: (13*15)+12" is 18 characters, one token each): its dev accuracy would
+# stay 0 and it would never see a plateau (4000 steps); 24 tokens hold any answer.
+DATA = ["data=countdown", "trainer.max_completion_length=128", "model.toy.sft_max_new_tokens=24"]
 SFT = ["trainer.learning_rate=1.0e-3"]
 RL = ["recipe.rewards=[{name: accuracy, weight: 1.0}, {name: behaviours, weight: 0.0}]"]
 MODES = {
@@ -86,6 +90,7 @@ def run_condition(condition: str, seed: int, args: Any, extra: list[str]) -> dic
     cfg = compose_config("train", rl_over)
     problems = load_problem_set(cfg.data)
     items = problems.eval[: args.eval_problems]
+    cpu = time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
         out: dict[str, Any] = {}
         start = []
@@ -101,6 +106,8 @@ def run_condition(condition: str, seed: int, args: Any, extra: list[str]) -> dic
     out["before"]["greedy_accuracy"] = round(summary["accuracy_before"], 4)
     out["after"] = {**summary["inspected"], "greedy_accuracy": round(summary["accuracy_after"], 4)}
     out["rl_seconds"] = round(summary["train_seconds"], 1)
+    # this process's CPU time (all threads): the wall time on an otherwise idle core, whatever the load
+    out["cpu_seconds"] = round(time.process_time() - cpu, 1)
     return out
 
 
@@ -113,6 +120,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"{key}_gain_points"] = stats([100 * (r["after"][key] - r["before"][key]) for r in runs], 2)
     out["greedy_accuracy_after"] = [r["after"]["greedy_accuracy"] for r in runs]
     out["rl_seconds"] = [r["rl_seconds"] for r in runs]
+    out["cpu_seconds"] = [r["cpu_seconds"] for r in runs]
     if "sft_seconds" in runs[0]:
         out["sft_seconds"] = [r["sft_seconds"] for r in runs]
     return out
