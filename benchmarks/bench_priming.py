@@ -45,7 +45,8 @@ KS = (1, 4, 8)
 # answer line ("Answer: (13*15)+12" is 18 characters, one token each): its dev accuracy would
 # stay 0 and it would never see a plateau (4000 steps); 24 tokens hold any answer.
 DATA = ["data=countdown", "trainer.max_completion_length=128", "model.toy.sft_max_new_tokens=24"]
-SFT = ["trainer.learning_rate=1.0e-3"]
+# The RL run measures the primed model's accuracy before it starts: the SFT run need not.
+SFT = ["trainer.learning_rate=1.0e-3", "trainer.eval_before=false", "trainer.eval_after=false"]
 RL = ["recipe.rewards=[{name: accuracy, weight: 1.0}, {name: behaviours, weight: 0.0}]"]
 MODES = {
     "full": {
