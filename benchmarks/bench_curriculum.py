@@ -25,9 +25,10 @@ per length bucket; the warm-up model's; `retro_minus_plain_points` and
 
 The toy's prompts are short (5-7 tokens) and its short prompts are not the easy ones, so this
 tests the schedule's mechanics at the same budget, not long-document reading. Cost (measured
-2026-12-04 with the process's CPU time, the wall time on an idle core): about 0.3 s per RL
-step; full mode (`python benchmarks/bench_curriculum.py`) is about 7-10 minutes on an idle
-2-core machine (the arithmetic toy is the quick-start's, usually cached already).
+2026-12-04 with the process's CPU time, the wall time on an idle core): 89 s per seed (the
+warm-up and three arms of 120 RL steps); full mode (`python benchmarks/bench_curriculum.py`)
+is about 5 minutes on an idle 2-core machine (the arithmetic toy is the quick-start's, usually
+cached already), 22 at a load average of 10.
 """
 
 from __future__ import annotations
