@@ -220,6 +220,34 @@ def tools(rec: dict) -> str:
     return f"held-out gain in points, {'; '.join(parts)} ({seeds(rec)})"
 
 
+def priming(rec: dict) -> str:
+    r = rec["result"]
+    parts = [
+        f"{name.replace('_', ' ')} {c['before']['greedy_accuracy']['mean']:.3f} → "
+        f"{pm(c['after']['greedy_accuracy'], 3, sign=False)} (pass@8 {pm(c['pass@8_gain_points'])} points, "
+        f"behaviours in {c['after']['any_behaviour']['mean']:.0%} of samples)"
+        for name, c in r["conditions"].items()
+    ]
+    return f"greedy accuracy before → after {r['rl_steps']} RL steps: {'; '.join(parts)} ({seeds(rec)})"
+
+
+def curriculum(rec: dict) -> str:
+    r = rec["result"]
+    n = r["longest_bucket"]
+    labels = {
+        "curriculum": "short → long",
+        "curriculum_retro": "short → long + retrospective",
+        "longest": "longest from the start",
+        "warmup": "warm-up",
+    }
+    parts = [
+        f"{label} {pm(r['arms'][arm]['overall'], 3, sign=False)} / {pm(r['arms'][arm]['by_tokens'][n], 3, sign=False)}"
+        for arm, label in labels.items()
+        if arm in r["arms"]
+    ]
+    return f"greedy accuracy all / {n}-token prompts: {'; '.join(parts)} ({seeds(rec)})"
+
+
 def pm_points(m: dict) -> str:
     return f"{m['gain_points_mean']:+.1f}"
 
@@ -330,6 +358,20 @@ ROWS = (
         "the tool recipes' toys (tir, search_r1) vs the same RL with a broken tool or with tool output trained on, same "
         "warm-start, steps and seeds",
         tools,
+    ),
+    Row(
+        "priming",
+        "`bench_priming`",
+        "Cognitive Behaviors' priming on toy Countdown: SFT on search traces ending right / ending wrong / "
+        "answers alone / no priming, then the same GRPO steps; 3 seeds",
+        priming,
+    ),
+    Row(
+        "curriculum",
+        "`bench_curriculum`",
+        "QwenLong-L1's length curriculum on toy arithmetic: RL phases short → long with and without "
+        "retrospective sampling vs the longest length from the start, same warm-up and total steps, 3 seeds",
+        curriculum,
     ),
 )
 
