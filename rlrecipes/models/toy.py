@@ -117,11 +117,10 @@ def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_learning_rate, weight_decay=0.0)
     dev_prompts = [render_prompt(it["problem"], "chat", tokenizer) for it in dev]
     dev_answers = [it["answer"] for it in dev]
+    decode_tokens = dev_decode_tokens(task, dev, tokenizer, cfg.sft_max_new_tokens)
 
     def dev_accuracy() -> float:
-        return greedy_accuracy(
-            model, tokenizer, dev_prompts, dev_answers, task.verify, max_new_tokens=cfg.sft_max_new_tokens
-        )
+        return greedy_accuracy(model, tokenizer, dev_prompts, dev_answers, task.verify, max_new_tokens=decode_tokens)
 
     start = time.time()
     # Step 0, the untrained model: the plateau rule compares against it (see _plateaued).
@@ -159,6 +158,15 @@ def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[
         "plateaued": plateau,
         "steps": curve[-1]["step"],
     }
+
+
+def dev_decode_tokens(task: Any, dev: list[dict[str, Any]], tokenizer: Any, configured: int) -> int:
+    """How many tokens the dev check decodes: `model.toy.sft_max_new_tokens`, but never fewer
+    than the longest correct solution of the dev set and its end token. A shorter limit cuts
+    every answer (a Countdown equation is ~18 characters, one token each here), dev accuracy
+    stays 0, and the warm-start never sees its plateau."""
+    longest = max((len(_encode(tokenizer, task.solution(it), as_prompt=False)) for it in dev), default=0)
+    return max(configured, longest + 1)
 
 
 def _plateaued(accuracies: list[float], patience: int, tolerance: float) -> bool:

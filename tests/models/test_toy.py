@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from rlrecipes.data.synthetic import make_task
 from rlrecipes.models import load_model, resolve_model_path
-from rlrecipes.models.toy import _plateaued, build_tokenizer
+from rlrecipes.models.toy import _plateaued, build_tokenizer, dev_decode_tokens
 from tests.conftest import compose
 
 
@@ -15,6 +16,18 @@ def test_character_tokenizer_round_trips_whitespace_and_pads_left():
     assert len(ids) == len(text)
     assert tok.decode(ids) == text
     assert tok.padding_side == "left" and tok.pad_token == "<|pad|>" and tok.eos_token == "<|eos|>"
+
+
+def test_the_dev_check_decodes_a_whole_answer_whatever_the_setting():
+    # One token per character plus the end token: "Answer: 5" -> 10; a Countdown equation
+    # needs more than the default 12, so the dev check would score every answer 0
+    tokenizer = build_tokenizer()
+    arithmetic = make_task(compose("data.synthetic.num_train=40", "data.synthetic.num_eval=4").data.synthetic)
+    assert dev_decode_tokens(arithmetic, [{**arithmetic.train[0], "answer": "5"}], tokenizer, 12) == 12
+    countdown = make_task(compose("data=countdown").data.synthetic)
+    longest = max(len(countdown.solution(it)) for it in countdown.train[:50])
+    assert longest + 1 > 12
+    assert dev_decode_tokens(countdown, countdown.train[:50], tokenizer, 12) == longest + 1
 
 
 def test_plateau_rule_needs_a_flat_window():
