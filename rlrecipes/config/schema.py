@@ -330,6 +330,18 @@ class RewardSpec:
 
 
 @dataclass
+class ReplayConfig:
+    """Experience replay (ARPO, arXiv 2505.16282; rlrecipes/engine/replay.py): a group whose
+    rollouts all fail gets one stored success of its prompt in place of its first rollout."""
+
+    enabled: bool = False
+    buffer_size: int = 8  # successes kept per prompt, the newest (ARPO's 8)
+    reward: str = "accuracy"  # the reward that decides success (a reward of the run that trains)
+    success_threshold: float = 0.1  # success: reward above this (ARPO: eval result > 0.1)
+    max_tasks: int = 4096  # prompts with a buffer; the least recently updated is dropped first
+
+
+@dataclass
 class RecipeConfig:
     """Algorithm knobs shared by every recipe; each recipe subclasses this.
 
@@ -361,6 +373,8 @@ class RecipeConfig:
     # verl's run length in generation batches (DAPO's script: one epoch = 1166 batches of 1536
     # prompts): training stops after the rollout step that reaches it. null: trainer.max_steps only
     max_generation_batches: Optional[int] = None
+    # Experience replay (ARPO; an engine capability any recipe may switch on): recipe.replay.enabled=true
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
 
 
 @dataclass

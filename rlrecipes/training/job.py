@@ -44,6 +44,7 @@ from rlrecipes.engine.guards import RewardGuard
 from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
+from rlrecipes.engine.replay import ExperienceReplay, ReplaySettings
 from rlrecipes.engine.tool_setup import rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import RunInterrupted, UserError
@@ -209,6 +210,9 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         every=t.eval_every,
     )
     hooks = job.recipe.hooks(job.reward_context)
+    replay = ReplaySettings.from_recipe(cfg.recipe, cfg.seed)
+    if replay is not None:  # first: later hooks and dynamic sampling see the swapped rewards
+        hooks.insert(0, ExperienceReplay(replay))
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
     guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s)
