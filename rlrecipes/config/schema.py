@@ -289,22 +289,18 @@ class TrainerConfig:
     progress: bool = True  # rich live display
 
 
+class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/engine/tool_setup.py)
+    loop = "loop"  # the model calls them while it writes (multi-turn rollout)
+    # the one tool is called once, with the question, before the model writes; its result
+    # follows the prompt and the model answers without tools (Search-R1's RAG baseline)
+    rag_once = "rag_once"
+    off = "off"  # never called: one turn without tools (the no-tool control, same stops and rewards)
+
+
 @dataclass
-class RolloutConfig:
-    backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
-    # colocate: the engine lives in the training process (TRL's colocate mode); server: a
-    # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)
-    vllm_mode: VllmMode = VllmMode.colocate
-    # share of GPU memory for vLLM's weights and KV cache (on vLLM-CPU: of RAM, for the KV
-    # cache; 0.3 fits next to training on a 24 GiB machine)
-    vllm_gpu_memory_utilization: float = 0.3
-    vllm_tensor_parallel_size: int = 1
-    vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
-    vllm_server_port: int = 8000
-    vllm_max_model_length: Optional[int] = None
-    # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
-    # codebases did, so reproductions keep it off unless asked.
-    importance_sampling_correction: bool = False
+class ToolLoopConfig:
+    """Tool use, in training (`rollout.*` of `rlrecipes train`) and evaluation (`rollout.*` of `rlrecipes eval`)."""
+
     # Multi-turn tool use, for any recipe (rlrecipes/engine/tool_rollout.py): the tools the
     # model may call while it generates (rlrecipes/tools: search, calculator, python);
     # empty: single-turn rollouts. Tool settings: +rollout.tool_kwargs.<tool>.<key>=value
@@ -319,6 +315,27 @@ class RolloutConfig:
     # tool-result tokens stay in the context but out of the policy loss, KL and importance
     # ratio (Search-R1's state masking); false: the no-masking ablation
     mask_tool_output: bool = True
+    # loop: called while the model writes; rag_once: the one tool, once, with the question, its
+    # result after the prompt; off: never (the no-tool control). See ToolMode above.
+    tool_mode: ToolMode = ToolMode.loop
+
+
+@dataclass
+class RolloutConfig(ToolLoopConfig):
+    backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
+    # colocate: the engine lives in the training process (TRL's colocate mode); server: a
+    # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)
+    vllm_mode: VllmMode = VllmMode.colocate
+    # share of GPU memory for vLLM's weights and KV cache (on vLLM-CPU: of RAM, for the KV
+    # cache; 0.3 fits next to training on a 24 GiB machine)
+    vllm_gpu_memory_utilization: float = 0.3
+    vllm_tensor_parallel_size: int = 1
+    vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
+    vllm_server_port: int = 8000
+    vllm_max_model_length: Optional[int] = None
+    # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
+    # codebases did, so reproductions keep it off unless asked.
+    importance_sampling_correction: bool = False
 
 
 @dataclass
