@@ -19,6 +19,7 @@ import torch
 
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
+from rlrecipes.engine.tool_setup import check_tools
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
@@ -53,10 +54,13 @@ def _load_backend(
     """Choose the backend by the job's size, show the plan, then load the model."""
     path = _model_path(cfg, log)
     slots = token_slots((len(todo[p.name]), p.sampling.n, p.sampling.max_new_tokens) for p in plans)
-    choice = choose_backend(cfg.generation.backend, path, slots)
+    tools = bool(cfg.rollout.tools)  # the tool loop runs on transformers
+    choice = choose_backend("hf" if tools else cfg.generation.backend, path, slots)
     rows = plan_rows(cfg, plans, todo, path, choice, threads, slots)
     show_plan(rows) if show_plan is not None else log(plan_text(rows))
-    return make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name), path
+    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name)
+    from rlrecipes.engine.tool_eval import with_tools  # transformers: only once a model loads
+    return with_tools(backend, cfg.rollout), path
 
 
 def _generate(
@@ -77,6 +81,9 @@ def _generate(
     for _, group in groupby(todo, key=lambda pair: pair[0] // size):  # fixed chunks: reproducible seeds
         items = [it for _, it in group]
         prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items]
+        retrieve = getattr(backend, "retrieve", None)  # rollout.tool_mode=rag_once
+        if retrieve is not None:
+            prompts = [retrieve(prompt, it.problem) for prompt, it in zip(prompts, items)]
         started = time.time()
         seeds = [stable_seed(seed, plan.name, it.id) for it in items]
         outputs = backend.generate(prompts, plan.sampling, seeds, on_progress=progress.within)
@@ -148,6 +155,9 @@ def check_eval(cfg: Any) -> None:
     if cfg.generations:
         return
     check_backend(cfg.generation.backend)
+    check_tools(cfg.rollout)
+    if cfg.rollout.tools and cfg.generation.backend == "vllm":
+        raise UserError("rollout.tools: the tool loop runs with transformers; set generation.backend=hf (or auto)")
     if cfg.model.name_or_path:
         check_model_location(cfg.model.name_or_path)
 
