@@ -51,3 +51,44 @@ def test_tool_mode_settings_fail_in_one_line():
     with pytest.raises(Exception, match="tool_mode"):
         rollout(tool_mode="sometimes")  # not a ToolMode: refused by the schema
     check_tools(rollout(tools=["calculator"], tool_mode="off"))
+
+
+def test_training_prompts_get_the_tool_result_in_rag_once(tok):
+    """Training rows and held-out prompts are rendered by one function; with rag_once it puts
+    the tool's result for the problem after the rendered prompt."""
+    from types import SimpleNamespace
+
+    from rlrecipes.training.job import _prompt
+    from tests.conftest import compose
+
+    cfg = compose("rollout.tools=[calculator]", "rollout.tool_mode=rag_once")
+    job = SimpleNamespace(cfg=cfg, tokenizer=tok, retrieve=retrieve_once(cfg.rollout, tok))
+    prompt = _prompt(job, {"problem": "12*12"})
+    assert prompt.endswith("<|assistant|><result>144</result>")
+    job.retrieve = None
+    assert _prompt(job, {"problem": "12*12"}).endswith("<|assistant|>")
+
+
+@pytest.mark.integration
+def test_tiny_runs_with_rag_once_and_replay(tmp_path):
+    """Two steps of `train` with rag_once (no tool turn: one turn, no calls) and experience
+    replay switched on (its counters logged every step)."""
+    import json
+
+    from rlrecipes.training.job import train
+    from tests.conftest import compose
+
+    cfg = compose(
+        "rollout.tools=[calculator]",
+        "rollout.tool_mode=rag_once",
+        "recipe.replay.enabled=true",
+        "trainer.eval_before=false",
+        "trainer.eval_after=false",
+    )
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "tools/turns" in r]
+    assert summary["steps"] == 2 and len(steps) == 2
+    for r in steps:
+        assert r["tools/turns"] == 1.0 and r["tools/calls_per_rollout"] == 0.0
+        assert r["replay/uses"] >= 0 and "replay/failed_groups" in r
