@@ -60,6 +60,7 @@ def _load_backend(
     show_plan(rows) if show_plan is not None else log(plan_text(rows))
     backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name)
     from rlrecipes.engine.tool_eval import with_tools  # transformers: only once a model loads
+
     return with_tools(backend, cfg.rollout), path
 
 
