@@ -1,7 +1,7 @@
 """Experience replay into all-failed groups: an engine capability any recipe switches on.
 
 ARPO (Lu, Zhong, Liu, Fu, Jia 2025, "ARPO: End-to-End Policy Optimization for GUI Agents with
-Experience Replay", arXiv 2505.16282, §3.3): under sparse rewards many groups fail in every
+Experience Replay", arXiv 2505.16282): under sparse rewards many groups fail in every
 rollout, so their rewards are equal, their advantages zero and their gradient nothing. ARPO
 keeps a small buffer of recent *successful* trajectories per task and, when a group fails
 everywhere, puts one stored success in the place of one of its rollouts, so the group has a
@@ -10,7 +10,7 @@ reward to compare against. Its code (dvlab-research/ARPO @ 7489ae3): `verl/train
 `verl/trainer/ray_trainer.py::apply_replay` (l.722-760: a group with reward std < 0.05 and
 mean < 0.2 gets one success drawn uniformly from its task's buffer in the place of its first
 rollout; the buffer is then updated from the batch as sampled; old log-probs are recomputed
-afterwards, l.960).
+afterwards, l.959).
 
 Here, after TRL has scored a rollout batch (`after_scoring`, first of the hooks):
 
@@ -43,6 +43,7 @@ from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
+from accelerate.utils import gather_object
 
 from rlrecipes.engine.advantages import group_advantages, weighted_rewards
 from rlrecipes.engine.dynamic_sampling import _PADDING
@@ -222,7 +223,7 @@ class ExperienceReplay(EngineHook):
             (task_key(row), self._stored(batch, i, rewards[start + i]) if success[start + i] else None)
             for i, row in enumerate(trainer.last_inputs)
         ]
-        everyone = mine if acc.num_processes == 1 else _gather_object(mine)  # every process: the same list
+        everyone = mine if acc.num_processes == 1 else gather_object(mine)  # every process: the same list
         tasks = [task for task, _ in everyone]
 
         swaps = plan_swaps(success, tasks, self.buffer, g, self.rng)
@@ -267,12 +268,6 @@ class ExperienceReplay(EngineHook):
             self.buffer.load_state_dict(state["buffer"])
             version, internal, gauss = state["rng"]
             self.rng.setstate((version, tuple(internal), gauss))
-
-
-def _gather_object(items: list[Any]) -> list[Any]:
-    from accelerate.utils import gather_object
-
-    return gather_object(items)
 
 
 def recompute_logps(trainer: Any, batch: dict[str, Any]) -> dict[str, Any]:

@@ -170,7 +170,7 @@ def test_a_stored_tool_rollout_keeps_its_mask_in_the_buffer():
 
 def test_the_process_holding_the_group_swaps_its_local_row(monkeypatch):
     """Process 1 of 2 holds group p (global rows 4-7); the buffer is the same everywhere."""
-    monkeypatch.setattr("rlrecipes.engine.replay._gather_object", lambda mine: [("q", None)] * 4 + list(mine))
+    monkeypatch.setattr("rlrecipes.engine.replay.gather_object", lambda mine: [("q", None)] * 4 + list(mine))
     trainer = fake_trainer(["p"] * 4, process_index=1, num_processes=2, other_tokens=10)
     rewards = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]] + [[0.0, 0.0]] * 4)
     out = hook(p=[SUCCESS]).after_scoring(trainer, batch_of([[1]] * 4), rewards)
