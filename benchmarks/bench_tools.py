@@ -1,25 +1,32 @@
 """The tool recipes' CPU toys against fair controls: same warm-started model, same RL steps,
-same seeds, only the tool changed.
+same seeds, only the tool's use changed.
 
   tir_toy (big arithmetic, rlrecipes/data/bigarith.py):
     tool:         the preset: the calculator runs, its result is masked out of the loss;
+    no_tool:      no tool turn (rollout.tool_mode=off): the model must answer in its head;
     broken_tool:  the calculator refuses every problem (rollout.tool_kwargs.calculator.
                   max_digits=1): it still runs and answers, with nothing the model can use;
     no_masking:   the calculator's result is trained on (rollout.mask_tool_output=false).
   search_r1_toy (the fact base, rlrecipes/data/factbase.py):
-    search:       the preset;
+    search:       the preset: the model searches while it answers;
+    rag_once:     the question is searched once before the model writes, the passage put after
+                  the prompt, and the same RL trains it with no search of its own
+                  (rollout.tool_mode=rag_once; Search-R1's RAG baseline, trained as well);
+    no_tool:      no search at all (rollout.tool_mode=off);
+    broken_tool:  the search returns a random passage (rollout.tool_kwargs.search.retriever=random);
     no_masking:   the retrieved passages are trained on (Search-R1's masking ablation).
 
-Expected if tool use is what RL learns: `tool` and `search` gain, `broken_tool` does not. Not
-yet here (the issue's other controls): RAG once with the same RL, search without a tool, a
-random retriever.
+Expected if the capability works: `tool` and `search` gain, `search` beats `rag_once` on 2-hop
+questions (one retrieval with the question cannot find the teacher's passage: the fact base
+guarantees it), `no_tool` and `broken_tool` do not improve.
 
-Per arm and seed: held-out greedy accuracy before and after (through the tool loop), the
-last step's tool calls per rollout and answer rate; for the fact base, 1-hop and 2-hop
-exact match after RL, and searches per held-out question. Prints one JSON line.
+Per arm and seed: held-out greedy accuracy before and after (through the run's own tool loop),
+the last step's tool calls per rollout and answer rate; for the fact base, 1-hop and 2-hop
+exact match after RL and real searches per held-out question. Prints one JSON line.
 
 Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
        [overrides ...]   (the result: benchmarks/results/tools.json)
+Full mode: `python benchmarks/bench_tools.py` (3 seeds, 20 steps, 9 arms; its time: MODES).
 """
 
 from __future__ import annotations
@@ -31,25 +38,30 @@ from benchkit import parse_bench_args, save_result, stats, train_in_scratch
 ARMS = {
     "tir_toy": {
         "tool": [],
+        "no_tool": ["rollout.tool_mode=off"],
         "broken_tool": ["+rollout.tool_kwargs.calculator.max_digits=1"],
         "no_masking": ["rollout.mask_tool_output=false"],
     },
     "search_r1_toy": {
         "search": [],
+        "rag_once": ["rollout.tool_mode=rag_once"],
+        "no_tool": ["rollout.tool_mode=off"],
+        "broken_tool": ["+rollout.tool_kwargs.search.retriever=random"],
         "no_masking": ["rollout.mask_tool_output=false"],
     },
 }
 
 
 def by_hops(overrides: list[str]):
-    """What to read from a finished fact-base run: greedy exact match by hops and searches per
-    question, through the run's own tool loop, on the held-out questions."""
+    """What to read from a finished fact-base run: greedy exact match by hops and real searches
+    per question, through the run's own tool loop (and, for rag_once, its retrieval), on the
+    held-out questions."""
 
     def inspect(run_dir) -> dict:
         from rlrecipes.compose import compose_config
         from rlrecipes.data.templates import render_prompt
-        from rlrecipes.engine.tool_eval import greedy_tool_texts
-        from rlrecipes.engine.tool_setup import tool_rollout_from_config
+        from rlrecipes.engine.tool_eval import greedy_tool_rows
+        from rlrecipes.engine.tool_setup import retrieve_once, tool_rollout_from_config
         from rlrecipes.models import load_model
         from rlrecipes.recipes.search_r1 import SearchR1
 
@@ -57,13 +69,17 @@ def by_hops(overrides: list[str]):
         problems = SearchR1(cfg.recipe).problem_set(cfg.data)
         model, tok = load_model(str(run_dir / "model"), cfg.model)
         rollout = tool_rollout_from_config(cfg, tok)
+        retrieve = retrieve_once(cfg.rollout, tok)
         prompts = [render_prompt(it["problem"], cfg.data.template, tok) for it in problems.eval]
-        texts = greedy_tool_texts(model, tok, rollout, prompts, batch_size=cfg.trainer.eval_batch_size)
+        if retrieve is not None:
+            prompts = [retrieve(p, it["problem"]) for p, it in zip(prompts, problems.eval)]
+        rows = greedy_tool_rows(model, tok, rollout, prompts, batch_size=cfg.trainer.eval_batch_size)
         out = {}
         for hops in (1, 2):
-            pairs = [(t, it) for t, it in zip(texts, problems.eval) if it["hops"] == hops]
-            out[f"em_{hops}hop"] = round(sum(problems.verify(t, it["answer"]) for t, it in pairs) / len(pairs), 4)
-        out["searches_per_question"] = round(sum(t.count("</search>") for t in texts) / len(texts), 3)
+            pairs = [(row, it) for row, it in zip(rows, problems.eval) if it["hops"] == hops]
+            hits = sum(problems.verify(rollout.model_text(row), it["answer"]) for row, it in pairs)
+            out[f"em_{hops}hop"] = round(hits / len(pairs), 4)
+        out["searches_per_question"] = round(sum(row.tool_calls for row in rows) / len(rows), 3)
         return out
 
     return inspect
@@ -94,11 +110,15 @@ def describe(runs: list[dict]) -> dict:
     for key in ("em_1hop", "em_2hop", "searches_per_question"):
         if key in runs[0]:
             out[key] = [r[key] for r in runs]
+            out[f"{key}_stats"] = stats([r[key] for r in runs])
     return out
 
 
 MODES = {
-    "full": {"seeds": [0, 1, 2], "steps": 60, "toys": list(ARMS)},
+    # 9 arms x 3 seeds x 20 steps: about 35 min of RL and held-out checks on an idle 2-core machine
+    # (measured per step, smoke-size model, load ~10: search 20-27 s, rag_once 4-12 s, tir 3-3.5 s;
+    # 2026-12-04), plus each toy's warm-start once when it is not cached yet
+    "full": {"seeds": [0, 1, 2], "steps": 20, "toys": list(ARMS)},
     "quick": {"seeds": [0]},
     "smoke": {"seeds": [0], "steps": 2},
 }

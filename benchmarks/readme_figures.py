@@ -214,10 +214,19 @@ def intuitor(rec: dict) -> str:
 def tools(rec: dict) -> str:
     r = rec["result"]
     parts = [
-        f"{toy}: " + ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items())
+        f"{toy}: " + ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in arms.items())
         for toy, arms in r["toys"].items()
     ]
-    return f"held-out gain in points, {'; '.join(parts)} ({seeds(rec)})"
+    return (
+        f"held-out gain in points (fact base: 2-hop exact match after RL, mean ± sd), {'; '.join(parts)} ({seeds(rec)})"
+    )
+
+
+def tool_arm(m: dict) -> str:
+    two_hop = m.get("em_2hop_stats")
+    if two_hop is None:
+        return pm_points(m)
+    return f"{pm_points(m)} (2-hop {pm(two_hop, digits=2, sign=False)})"
 
 
 def priming(rec: dict) -> str:
@@ -355,8 +364,9 @@ ROWS = (
     Row(
         "tools",
         "`bench_tools`",
-        "the tool recipes' toys (tir, search_r1) vs the same RL with a broken tool or with tool output trained on, same "
-        "warm-start, steps and seeds",
+        "the tool recipes' toys vs fair controls, same warm-start, steps and seeds: tir (calculator) vs no tool, a "
+        "broken calculator, its output trained on; search_r1 (fact base) vs RAG once + the same RL, no search, a "
+        "random-passage search, passages trained on",
         tools,
     ),
     Row(

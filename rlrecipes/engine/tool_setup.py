@@ -3,26 +3,44 @@
 `check_tool_rollout` runs with the other checks before anything loads (unknown tool, a
 setting a tool does not have, a missing corpus, `max_turns=0`: one line each);
 `tool_rollout_from_config` builds the tools (loads a corpus, probes the sandbox) when
-the trainer is built.
+the trainer is built. The same settings (`ToolLoopConfig`) drive `rlrecipes eval`'s tool
+loop (`tool_rollout_for`, with the benchmark's token budget).
+
+`rollout.tool_mode` says how the tools are used, with one rollout machinery for all three,
+so the controls differ from the tool runs only in the tool:
+- `loop`: the model calls them while it writes;
+- `rag_once`: the one tool is called once with the question before the model writes, its
+  wrapped result put after the prompt (`retrieve_once`), and the rollout has no tool turn
+  (Search-R1's RAG baseline, inference-only in the paper; trained too in `bench_tools`);
+- `off`: no tool turn (the no-tool control; a tool call the model writes is plain text).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from rlrecipes.engine.tool_rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.errors import ConfigError
-from rlrecipes.tools import build_tools, tool_names, tool_options
+from rlrecipes.tools import build_tools, call_tool, tool_names, tool_options
+
+Retrieve = Callable[[str, str], str]  # (rendered prompt, question) -> the prompt the model continues
 
 
 def check_tool_rollout(cfg: Any) -> None:
     """ConfigError for the first unusable `rollout.*` tool setting of train config `cfg`."""
-    rollout = cfg.rollout
+    check_tools(cfg.rollout)
+
+
+def check_tools(rollout: Any) -> None:
+    """ConfigError for the first unusable tool setting of a `ToolLoopConfig` node."""
     names = list(rollout.get("tools") or [])
     options = dict(rollout.get("tool_kwargs") or {})
+    mode = str(rollout.get("tool_mode", "loop"))
     if not names:
         if options:
             raise ConfigError(f"rollout.tool_kwargs.{sorted(options)[0]} is set but rollout.tools is empty")
+        if mode != "loop":
+            raise ConfigError(f"rollout.tool_mode={mode} needs a tool in rollout.tools")
         return
     known = tool_names()
     for name in names:
@@ -30,6 +48,8 @@ def check_tool_rollout(cfg: Any) -> None:
             raise ConfigError(f"unknown tool {name!r} (rollout.tools); valid: {', '.join(known)}")
     if len(set(names)) < len(names):
         raise ConfigError(f"rollout.tools={names} names a tool twice")
+    if mode == "rag_once" and len(names) != 1:
+        raise ConfigError(f"rollout.tool_mode=rag_once calls one tool with the question; rollout.tools={names}")
     for key, low in (("max_turns", 1), ("max_tool_result_tokens", 1)):
         if rollout[key] < low:
             raise ConfigError(
@@ -56,29 +76,59 @@ def check_tool_rollout(cfg: Any) -> None:
             raise ConfigError(f"rollout.tool_kwargs.{name}.wrap={chosen.wrap!r} has no {{}} for the result")
 
 
-def settings_from_config(cfg: Any) -> ToolRolloutSettings:
-    r = cfg.rollout
+def settings_for(rollout: Any, max_completion_tokens: int) -> ToolRolloutSettings:
     return ToolRolloutSettings(
-        max_turns=r.max_turns,
-        max_completion_tokens=cfg.trainer.max_completion_length,
-        max_result_tokens=r.max_tool_result_tokens,
-        timeout_s=r.tool_timeout_s,
-        answer_close=r.answer_close,
-        mask_tool_output=r.mask_tool_output,
+        max_turns=rollout.max_turns if str(rollout.get("tool_mode", "loop")) == "loop" else 0,
+        max_completion_tokens=max_completion_tokens,
+        max_result_tokens=rollout.max_tool_result_tokens,
+        timeout_s=rollout.tool_timeout_s,
+        answer_close=rollout.answer_close,
+        mask_tool_output=rollout.mask_tool_output,
     )
+
+
+def settings_from_config(cfg: Any) -> ToolRolloutSettings:
+    return settings_for(cfg.rollout, cfg.trainer.max_completion_length)
+
+
+def _built_tools(rollout: Any) -> list:
+    options = {k: dict(v) for k, v in dict(rollout.get("tool_kwargs") or {}).items()}
+    return build_tools(list(rollout.tools), options)
+
+
+def tool_rollout_for(rollout: Any, tokenizer: Any, max_completion_tokens: int) -> ToolRollout | None:
+    """The rollout for a `ToolLoopConfig` node, or None (no tools: single-turn generation)."""
+    if not list(rollout.get("tools") or []):
+        return None
+    check_tools(rollout)
+    return ToolRollout(_built_tools(rollout), settings_for(rollout, max_completion_tokens), tokenizer)
 
 
 def tool_rollout_from_config(cfg: Any, tokenizer: Any) -> ToolRollout | None:
     """The rollout for `rollout.tools`, or None (single-turn: TRL's own generation)."""
-    names = list(cfg.rollout.get("tools") or [])
-    if not names:
-        return None
-    check_tool_rollout(cfg)
-    options = {k: dict(v) for k, v in dict(cfg.rollout.get("tool_kwargs") or {}).items()}
-    return ToolRollout(build_tools(names, options), settings_from_config(cfg), tokenizer)
+    return tool_rollout_for(cfg.rollout, tokenizer, cfg.trainer.max_completion_length)
 
 
 def rollout_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
     """What `RecipeGRPOTrainer(...)` gets for the tool rollout: `rollout_func=` or nothing."""
     rollout = tool_rollout_from_config(cfg, tokenizer)
     return {} if rollout is None else {"rollout_func": rollout}
+
+
+def retrieve_once(rollout: Any, tokenizer: Any) -> Retrieve | None:
+    """`rollout.tool_mode=rag_once`: a function putting the tool's result for the question,
+    wrapped as in the loop and cut to `rollout.max_tool_result_tokens`, after a rendered
+    prompt; None in the other modes. A failed call's error text is what the model reads, as
+    in the loop."""
+    if str(rollout.get("tool_mode", "loop")) != "rag_once" or not list(rollout.get("tools") or []):
+        return None
+    check_tools(rollout)
+    [tool] = _built_tools(rollout)
+    before, _, after = tool.wrap.partition("{}")
+
+    def retrieve(prompt: str, question: str) -> str:
+        text = call_tool(tool, question, rollout.tool_timeout_s).text
+        ids = tokenizer.encode(text, add_special_tokens=False)[: rollout.max_tool_result_tokens]
+        return prompt + before + tokenizer.decode(ids, skip_special_tokens=True) + after
+
+    return retrieve

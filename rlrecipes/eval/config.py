@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
 from rlrecipes.choice import Choice
-from rlrecipes.config.schema import DataConfig, ModelConfig
+from rlrecipes.config.schema import DataConfig, ModelConfig, ToolLoopConfig
 from rlrecipes.data.templates import Template
 from rlrecipes.grading.extract import AnswerStyle
 from rlrecipes.metrics import MajTies
@@ -129,6 +129,9 @@ class EvalConfig:
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     grading: GradingConfig = field(default_factory=GradingConfig)
+    # tools the model calls while it answers, as in training (rollout.tools=[search] ...;
+    # rollout.tool_mode=rag_once: Search-R1's RAG baseline); empty: plain generation
+    rollout: ToolLoopConfig = field(default_factory=ToolLoopConfig)
     data_dir: Optional[str] = None  # a directory (shared/data layout) or one data file
     limit: Optional[int] = None  # evaluate only the first N problems of each benchmark
     generations: Optional[str] = None  # re-score this .jsonl of completions; no model

@@ -18,6 +18,7 @@ import torch
 
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
+from rlrecipes.engine.tool_setup import check_tools
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
@@ -51,10 +52,14 @@ def _load_backend(
     """Choose the backend by the job's size, show the plan, then load the model."""
     path = _model_path(cfg, log)
     slots = token_slots((len(todo[p.name]), p.sampling.n, p.sampling.max_new_tokens) for p in plans)
-    choice = choose_backend(cfg.generation.backend, path, slots)
+    tools = bool(cfg.rollout.tools)  # the tool loop runs on transformers
+    choice = choose_backend("hf" if tools else cfg.generation.backend, path, slots)
     rows = plan_rows(cfg, plans, todo, path, choice, threads, slots)
     show_plan(rows) if show_plan is not None else log(plan_text(rows))
-    return make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name), path
+    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name)
+    from rlrecipes.engine.tool_eval import with_tools  # transformers: only once a model loads
+
+    return with_tools(backend, cfg.rollout), path
 
 
 def _generate(
@@ -71,6 +76,9 @@ def _generate(
     tokenizer = getattr(backend, "tokenizer", None)  # None: a test's scripted backend
     items_left = [it for _, it in todo]
     all_prompts = [render_prompt(it.problem, plan.template, tokenizer, plan.system_prompt) for it in items_left]
+    retrieve = getattr(backend, "retrieve", None)  # rollout.tool_mode=rag_once: one search, its result after the prompt
+    if retrieve is not None:
+        all_prompts = [retrieve(prompt, it.problem) for prompt, it in zip(all_prompts, items_left)]
     all_seeds = [stable_seed(seed, plan.name, it.id) for it in items_left]
     positions = [i for i, _ in todo]
     for chunk in sample_chunks(backend, all_prompts, all_seeds, plan.sampling, positions, progress.within):
@@ -138,6 +146,9 @@ def check_eval(cfg: Any) -> None:
     if cfg.generations:
         return
     check_backend(cfg.generation.backend)
+    check_tools(cfg.rollout)
+    if cfg.rollout.tools and cfg.generation.backend == "vllm":
+        raise UserError("rollout.tools: the tool loop runs with transformers; set generation.backend=hf (or auto)")
     if cfg.model.name_or_path:
         check_model_location(cfg.model.name_or_path)
 

@@ -121,7 +121,9 @@ def _check_toy_rollout(cfg: Any) -> None:
             f"rollout.tool_kwargs.search.topk={search.get('topk')}: the fact-base toy retrieves {TOPK} passage per "
             "search (two searches must fit its 512-character context); use topk=1 or real data"
         )
-    changed = sorted(set(search) & {"open", "close", "wrap", "retriever"})
+    changed = sorted(set(search) & {"open", "close", "wrap"})
+    if search.get("retriever", "bm25") not in ("bm25", "random"):  # random: the broken-tool control
+        changed.append("retriever")
     if changed or cfg.rollout.answer_close != "</answer>":
         what = f"rollout.tool_kwargs.search.{changed[0]}" if changed else "rollout.answer_close"
         raise ConfigError(f"{what} is set, but the fact-base toy was taught Search-R1's tags; leave it unset")

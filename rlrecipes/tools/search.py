@@ -4,12 +4,14 @@ Tags and result format are Search-R1's (`search_r1/llm_agent/generation.py`: the
 `<search> query </search>`, the passages come back as
 `\\n\\n<information>Doc 1(Title: ...) text\\n...</information>\\n\\n`, top-3 by default).
 
-Two retrievers behind one protocol (`Retriever.search(query, k)`):
+Retrievers behind one protocol (`Retriever.search(query, k)`):
 - `bm25` (default): in-process BM25 (tools/bm25.py) over a local corpus file, for CPUs;
 - `http`: a client of the official Search-R1 retrieval server's JSON
   (`search_r1/search/retrieval_server.py`: POST /retrieve with {"queries", "topk",
   "return_scores"} -> {"result": [[{"document": {"id", "contents"}, "score"}]]}), so GPU
-  users run the paper's e5 retriever unchanged.
+  users run the paper's e5 retriever unchanged;
+- `random`: k passages of the corpus drawn at random, whatever the query (a broken tool: the
+  control that tells gains from the passages' content from gains from the format).
 
 The corpus is JSON lines in Search-R1's format, `{"id": ..., "contents": "Title\\ntext"}`
 (`{"title", "text"}` rows are accepted too).
@@ -18,6 +20,7 @@ The corpus is JSON lines in Search-R1's format, `{"id": ..., "contents": "Title\
 from __future__ import annotations
 
 import json
+import random
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -32,7 +35,8 @@ from rlrecipes.tools.bm25 import BM25Index, Passage
 @dataclass
 class SearchOptions:
     corpus: Optional[str] = None  # JSON-lines passages (retriever=bm25)
-    retriever: str = "bm25"  # bm25 | http
+    retriever: str = "bm25"  # bm25 | http | random (the broken-tool control)
+    seed: int = 0  # retriever=random: its draws
     url: str = "http://127.0.0.1:8000/retrieve"  # retriever=http: the Search-R1 retrieval server
     topk: int = 3
     k1: float = 0.9
@@ -43,14 +47,14 @@ class SearchOptions:
     wrap: str = "\n\n<information>{}</information>\n\n"
 
     def __post_init__(self) -> None:
-        if self.retriever not in ("bm25", "http"):
-            raise ConfigError(f"rollout.tool_kwargs.search.retriever={self.retriever!r}; valid: bm25, http")
+        if self.retriever not in ("bm25", "http", "random"):
+            raise ConfigError(f"rollout.tool_kwargs.search.retriever={self.retriever!r}; valid: bm25, http, random")
         if self.topk < 1:
             raise ConfigError(f"rollout.tool_kwargs.search.topk={self.topk} must be at least 1")
-        if self.retriever == "bm25":
+        if self.retriever in ("bm25", "random"):
             if not self.corpus:
                 raise ConfigError(
-                    "tool search with retriever=bm25 needs rollout.tool_kwargs.search.corpus "
+                    f"tool search with retriever={self.retriever} needs rollout.tool_kwargs.search.corpus "
                     '(a JSON-lines file of {"id", "contents"} passages)'
                 )
             path = Path(self.corpus).expanduser()
@@ -96,6 +100,16 @@ class HttpRetriever:
             raise ToolFailure(f"retriever {self.url} answered JSON without result[0][i].document.contents") from None
 
 
+class RandomRetriever:
+    """k distinct passages drawn uniformly from the corpus, ignoring the query (a broken tool)."""
+
+    def __init__(self, passages: list[Passage], seed: int = 0):
+        self.passages, self.rng = passages, random.Random(seed)
+
+    def search(self, query: str, k: int) -> list[Passage]:
+        return self.rng.sample(self.passages, min(k, len(self.passages)))
+
+
 def load_corpus(path: str) -> list[Passage]:
     """Passages of a JSON-lines corpus; a bad line is a one-line DataError naming file and line."""
     passages = []
@@ -133,6 +147,8 @@ def format_passages(passages: list[Passage]) -> str:
 def make_retriever(options: SearchOptions) -> Retriever:
     if options.retriever == "http":
         return HttpRetriever(options.url, options.http_timeout_s)
+    if options.retriever == "random":
+        return RandomRetriever(load_corpus(options.corpus), options.seed)
     return BM25Retriever(load_corpus(options.corpus), options.k1, options.b)
 
 

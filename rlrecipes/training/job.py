@@ -44,7 +44,8 @@ from rlrecipes.engine.guards import RewardGuard
 from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
-from rlrecipes.engine.tool_setup import rollout_kwargs
+from rlrecipes.engine.replay import ExperienceReplay, ReplaySettings
+from rlrecipes.engine.tool_setup import retrieve_once, rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import RunInterrupted, UserError
 from rlrecipes.models import load_model, lora, resolve_model_path
@@ -77,6 +78,7 @@ class TrainingJob:
     model: Any = None
     tokenizer: Any = None
     lora: Any = None  # peft's LoraConfig, or None for full fine-tuning
+    retrieve: Any = None  # rollout.tool_mode=rag_once: (prompt, question) -> prompt with the tool's result
     summary: dict[str, Any] = field(default_factory=dict)
 
 
@@ -135,6 +137,7 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log, plan: RunPlan | None = None)
         lora=peft_config(cfg.model),
     )  # LoRA settings are checked before the model loads
     _load_model(job)
+    job.retrieve = retrieve_once(cfg.rollout, job.tokenizer)
     job.train_rows = recipe.training_rows(
         [{"prompt": _prompt(job, it), "answer": it["answer"], "id": it["id"]} for it in problems.train]
     )
@@ -175,7 +178,8 @@ def _load_model(job: TrainingJob) -> None:
 
 def _prompt(job: TrainingJob, item: dict[str, Any]) -> str:
     data = job.cfg.data
-    return render_prompt(item["problem"], data.template, job.tokenizer, data.system_prompt)
+    prompt = render_prompt(item["problem"], data.template, job.tokenizer, data.system_prompt)
+    return job.retrieve(prompt, item["problem"]) if job.retrieve else prompt
 
 
 def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
@@ -209,6 +213,9 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         every=t.eval_every,
     )
     hooks = job.recipe.hooks(job.reward_context)
+    replay = ReplaySettings.from_recipe(cfg.recipe, cfg.seed)
+    if replay is not None:  # first: later hooks and dynamic sampling see the swapped rewards
+        hooks.insert(0, ExperienceReplay(replay))
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
     guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s)

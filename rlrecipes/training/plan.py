@@ -21,6 +21,7 @@ from rlrecipes.compose import eval_config_for
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, plan_batches
+from rlrecipes.engine.replay import check_replay
 from rlrecipes.engine.tool_setup import check_tool_rollout
 from rlrecipes.errors import ConfigError
 from rlrecipes.models.lora import peft_config
@@ -87,6 +88,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
             f"recipe.dynamic_sampling_filter={cfg.recipe.dynamic_sampling_filter!r} is not one of this run's "
             f"rewards; valid: {', '.join(fn.__name__ for fn, _ in rewards)}"
         )
+    check_replay(cfg.recipe, [(fn.__name__, w) for fn, w in rewards])
     label = run_label(cfg)
     run_dir = Path(run_dir or cfg.run_dir or Path(cfg.output_root) / label)
     args = build_grpo_config(cfg, run_dir, recipe.grpo_overrides(), [w for _, w in rewards], hardware=hardware)

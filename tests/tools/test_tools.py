@@ -146,3 +146,20 @@ def test_http_retriever_speaks_search_r1_json(body, expected):
                 retriever.search("q", 3)
     finally:
         server.shutdown()
+
+
+def test_random_retriever_ignores_the_query(tmp_path):
+    """The broken-tool control: k distinct passages of the corpus, whatever is asked, the
+    draws fixed by the seed."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "contents": f"T{i}\nfact {i}"}) + "\n" for i in range(6)))
+    options = {"search": {"corpus": str(corpus), "retriever": "random", "topk": 2, "seed": 5}}
+    [first], [second] = build_tools(["search"], options), build_tools(["search"], options)
+    results = [first.run("T3") for _ in range(4)]
+    assert results == [second.run("anything") for _ in range(4)]  # the query plays no part
+    for text in results:
+        lines = text.splitlines()
+        assert len(lines) == 2 and len(set(lines)) == 2
+        assert all(line.startswith("Doc ") and "(Title: T" in line for line in lines)
+    with pytest.raises(ConfigError, match="valid: bm25, http, random"):
+        build_tools(["search"], {"search": {"corpus": str(corpus), "retriever": "nope"}})
