@@ -60,10 +60,10 @@ def by_hops(overrides: list[str]):
     def inspect(run_dir) -> dict:
         from rlrecipes.compose import compose_config
         from rlrecipes.data.templates import render_prompt
-        from rlrecipes.engine.tool_eval import greedy_tool_rows
-        from rlrecipes.engine.tool_setup import retrieve_once, tool_rollout_from_config
         from rlrecipes.models import load_model
         from rlrecipes.recipes.search_r1 import SearchR1
+        from rlrecipes.tool_loop.build import retrieve_once, tool_rollout_from_config
+        from rlrecipes.tool_loop.greedy import greedy_tool_rows
 
         cfg = compose_config("train", overrides)
         problems = SearchR1(cfg.recipe).problem_set(cfg.data)

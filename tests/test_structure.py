@@ -30,6 +30,7 @@ FORBIDDEN = {
     "rlrecipes.eval": ("rlrecipes.recipes", "rlrecipes.engine", "rlrecipes.compose", "rlrecipes.runs")
     + ("rlrecipes.training", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.judge": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
+    "rlrecipes.tool_loop": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards"),
     "rlrecipes.tools": ABOVE + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models", "rlrecipes.data"),
     "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.training": ("rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),

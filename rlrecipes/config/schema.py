@@ -268,7 +268,7 @@ class TrainerConfig:
     progress: bool = True  # rich live display
 
 
-class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/engine/tool_setup.py)
+class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/tool_loop/build.py)
     loop = "loop"  # the model calls them while it writes (multi-turn rollout)
     # the one tool is called once, with the question, before the model writes; its result
     # follows the prompt and the model answers without tools (Search-R1's RAG baseline)
@@ -280,7 +280,7 @@ class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/engine/t
 class ToolLoopConfig:
     """Tool use, in training (`rollout.*` of `rlrecipes train`) and evaluation (`rollout.*` of `rlrecipes eval`)."""
 
-    # Multi-turn tool use, for any recipe (rlrecipes/engine/tool_rollout.py): the tools the
+    # Multi-turn tool use, for any recipe (rlrecipes/tool_loop/rollout.py): the tools the
     # model may call while it generates (rlrecipes/tools: search, calculator, python);
     # empty: single-turn rollouts. Tool settings: +rollout.tool_kwargs.<tool>.<key>=value
     tools: List[str] = field(default_factory=list)

@@ -2,7 +2,7 @@
 
 A `ToolTask` is a `SyntheticTask` whose teacher demonstrations call tools: each is a list
 of segments, the model's own text and the tools' results, rendered exactly as the tool
-rollout (`rlrecipes/engine/tool_rollout.py`) appends them. The toy's warm-start trains on
+rollout (`rlrecipes/tool_loop/rollout.py`) appends them. The toy's warm-start trains on
 the model's segments only (`rlrecipes/models/toy_tools.py`), so it learns to call the tool
 and read its result, never to write a result itself. Answers are `<answer>...</answer>`
 blocks, scored by exact match on the last one (`rlrecipes.grading.exact_match`).

@@ -13,7 +13,7 @@ Each process pads its share to the same length so all of them run the same numbe
 
 When the run trains with tools (`rollout.tools`: the trainer's `rollout_func` is a
 `ToolRollout`), accuracy is measured through the same tool loop, greedily
-(`engine/tool_eval.py`), on the model's own text; the processes then also agree on the
+(`tool_loop/greedy.py`), on the model's own text; the processes then also agree on the
 number of turns, as the sampled rollouts do.
 """
 
@@ -26,9 +26,9 @@ from typing import Any, Callable, Sequence
 
 from transformers import TrainerCallback
 
-from rlrecipes.engine.tool_eval import greedy_tool_texts
-from rlrecipes.engine.tool_rollout import ToolRollout, trainer_sync
 from rlrecipes.generation import generate_completions
+from rlrecipes.tool_loop.greedy import greedy_tool_texts
+from rlrecipes.tool_loop.rollout import ToolRollout, trainer_sync
 
 
 def shard_indices(n: int, rank: int, world: int) -> tuple[list[int], int]:

@@ -16,7 +16,7 @@ from rlrecipes.engine import vllm_sync
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.hooks import EngineHook
-from rlrecipes.engine.tool_rollout import model_written
+from rlrecipes.tool_loop.rollout import model_written
 
 
 class RecipeGRPOTrainer(GRPOTrainer):

@@ -18,7 +18,6 @@ import torch
 
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
-from rlrecipes.engine.tool_setup import check_tools
 from rlrecipes.errors import UserError
 from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, sample_chunks, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
@@ -33,6 +32,8 @@ from rlrecipes.eval.summary import build_summary, check_failure_rate, count_fail
 from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.hub import check_model_available
 from rlrecipes.models import check_model_location, resolve_model_path
+from rlrecipes.tool_loop.build import check_tools
+from rlrecipes.tool_loop.greedy import with_tools
 
 Log = Callable[[str], None]
 ShowPlan = Callable[[Rows], None]  # shows the eval plan's (what, value) rows as one block
@@ -57,8 +58,6 @@ def _load_backend(
     rows = plan_rows(cfg, plans, todo, path, choice, threads, slots)
     show_plan(rows) if show_plan is not None else log(plan_text(rows))
     backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name)
-    from rlrecipes.engine.tool_eval import with_tools  # transformers: only once a model loads
-
     return with_tools(backend, cfg.rollout), path
 
 

@@ -2,7 +2,7 @@
 arXiv 2503.09516), after the authors' code (PeterGriffinJin/Search-R1).
 
 The model writes `<search>query</search>` while it reasons; the engine's tool rollout
-(`rollout.tools=[search]`, engine/tool_rollout.py) runs the retriever and appends the top-k
+(`rollout.tools=[search]`, tool_loop/rollout.py) runs the retriever and appends the top-k
 passages as `<information>...</information>`, which stay in the context but out of the
 loss and the KL term (the paper's retrieved-token masking); the rollout ends at
 `</answer>`. What the recipe adds over GRPO is the reward, exact match on the last
@@ -29,12 +29,12 @@ from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.factbase import TOPK, factbase_task, people_for, write_corpus
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.data.tool_task import ToolTask
-from rlrecipes.engine.tool_eval import tool_warm_start
 from rlrecipes.errors import ConfigError
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards.exact_match import ExactMatchParams
+from rlrecipes.tool_loop.greedy import tool_warm_start
 
 FACTBASE_VERSION = 1  # bump when the fact base or its teacher changes (cache keys of corpus and toy)
 TOY = "rlrecipes train experiment=search_r1_toy"

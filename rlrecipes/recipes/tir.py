@@ -29,10 +29,10 @@ from omegaconf import OmegaConf
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.bigarith import bigarith_task
 from rlrecipes.data.problems import ProblemSet
-from rlrecipes.engine.tool_eval import tool_warm_start
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
+from rlrecipes.tool_loop.greedy import tool_warm_start
 
 BIGARITH_VERSION = 1  # bump when the task or its teacher changes (the toy's cache key)
 TOOLS = ("calculator", "python")

@@ -1,4 +1,4 @@
-"""Tools a model may call while it generates (the multi-turn rollout, engine/tool_rollout.py).
+"""Tools a model may call while it generates (the multi-turn rollout, tool_loop/rollout.py).
 
 A tool is data: the tags the model writes around a call (`<search>query</search>`), the
 template its result is appended in (`<information>...</information>`, Search-R1), and a

@@ -45,7 +45,6 @@ from rlrecipes.engine.heldout import HeldOutAccuracy
 from rlrecipes.engine.history import AccuracyHistory
 from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
 from rlrecipes.engine.replay import ExperienceReplay, ReplaySettings
-from rlrecipes.engine.tool_setup import retrieve_once, rollout_kwargs
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import RunInterrupted, UserError
 from rlrecipes.models import load_model, lora, resolve_model_path
@@ -53,6 +52,7 @@ from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import GroupReward, RewardContext, needs_answer
 from rlrecipes.rundir import is_main_process, write_json
+from rlrecipes.tool_loop.build import retrieve_once, rollout_kwargs
 from rlrecipes.training.final_eval import evaluate_final_model
 from rlrecipes.training.plan import RunPlan, plan_run, planned_rewards, reward_context
 

@@ -22,12 +22,12 @@ from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, plan_batches
 from rlrecipes.engine.replay import check_replay
-from rlrecipes.engine.tool_setup import check_tool_rollout
 from rlrecipes.errors import ConfigError
 from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, Verifier, build_reward, reward_names
+from rlrecipes.tool_loop.build import check_tool_rollout
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def test_scripted_tool_rollout_through_the_trainer(toy_model_dir, tmp_path):
     """Every rollout searches for its own gold answer and the tool echoes it as an answer line:
     the full completion text holds the right answer, the model's text does not, so the
     accuracy reward is 0 for all; TRL's loss mask is 0 on exactly the tool's tokens."""
-    from rlrecipes.engine.tool_rollout import ToolRollout, ToolRolloutSettings
+    from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings
     from rlrecipes.tools import ToolSpec
 
     echo = ToolSpec("search", "<search>", "</search>", "<information>{}</information>", lambda q: f"\nAnswer: {q}\n")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rlrecipes.engine.tool_rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes.search_r1 import SearchR1, factbase_corpus
+from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings
 from tests.conftest import compose
 
 

@@ -17,10 +17,11 @@ from typing import Any, Callable, Sequence
 import torch
 from transformers import GenerationConfig
 
-from rlrecipes.engine.tool_rollout import Generate, Sync, ToolRollout, ToolRolloutSettings, Trajectory
 from rlrecipes.errors import UserError
-from rlrecipes.generation import eos_ids
+from rlrecipes.generation import Completion, eos_ids
 from rlrecipes.models.toy_tools import warm_start_on_segments
+from rlrecipes.tool_loop.build import retrieve_once, tool_rollout_for
+from rlrecipes.tool_loop.rollout import Generate, Sync, ToolRollout, ToolRolloutSettings, Trajectory
 
 
 def greedy_generate(model: Any, tokenizer: Any, stops: Sequence[Sequence[str]]) -> Generate:
@@ -137,8 +138,6 @@ class ToolEvalBackend:
         return self.batch_size
 
     def generate(self, prompts: Sequence[str], sampling: Any, seeds: Sequence[int], on_progress: Any = None) -> list:
-        from rlrecipes.generation import Completion
-
         if sampling.n != 1 or not sampling.greedy:
             raise UserError(
                 f"rollout.tools: the tool loop decodes greedily, one completion per problem; this protocol asks for "
@@ -157,8 +156,6 @@ class ToolEvalBackend:
 def with_tools(backend: Any, rollout_cfg: Any) -> Any:
     """`backend` driving the tool loop when the eval config names tools (`rollout.tools`),
     else `backend` itself. Only transformers generation runs the loop."""
-    from rlrecipes.engine.tool_setup import retrieve_once, tool_rollout_for
-
     if not list(rollout_cfg.get("tools") or []):
         return backend
     model, tokenizer = getattr(backend, "model", None), getattr(backend, "tokenizer", None)

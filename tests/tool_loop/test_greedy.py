@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from rlrecipes.engine.heldout import HeldOutAccuracy
-from rlrecipes.engine.tool_eval import greedy_tool_accuracy, greedy_tool_texts
-from rlrecipes.engine.tool_rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.grading.exact_match import exact_match
+from rlrecipes.tool_loop.greedy import greedy_tool_accuracy, greedy_tool_texts
+from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.tools import ToolSpec
 
 

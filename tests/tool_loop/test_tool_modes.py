@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlrecipes.config.schema import ToolLoopConfig
-from rlrecipes.engine.tool_setup import check_tools, retrieve_once, settings_for
 from rlrecipes.errors import ConfigError
+from rlrecipes.tool_loop.build import check_tools, retrieve_once, settings_for
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlrecipes.engine.tool_rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.errors import ConfigError
+from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings
 from rlrecipes.tools import build_tools, call_tool, tool_names, tool_options
 
 Retrieve = Callable[[str, str], str]  # (rendered prompt, question) -> the prompt the model continues

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from rlrecipes.engine.tool_rollout import (
+from rlrecipes.tool_loop.rollout import (
     FILLER,
     MODEL,
     TOOL,
