@@ -5,15 +5,19 @@ disjoint): chosen = "Answer: <the sum>", rejected = "Answer: <a wrong sum>". The
 of J1's MATH half (a correct vs an incorrect solution of the same problem), built so that only
 a judge that checks the sum can beat chance:
 
-- the wrong sum has the right one's length and sign and differs from it in exactly one digit
-  (no carry or borrow into other digits), e.g. 125 vs 135 or 125 vs 128; where a one-digit
-  change exists in both directions the changed position is drawn among those positions, so
-  the flawed teacher's slip on a two-digit sum (a dropped carry: 23 -> 13) is one of them;
-- whether the wrong sum is the larger one is *assigned*, not drawn: within every stratum
-  (length of the sum, changed position) half the pairs get a larger wrong sum and half a
-  smaller one, the odd one out alternating across strata, leading-digit strata first. Hence
-  "prefer the larger number" and "prefer the larger first-written digit" are right on
-  0.5 +/- 1/(2n) of n pairs for any seed, and "prefer the longer answer" ties on every pair.
+- problems are matched in mirror pairs whose sums are one digit apart (same length and sign,
+  e.g. 125 and 135), and each takes the other's sum as its wrong answer: "58+67" gets 125 vs
+  135 and "68+67" gets 135 vs 125. Every unordered pair of numbers so appears once with each
+  one right, and any rule that looks only at the two answers (prefer the larger, the longer,
+  the larger first digit, the one nearer the typical sum, ...) is right on exactly one of the
+  two: 0.5 averaged over the orders, by construction, for any seed;
+- the few problems left without a one-digit partner are matched to any same-length sum, and
+  the last unmatched ones (a handful in 4000) get a one-digit change below the leading digit,
+  on whichever side keeps larger and smaller wrong sums even.
+
+A learned surface rule (a lookup table on the changed digits or the two values, fitted on the
+training pairs) scores 0.50 on the held-out pairs; an earlier draw (a one-digit change per
+problem, its direction balanced) let one score 0.73, and SFT on gold verdicts found it.
 
 `SHORTCUTS` are those surface rules as judges of a pair (bench_j1 prints them beside the
 trained judges) and `question_swapped` re-shows pairs under another problem whose answer is
@@ -59,55 +63,60 @@ def digit_options(truth: int, position: int) -> dict[int, list[int]]:
     return out
 
 
-def _stratum(truth: int, rng: random.Random) -> tuple[int, tuple[int, ...]]:
-    """The changed position and the directions it allows: a position that allows both when
-    one exists (the direction is then free to be balanced), else a position below the leading
-    digit (forced, e.g. 100 -> 10x; kept out of the leading-digit strata, which could hold
-    only such items and so could not be balanced), the leading digit only for one digit."""
-    positions = range(len(str(abs(truth))))
-    both = [p for p in positions if all(digit_options(truth, p).values())]
-    if both:
-        return rng.choice(both), (1, -1)
-    position = rng.choice(positions[:-1] or positions)  # every digit has 8 or 9 alternatives
-    return position, tuple(d for d, values in digit_options(truth, position).items() if values)
+def one_digit_apart(x: int, y: int) -> bool:
+    """Same sign and length, different in exactly one digit."""
+    a, b = str(x), str(y)
+    return len(a) == len(b) and (x < 0) == (y < 0) and sum(p != q for p, q in zip(a, b)) == 1
 
 
-def assign_directions(strata: list[tuple[tuple[int, int], tuple[int, ...]]], rng: random.Random) -> list[int]:
-    """+1 (wrong > right) or -1 per item: forced items keep their direction, free ones are
-    split so that, stratum after stratum, the running count of +1 stays at half the items.
+def same_shape(x: int, y: int) -> bool:
+    """Same sign and length, different values."""
+    return x != y and len(str(x)) == len(str(y)) and (x < 0) == (y < 0)
 
-    `strata` holds per item ((length, position), allowed directions). Leading-digit strata come
-    first, so they end balanced among themselves (the first-digit rule) before the rest
-    continue the count (the larger rule); a stratum with forced items (a one-digit sum of 9
-    can only be undercut) is offset by the next one. Balanced to 1 item while the free items
-    can absorb the forced ones, which the task's sets always allow (tests/judge)."""
-    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i, (key, _) in enumerate(strata):
-        groups[key].append(i)
-    out = [0] * len(strata)
-    seen = ups = 0
-    for key in sorted(groups, key=lambda k: (k[1] != k[0] - 1, k)):
-        members = groups[key]
-        seen += len(members)
-        free = [i for i in members if len(strata[i][1]) == 2]
-        forced_up = sum(strata[i][1] == (1,) for i in members)
-        chosen_up = set(rng.sample(free, max(0, min(len(free), seen // 2 - ups - forced_up))))
-        for i in members:
-            out[i] = strata[i][1][0] if len(strata[i][1]) == 1 else (1 if i in chosen_up else -1)
-        ups += forced_up + len(chosen_up)
-    return out
+
+def mirror_matching(truths: list[int], rng: random.Random, near: Callable[[int, int], bool]) -> list[int | None]:
+    """A partner per item (or None): items i, j are partners when `near(truth i, truth j)`, and
+    each then takes the other's right answer as its wrong one. Greedy over a shuffled order, a
+    random partner among the unmatched neighbours."""
+    by_value: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(truths):
+        by_value[t].append(i)
+    neighbours = {v: [u for u in by_value if near(u, v)] for v in by_value}
+    partner: list[int | None] = [None] * len(truths)
+    order = list(range(len(truths)))
+    rng.shuffle(order)
+    for i in order:
+        if partner[i] is not None:
+            continue
+        free = [j for v in neighbours[truths[i]] for j in by_value[v] if partner[j] is None]
+        if free:
+            j = rng.choice(free)
+            partner[i], partner[j] = j, i
+    return partner
 
 
 def arithmetic_pairs(items: list[dict[str, Any]], seed: int) -> list[Pair]:
     rng = random.Random(seed)
     truths = [int(it["answer"]) for it in items]
-    placed = [_stratum(t, rng) for t in truths]
-    directions = assign_directions([((len(str(abs(t))), p), dirs) for t, (p, dirs) in zip(truths, placed)], rng)
-    pairs = []
-    for it, truth, (position, _), direction in zip(items, truths, placed, directions):
-        wrong = rng.choice(digit_options(truth, position)[direction])
-        pairs.append(Pair(str(it["id"]), str(it["problem"]), f"{PREFIX}{truth}", f"{PREFIX}{wrong}"))
-    return pairs
+    partner = mirror_matching(truths, rng, one_digit_apart)
+    rest = [i for i, j in enumerate(partner) if j is None]  # few: their neighbours were taken
+    for k, j in enumerate(mirror_matching([truths[i] for i in rest], rng, same_shape)):
+        if j is not None:
+            partner[rest[k]] = rest[j]
+    wrongs, ups = [], 0  # the last unmatched ones (a length of their own): a one-digit change,
+    for i, t in enumerate(truths):  # on the side that keeps larger and smaller wrong sums even
+        if partner[i] is not None:
+            wrongs.append(truths[partner[i]])
+            continue
+        positions = range(len(str(abs(t))))
+        options = [digit_options(t, p) for p in positions[:-1] or positions]  # below the leading digit
+        side = -1 if ups > 0 else 1
+        wrongs.append(rng.choice([w for o in options for w in o[side]] or [w for o in options for w in o[-side]]))
+        ups += 1 if wrongs[-1] > t else -1
+    return [
+        Pair(str(it["id"]), str(it["problem"]), f"{PREFIX}{t}", f"{PREFIX}{w}")
+        for it, t, w in zip(items, truths, wrongs)
+    ]
 
 
 # ------------------------------------------------------------------ shortcut baselines
