@@ -8,6 +8,7 @@ import pytest
 from rlrecipes.compose import compose_config
 from rlrecipes.judge.pairs import Pair
 from rlrecipes.judge.synthetic import (
+    arithmetic_pairs,
     SHORTCUTS,
     digit_options,
     mirror_matching,
@@ -38,6 +39,12 @@ def test_mirror_partners_have_sums_one_digit_apart_and_never_equal():
     assert mirror_matching([5, 5], random.Random(0), one_digit_apart) == [None, None]  # no wrong sum in a tie
     partner = mirror_matching([12, 99, 13], random.Random(0), one_digit_apart)
     assert partner == [2, None, 0]
+
+
+def test_unmatched_problems_alternate_larger_and_smaller_wrong_sums():
+    items = [{"id": q, "problem": q, "answer": "5"} for q in ("2+3", "1+4")]  # equal sums: no partner
+    wrong = sorted(int(p.rejected.split()[-1]) for p in arithmetic_pairs(items, seed=0))
+    assert wrong[0] < 5 < wrong[1]
 
 
 def mirrored_share(pairs: list[Pair]) -> float:
