@@ -221,8 +221,7 @@ ROWS = (
         "j1",
         "`bench_j1`",
         "a toy judge trained with `recipe=j1` vs more imitation and vs SFT on the gold verdicts, same CPU time, 3 "
-        "seeds, on sum pairs no surface rule separates (same length, one digit off, larger/smaller balanced), with "
-        "a question-swap control",
+        "seeds, on mirror-matched sum pairs no rule on the answers alone separates, with a question-swap control",
         j1,
     ),
     Row(

@@ -8,8 +8,8 @@ import pytest
 from rlrecipes.compose import compose_config
 from rlrecipes.judge.pairs import Pair
 from rlrecipes.judge.synthetic import (
-    arithmetic_pairs,
     SHORTCUTS,
+    arithmetic_pairs,
     digit_options,
     mirror_matching,
     one_digit_apart,
