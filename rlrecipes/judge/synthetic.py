@@ -155,10 +155,11 @@ def shortcut_scores(pairs: list[Pair], rule: Callable[[Pair], int]) -> dict[str,
 
 # ---------------------------------------------------------------- question-swap control
 def question_swapped(pairs: list[Pair], pools: list[list[dict[str, Any]]], seed: int) -> list[Pair]:
-    """Each pair under another problem whose answer is its wrong sum, so the wrong sum becomes
-    the right one and chosen and rejected trade places. The problem is drawn from the first of
-    `pools` that has one (e.g. the held-out problems, then the training ones); pairs whose wrong
-    sum no problem has are left out (the caller reports the count)."""
+    """Each pair under another problem whose answer is its wrong sum (not its mirror partner),
+    so the wrong sum becomes the right one and chosen and rejected trade places. The problem
+    is drawn from the first of `pools` that has one (e.g. the held-out problems, then the
+    training ones); pairs whose wrong sum no problem has are left out (the caller reports the
+    count)."""
     rng = random.Random(seed)
     indexes = []
     for pool in pools:
@@ -166,11 +167,14 @@ def question_swapped(pairs: list[Pair], pools: list[list[dict[str, Any]]], seed:
         for it in pool:
             index[str(it["answer"])].append(str(it["problem"]))
         indexes.append(index)
+    shown = {(p.prompt, p.chosen, p.rejected) for p in pairs}
     out = []
     for pair in pairs:
         wrong = str(_number(pair.rejected))
         for index in indexes:
-            others = index.get(wrong)  # never the pair's own problem: its answer is the right sum
+            # never the pair's own problem (its answer is the right sum), nor its mirror partner,
+            # whose pair already shows these two answers under that question
+            others = [q for q in index.get(wrong, []) if (q, pair.rejected, pair.chosen) not in shown]
             if others:
                 out.append(Pair(f"{pair.id}~swap", rng.choice(others), pair.rejected, pair.chosen, pair.category))
                 break

@@ -95,6 +95,8 @@ def test_question_swap_shows_a_problem_whose_answer_is_the_wrong_sum():
     # the held-out problem first; the gold flips; no problem answers 19, so that pair is left out
     assert swapped == [Pair("1+2~swap", "0+4", "Answer: 4", "Answer: 3")]
     assert question_swapped(pairs, [train], seed=0) == [Pair("1+2~swap", "1+3", "Answer: 4", "Answer: 3")]
+    mirrored = [*pairs, Pair("0+4", "0+4", "Answer: 4", "Answer: 3")]  # 0+4 is 1+2's mirror partner: not reused
+    assert question_swapped(mirrored, [held_out, train], seed=0)[0] == Pair("1+2~swap", "1+3", "Answer: 4", "Answer: 3")
 
 
 def test_the_teacher_prefers_the_first_position_when_biased():
