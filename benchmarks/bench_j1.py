@@ -16,15 +16,21 @@ training targets. Then, from that same judge:
 Each supervised step takes 64 rows (J1's 8 prompts x 8 judgements); budgets are CPU seconds of
 this process (the J1 run's, setup included), because the machine is shared.
 
-A caveat the numbers show: the data has a length shortcut. A wrong sum that drops a carry is
-often shorter than the true one ("Answer: 0" against "Answer: 110"), so "prefer the longer
-answer" is right in both orders on `length_rule_consistent_accuracy` of the held-out pairs
-(0.53), and a judge can learn that rule instead of checking the sum.
+The pairs leave no surface shortcut (judge/synthetic.py): the wrong sum has the right one's
+length and differs in one digit, and which of the two is larger is balanced by construction.
+The bench prints and records what the shortcuts score on the held-out pairs (always A, prefer
+the longer answer, prefer the larger number, prefer the larger first digit: 0.5 averaged over
+the orders), and a question-swap control: every held-out pair re-shown under another problem
+whose answer is the wrong sum, so the gold verdict flips. A judge that ignores the question
+keeps its verdicts, so its accuracy on the swapped pairs is 1 minus its accuracy on the
+originals; `question_reading` = accuracy(originals) + accuracy(swapped) - 1 (over the two
+orders, on the pairs that have a swap) is 0 for it (and for a coin) and 1 for a judge that
+checks every sum.
 
 Measured on the 300 held-out pairs, greedy, both orders (`rlrecipes.judge.metrics`):
 position-consistent accuracy (right in both orders), accuracy averaged over the two orders,
 verdict-flip rate (the preferred response changes with the order) and tie/unparseable rates,
-before and after. Records one result (benchkit.save_result); extra key=value arguments go to
+before and after, and the swapped pairs' accuracy and `question_reading`. Records one result (benchkit.save_result); extra key=value arguments go to
 every run.
 """
 
@@ -54,9 +60,13 @@ SETTINGS = [
     "trainer.progress=false",
 ]
 METRICS = ("consistent_accuracy", "accuracy_mean_order", "flip_rate", "tie_rate", "unparseable_rate")
+# on the pairs that have a question swap: accuracy over the orders, originals and swapped copies
+SWAP_METRICS = ("swap_original_accuracy_mean_order", "swapped_accuracy_mean_order", "question_reading")
 
 
-def judge_metrics_of(model, tokenizer, cfg, pairs) -> dict:
+def judge_metrics_of(model, tokenizer, cfg, held_out, swapped) -> dict:
+    """The judge's metrics on the held-out pairs, and its accuracy on their question-swapped
+    copies beside the originals' on the same pairs (one generation pass for both)."""
     from rlrecipes.eval.backends import HFBackend
     from rlrecipes.eval.judge import JudgeSettings, judge_texts, judged_pairs
     from rlrecipes.judge.metrics import judge_metrics
@@ -64,18 +74,29 @@ def judge_metrics_of(model, tokenizer, cfg, pairs) -> dict:
 
     r = cfg.recipe
     settings = JudgeSettings(r.judge, r.prompt, cfg.data.template, max_new_tokens=cfg.trainer.max_completion_length)
+    pairs = [*held_out, *swapped]
     rows = judge_rows(pairs, r.judge, r.prompt)
     texts = judge_texts(HFBackend(model, tokenizer, batch_size=128), tokenizer, rows, settings)
     judged, _ = judged_pairs(pairs, rows, texts, r.judge)
-    metrics = judge_metrics(judged, r.judge)
-    return {k: round(metrics[k], 4) if metrics[k] is not None else None for k in METRICS}
+    originals, swaps = judged[: len(held_out)], judged[len(held_out) :]
+    metrics = judge_metrics(originals, r.judge)
+    out = {k: round(metrics[k], 4) if metrics[k] is not None else None for k in METRICS}
+    has_swap = {p.id.removesuffix("~swap") for p in swapped}
+    before_swap = judge_metrics([j for j in originals if j.id in has_swap], r.judge)
+    after_swap = judge_metrics(swaps, r.judge)
+    out["swap_original_accuracy_mean_order"] = round(before_swap["accuracy_mean_order"], 4)
+    out["swapped_accuracy_mean_order"] = round(after_swap["accuracy_mean_order"], 4)
+    out["swapped_consistent_accuracy"] = round(after_swap["consistent_accuracy"], 4)
+    out["question_reading"] = round(before_swap["accuracy_mean_order"] + after_swap["accuracy_mean_order"] - 1, 4)
+    return out
 
 
 def setup(seed: int, extra: list[str]):
-    """The run's config and judge rows, the warm-started toy judge (built once, cached) and the
-    held-out pairs (from the arithmetic task's held-out problems, never trained on)."""
+    """The run's config and judge rows, the warm-started toy judge (built once, cached), the
+    held-out pairs (from the arithmetic task's held-out problems, never trained on) and their
+    question-swapped copies (another problem whose answer is the wrong sum: held-out first)."""
     from rlrecipes.data.synthetic import make_task
-    from rlrecipes.judge.synthetic import arithmetic_pairs
+    from rlrecipes.judge.synthetic import question_swapped, synthetic_pairs
     from rlrecipes.models import resolve_model_path
     from rlrecipes.recipes.j1 import J1
 
@@ -83,22 +104,24 @@ def setup(seed: int, extra: list[str]):
     recipe = J1(cfg.recipe)
     problems = recipe.problem_set(cfg.data)
     path = resolve_model_path(cfg.model, problems.task, recipe.warm_start_key(cfg.data), log=lambda _: None)
-    held_out = arithmetic_pairs(make_task(cfg.data.synthetic).eval, cfg.data.synthetic.seed + 1)
-    return cfg, problems, path, held_out
+    task = make_task(cfg.data.synthetic)
+    _, held_out = synthetic_pairs(cfg.data.synthetic, task)
+    swapped = question_swapped(held_out, [task.eval, task.train], cfg.data.synthetic.seed + 2)
+    return cfg, problems, path, held_out, swapped
 
 
 def j1_run(seed: int, extra: list[str]) -> dict:
     from rlrecipes.models import load_model
     from rlrecipes.training.job import train
 
-    cfg, _, _, held_out = setup(seed, extra)
+    cfg, _, _, held_out, swapped = setup(seed, extra)
     with tempfile.TemporaryDirectory() as tmp:
         cpu = time.process_time()
         summary = train(cfg, Path(tmp), log=lambda _: None)
         cpu = time.process_time() - cpu
         rows = [json.loads(x) for x in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
         model, tok = load_model(str(Path(tmp) / "model"), cfg.model)
-        after = judge_metrics_of(model, tok, cfg, held_out)
+        after = judge_metrics_of(model, tok, cfg, held_out, swapped)
     return {
         "after": after,
         "cpu_seconds": round(cpu, 1),
@@ -119,7 +142,7 @@ def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.models import load_model
 
-    cfg, problems, path, held_out = setup(seed, extra)
+    cfg, problems, path, held_out, swapped = setup(seed, extra)
     model, tok = load_model(path, cfg.model)
     t = cfg.trainer
     torch.manual_seed(seed)
@@ -138,7 +161,7 @@ def sft_run(kind: str, seed: int, cpu_seconds: float, extra: list[str]) -> dict:
         sft_step(model, tok, pairs, opt, t.max_grad_norm)
         steps += 1
     spent = round(time.process_time() - start, 1)
-    return {"after": judge_metrics_of(model, tok, cfg, held_out), "cpu_seconds": spent, "steps": steps}
+    return {"after": judge_metrics_of(model, tok, cfg, held_out, swapped), "cpu_seconds": spent, "steps": steps}
 
 
 def main() -> None:
@@ -148,12 +171,17 @@ def main() -> None:
     torch.set_num_threads(1)
     extra = [f"trainer.max_steps={args.steps}", *args.overrides]
     started = time.time()
+    from rlrecipes.judge.synthetic import SHORTCUTS, shortcut_scores
     from rlrecipes.models import load_model
 
-    cfg, _, path, held_out = setup(0, extra)
+    cfg, _, path, held_out, swapped = setup(0, extra)
     build_seconds = time.time() - started
+    shortcuts = {
+        name: {k: round(v, 4) for k, v in shortcut_scores(held_out, rule).items()} for name, rule in SHORTCUTS.items()
+    }
+    print(f"shortcuts on the held-out pairs: {shortcuts}", file=sys.stderr)
     model, tok = load_model(path, cfg.model)
-    before = judge_metrics_of(model, tok, cfg, held_out)
+    before = judge_metrics_of(model, tok, cfg, held_out, swapped)
     print(f"before: {before}", file=sys.stderr)
     runs: dict[str, list[dict]] = {"j1": [], "sft_teacher": [], "sft_gold": []}
     for seed in args.seeds:
@@ -163,7 +191,11 @@ def main() -> None:
         print(f"seed {seed}: " + json.dumps({k: v[-1]["after"] for k, v in runs.items()}), file=sys.stderr)
     methods = {
         kind: {
-            **{f"{m}_after": stats([r["after"][m] for r in rs]) for m in METRICS if rs[0]["after"][m] is not None},
+            **{
+                f"{m}_after": stats([r["after"][m] for r in rs])
+                for m in (*METRICS, *SWAP_METRICS)
+                if rs[0]["after"][m] is not None
+            },
             "consistent_gain_points": stats(
                 [100 * (r["after"]["consistent_accuracy"] - before["consistent_accuracy"]) for r in rs], 2
             ),
@@ -176,9 +208,8 @@ def main() -> None:
         {
             "setting": " ".join([*SETTINGS, *extra]),
             "heldout_pairs": len(held_out),
-            "length_rule_consistent_accuracy": round(
-                sum(len(p.chosen) > len(p.rejected) for p in held_out) / len(held_out), 4
-            ),
+            "swapped_pairs": len(swapped),
+            "shortcuts": shortcuts,
             "before": before,
             **methods,
             "model_build_seconds": round(build_seconds, 1),

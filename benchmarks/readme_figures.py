@@ -72,10 +72,16 @@ def j1(rec: dict) -> str:
     def after(kind: str) -> str:
         return pm(r[kind]["consistent_accuracy_after"], 2, sign=False)
 
+    def reading(kind: str) -> str:
+        return pm(r[kind]["question_reading_after"], 2)
+
+    best_shortcut = max(s["accuracy_mean_order"] for s in r["shortcuts"].values())
     return (
         f"position-consistent accuracy {r['before']['consistent_accuracy']:.2f} → {after('j1')} (J1) vs "
-        f"{after('sft_teacher')} (imitation) vs {after('sft_gold')} (SFT on gold verdicts); "
-        f"“prefer the longer answer” scores {r['length_rule_consistent_accuracy']:.2f} ({seeds(rec)})"
+        f"{after('sft_teacher')} (imitation) vs {after('sft_gold')} (SFT on gold verdicts); question reading "
+        f"(accuracy on the pairs + on their question-swapped copies − 1, 0 for a judge blind to the question) "
+        f"{reading('j1')} vs {reading('sft_teacher')} vs {reading('sft_gold')}; the best shortcut (always A, "
+        f"longer, larger, larger first digit) scores {best_shortcut:.2f} over the two orders ({seeds(rec)})"
     )
 
 
@@ -280,7 +286,8 @@ ROWS = (
     Row(
         "j1",
         "`bench_j1`",
-        "a toy judge trained with `recipe=j1` vs more imitation and vs SFT on the gold verdicts, same CPU time, 3 seeds",
+        "a toy judge trained with `recipe=j1` vs more imitation and vs SFT on the gold verdicts, same CPU time, 3 "
+        "seeds, on mirror-matched sum pairs no rule on the answers alone separates, with a question-swap control",
         j1,
     ),
     Row(

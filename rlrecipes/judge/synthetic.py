@@ -1,10 +1,28 @@
 """Synthetic arithmetic preference pairs and the toy judge's warm-start task.
 
 Pairs come from the synthetic arithmetic task's problems (train and held-out problems stay
-disjoint): chosen = "Answer: <the sum>", rejected = "Answer: <a wrong sum>", the wrong sum
-being the flawed teacher's no-carry result where that differs from the truth (the mistake a
-policy on this task actually makes), else the truth +/- 1..10 (never negative). This is the
-toy analogue of J1's MATH half (a correct vs an incorrect solution of the same problem).
+disjoint): chosen = "Answer: <the sum>", rejected = "Answer: <a wrong sum>". The toy analogue
+of J1's MATH half (a correct vs an incorrect solution of the same problem), built so that only
+a judge that checks the sum can beat chance:
+
+- problems are matched in mirror pairs whose sums are one digit apart (same length and sign,
+  e.g. 125 and 135), and each takes the other's sum as its wrong answer: "58+67" gets 125 vs
+  135 and "68+67" gets 135 vs 125. Every unordered pair of numbers so appears once with each
+  one right, and any rule that looks only at the two answers (prefer the larger, the longer,
+  the larger first digit, the one nearer the typical sum, ...) is right on exactly one of the
+  two: 0.5 averaged over the orders, by construction, for any seed;
+- the few problems left without a one-digit partner are matched to any same-length sum, and
+  the last unmatched ones (a handful in 4000) get a one-digit change below the leading digit,
+  on whichever side keeps larger and smaller wrong sums even.
+
+A learned surface rule (a lookup table on the changed digits or the two values, fitted on the
+training pairs) scores 0.50 on the held-out pairs; an earlier draw (a one-digit change per
+problem, its direction balanced) let one score 0.73, and SFT on gold verdicts found it.
+
+`SHORTCUTS` are those surface rules as judges of a pair (bench_j1 prints them beside the
+trained judges) and `question_swapped` re-shows pairs under another problem whose answer is
+the wrong sum, so the gold verdict flips: a judge that reads the question follows it, a
+judge that looks only at the answers keeps its verdicts and is graded 1 - its old accuracy.
 
 The toy judge is warm-started by imitation of a flawed *judge* teacher that is
 position-biased, the failure J1 trains against: with probability `teacher_error_rate` it
@@ -16,25 +34,151 @@ RL on verdict correctness can remove it.
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections import defaultdict
+from typing import Any, Callable
 
 from rlrecipes.data.synthetic import SyntheticTask, make_task
 from rlrecipes.judge.pairs import ROLES, Pair, judge_rows, split_row_id
 from rlrecipes.judge.verdicts import verdict_verifier
 
 HIGH, LOW = 9, 2  # the teacher's scores for a right and a wrong response
+PREFIX = "Answer: "
+# Bump when the pairs change: the toy judge's warm-start cache key holds it (recipes/j1.py), so a
+# judge warm-started on older pairs is rebuilt rather than reused.
+PAIRS_VERSION = 3
+
+
+def digit_options(truth: int, position: int) -> dict[int, list[int]]:
+    """The one-digit changes of `truth` at `position` (0 = ones) that keep its length and
+    sign, by direction of the value: {+1: larger wrong sums, -1: smaller ones}."""
+    sign, digits = (-1 if truth < 0 else 1), str(abs(truth))
+    index = len(digits) - 1 - position
+    old = int(digits[index])
+    lowest = 1 if index == 0 and len(digits) > 1 else 0  # no leading zero: the length stays
+    out: dict[int, list[int]] = {1: [], -1: []}
+    for new in range(lowest, 10):
+        if new != old:
+            value = sign * int(digits[:index] + str(new) + digits[index + 1 :])
+            out[1 if value > truth else -1].append(value)
+    return out
+
+
+def one_digit_apart(x: int, y: int) -> bool:
+    """Same sign and length, different in exactly one digit."""
+    a, b = str(x), str(y)
+    return len(a) == len(b) and (x < 0) == (y < 0) and sum(p != q for p, q in zip(a, b)) == 1
+
+
+def same_shape(x: int, y: int) -> bool:
+    """Same sign and length, different values."""
+    return x != y and len(str(x)) == len(str(y)) and (x < 0) == (y < 0)
+
+
+def mirror_matching(truths: list[int], rng: random.Random, near: Callable[[int, int], bool]) -> list[int | None]:
+    """A partner per item (or None): items i, j are partners when `near(truth i, truth j)`, and
+    each then takes the other's right answer as its wrong one. Greedy over a shuffled order, a
+    random partner among the unmatched neighbours."""
+    by_value: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(truths):
+        by_value[t].append(i)
+    neighbours = {v: [u for u in by_value if near(u, v)] for v in by_value}
+    partner: list[int | None] = [None] * len(truths)
+    order = list(range(len(truths)))
+    rng.shuffle(order)
+    for i in order:
+        if partner[i] is not None:
+            continue
+        free = [j for v in neighbours[truths[i]] for j in by_value[v] if partner[j] is None]
+        if free:
+            j = rng.choice(free)
+            partner[i], partner[j] = j, i
+    return partner
 
 
 def arithmetic_pairs(items: list[dict[str, Any]], seed: int) -> list[Pair]:
     rng = random.Random(seed)
-    pairs = []
-    for it in items:
-        truth = int(it["answer"])
-        wrong = int(it["flawed"]) if it.get("flawed") not in (None, it["answer"]) else truth
-        while wrong == truth or wrong < 0:
-            wrong = truth + rng.choice([-1, 1]) * rng.randint(1, 10)
-        pairs.append(Pair(str(it["id"]), str(it["problem"]), f"Answer: {truth}", f"Answer: {wrong}"))
-    return pairs
+    truths = [int(it["answer"]) for it in items]
+    partner = mirror_matching(truths, rng, one_digit_apart)
+    rest = [i for i, j in enumerate(partner) if j is None]  # few: their neighbours were taken
+    for k, j in enumerate(mirror_matching([truths[i] for i in rest], rng, same_shape)):
+        if j is not None:
+            partner[rest[k]] = rest[j]
+    wrongs, ups = [], 0  # the last unmatched ones (a length of their own): a one-digit change,
+    for i, t in enumerate(truths):  # on the side that keeps larger and smaller wrong sums even
+        if partner[i] is not None:
+            wrongs.append(truths[partner[i]])
+            continue
+        positions = range(len(str(abs(t))))
+        options = [digit_options(t, p) for p in positions[:-1] or positions]  # below the leading digit
+        side = -1 if ups > 0 else 1
+        wrongs.append(rng.choice([w for o in options for w in o[side]] or [w for o in options for w in o[-side]]))
+        ups += 1 if wrongs[-1] > t else -1
+    return [
+        Pair(str(it["id"]), str(it["problem"]), f"{PREFIX}{t}", f"{PREFIX}{w}")
+        for it, t, w in zip(items, truths, wrongs)
+    ]
+
+
+# ------------------------------------------------------------------ shortcut baselines
+def _number(response: str) -> int:
+    return int(response.removeprefix(PREFIX))
+
+
+def _by(key: Callable[[str], Any]) -> Callable[[Pair], int]:
+    """A surface rule preferring the response with the larger `key`: +1 picks the chosen
+    response, -1 the rejected one, 0 no preference (the judge then says A, the first shown)."""
+
+    def pick(pair: Pair) -> int:
+        a, b = key(pair.chosen), key(pair.rejected)
+        return (a > b) - (a < b)
+
+    return pick
+
+
+SHORTCUTS: dict[str, Callable[[Pair], int]] = {
+    "always_A": lambda pair: 0,
+    "prefer_longer": _by(len),
+    "prefer_larger": _by(_number),
+    "prefer_larger_first_digit": _by(lambda r: str(abs(_number(r)))[0]),
+}
+
+
+def shortcut_scores(pairs: list[Pair], rule: Callable[[Pair], int]) -> dict[str, float]:
+    """A rule as a judge shown both orders: position-consistent accuracy (right in both) and
+    accuracy averaged over the orders (a rule without preference says A: right in one order)."""
+    picks = [rule(p) for p in pairs]
+    return {
+        "consistent_accuracy": sum(p > 0 for p in picks) / len(pairs),
+        "accuracy_mean_order": sum(1.0 if p > 0 else 0.5 if p == 0 else 0.0 for p in picks) / len(pairs),
+    }
+
+
+# ---------------------------------------------------------------- question-swap control
+def question_swapped(pairs: list[Pair], pools: list[list[dict[str, Any]]], seed: int) -> list[Pair]:
+    """Each pair under another problem whose answer is its wrong sum (not its mirror partner),
+    so the wrong sum becomes the right one and chosen and rejected trade places. The problem
+    is drawn from the first of `pools` that has one (e.g. the held-out problems, then the
+    training ones); pairs whose wrong sum no problem has are left out (the caller reports the
+    count)."""
+    rng = random.Random(seed)
+    indexes = []
+    for pool in pools:
+        index: dict[str, list[str]] = defaultdict(list)
+        for it in pool:
+            index[str(it["answer"])].append(str(it["problem"]))
+        indexes.append(index)
+    shown = {(p.prompt, p.chosen, p.rejected) for p in pairs}
+    out = []
+    for pair in pairs:
+        wrong = str(_number(pair.rejected))
+        for index in indexes:
+            # never the pair's own problem (its answer is the right sum), nor its mirror partner,
+            # whose pair already shows these two answers under that question
+            others = [q for q in index.get(wrong, []) if (q, pair.rejected, pair.chosen) not in shown]
+            if others:
+                out.append(Pair(f"{pair.id}~swap", rng.choice(others), pair.rejected, pair.chosen, pair.category))
+                break
+    return out
 
 
 def verdict_text(judge: str, gold: str, biased: bool) -> str:

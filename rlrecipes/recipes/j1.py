@@ -35,7 +35,7 @@ from rlrecipes.engine.paired_batches import KeepRowsTogether
 from rlrecipes.errors import ConfigError
 from rlrecipes.judge.pairs import PairFields, judge_rows, load_pairs
 from rlrecipes.judge.prompts import JudgeFormat, PromptStyle, check_choice
-from rlrecipes.judge.synthetic import judge_task
+from rlrecipes.judge.synthetic import PAIRS_VERSION, judge_task
 from rlrecipes.judge.verdicts import verdict_verifier
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -133,7 +133,9 @@ class J1(Recipe):
 
     def warm_start_key(self, data_cfg: Any) -> Any:
         synthetic = OmegaConf.to_container(data_cfg.synthetic, resolve=True)
-        return OmegaConf.create({**synthetic, "judge": self.cfg.judge, "judge_prompt": self.cfg.prompt})
+        return OmegaConf.create(
+            {**synthetic, "judge": self.cfg.judge, "judge_prompt": self.cfg.prompt, "judge_pairs": PAIRS_VERSION}
+        )
 
     @property
     def rows_per_pair(self) -> int:
