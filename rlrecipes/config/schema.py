@@ -52,6 +52,7 @@ class Dtype(Choice):
 class SyntheticTask(Choice):
     arithmetic = "arithmetic"
     countdown = "countdown"
+    word_problems = "word_problems"  # rlrecipes/data/word_problems.py
 
 
 class DataSource(Choice):
