@@ -173,7 +173,8 @@ def main() -> None:
         return
     # benchkit's smoke overrides shrink the toy; this bench keeps the real model and shrinks lengths
     extra = [o for o in args.overrides if not o.startswith("model.toy.")]
-    extra = [*(SMOKE if args.mode == "smoke" else []), f"trainer.max_steps={args.steps}", *extra]
+    args.overrides = extra = [*(SMOKE if args.mode == "smoke" else []), *extra]  # what the record lists
+    extra = [f"trainer.max_steps={args.steps}", *extra]
     extra += ["trainer.eval_before=false", "trainer.eval_after=false"]
     from rlrecipes.data.problems import load_problem_set
 
