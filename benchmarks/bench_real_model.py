@@ -15,6 +15,12 @@ training temperature. `rollout_step_ratio_vllm_vs_hf` is the median step time of
 (vLLM rollouts) over that of a few GRPO steps with transformers rollouts on the same settings,
 run next in the same process (a ratio, so a busy machine slows both sides alike).
 
+Cost on 2 shared cores (measured 2026-12-04, load 5-8): a GRPO step (4 problems x 8 samples,
+up to 128 tokens, completions ~100 tokens) takes 117-133 s with vLLM rollouts, and the colocated
+engine takes ~4 minutes to start per run; transformers generates ~20 tokens/s, so each held-out
+scoring (greedy + 8 samples per problem) costs ~15 minutes at 32 problems. The full mode is
+therefore hours, not the issue's 45 minutes: the held-out scoring is what to move onto vLLM next.
+
 Records (benchkit.save_result): per method and seed the before/after scores and the gains in
 points; the step-time ratio with both medians. Without vLLM or the GGUF model it says so and
 writes nothing (a stored result stays as it was).
@@ -37,8 +43,8 @@ from rlrecipes.compose import compose_config
 KS = (1, 4, 8)
 PRESET = "experiment=real_model_smollm2"
 MODES = {
-    "full": {"seeds": [0, 1, 2], "steps": 12, "eval_problems": 48, "ratio_steps": 3, "methods": ["grpo", "rft"]},
-    "quick": {"seeds": [0], "steps": 6},
+    "full": {"seeds": [0, 1, 2], "steps": 8, "eval_problems": 32, "ratio_steps": 2, "methods": ["grpo", "rft"]},
+    "quick": {"seeds": [0], "steps": 4, "eval_problems": 16},
     "smoke": {
         "seeds": [0],
         "steps": 1,
