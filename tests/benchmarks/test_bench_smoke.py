@@ -31,6 +31,11 @@ def test_bench_smoke_run_writes_a_record_the_readme_can_quote(script, tmp_path):
         pytest.skip(f"needs MATH-500 under {SHARED_DATA}")
     if name == "vllm" and importlib.util.find_spec("vllm") is None:
         pytest.skip("vLLM is not installed (the bench then writes nothing)")
+    if name == "real_model":
+        from bench_real_model import missing_requirements
+
+        if reason := missing_requirements():
+            pytest.skip(f"{reason} (the bench then writes nothing)")
     command = [sys.executable, str(BENCHMARKS / f"{script}.py"), "--smoke", "--results-dir", str(tmp_path)]
     if name in TAKES_DATA:
         command += ["--data-dir", str(SHARED_DATA)]
