@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rlrecipes.choice import Choice
+from rlrecipes.data import word_problems as wp
 from rlrecipes.errors import UserError
 from rlrecipes.grading.extract import answer_line
 
@@ -127,7 +128,6 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
 def _word_problems(cfg: Any) -> SyntheticTask:
     """Stories answered in \\boxed{} (rlrecipes/data/word_problems.py), for pretrained chat
     models; the flawed teacher is off by one on `teacher_error_rate` of its demonstrations."""
-    from rlrecipes.data import word_problems as wp
 
     train_keys, eval_keys = _split(wp.word_problem_keys(int(cfg.num_numbers), int(cfg.operand_max[0])), cfg)
 
