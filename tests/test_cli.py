@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
-from tests.scripted_model import answering, scripted_model
+from tests.helpers.scripted_model import answering, scripted_model
 
 
 def rlrecipes(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -67,7 +67,7 @@ def test_mistakes_are_one_line_errors(args, needle):
 @pytest.mark.integration
 def test_train_writes_a_complete_run_directory(tmp_path):
     run = tmp_path / "run"
-    # a scripted policy (tests/scripted_model.py) answers 95 to every problem, on every machine:
+    # a scripted policy (tests/helpers/scripted_model.py) answers 95 to every problem, on every machine:
     # right on 3 of the 64 held-out problems, so accuracies that could be wrong
     base = scripted_model(tmp_path / "model", answering("95"))
     out = rlrecipes("train", *TINY, f"model.name_or_path={base}", f"run_dir={run}", cwd=tmp_path)

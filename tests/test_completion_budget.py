@@ -82,7 +82,7 @@ def test_an_eval_whose_completions_are_mostly_cut_warns_in_its_line_and_summary(
 
 @pytest.mark.integration
 def test_a_training_run_cut_by_its_limit_warns_in_80_columns(tmp_path):
-    from tests.scripted_model import answering, scripted_model
+    from tests.helpers.scripted_model import answering, scripted_model
 
     base = scripted_model(tmp_path / "model", answering("95"))  # "Answer: 95": 10 tokens, cut at 4
     run = tmp_path / "run"

@@ -163,7 +163,7 @@ def test_judge_and_eval_tables_keep_every_header_whole_at_80_columns(monkeypatch
 
 @pytest.mark.integration
 def test_a_sweep_on_80_columns_is_quiet_and_says_whose_lines_these_are(tmp_path):
-    from tests.scripted_model import answering, scripted_model
+    from tests.helpers.scripted_model import answering, scripted_model
 
     base = scripted_model(tmp_path / "model", answering("95"))
     args = [*TINY, "trainer.progress=true", f"model.name_or_path={base}", f"output_root={tmp_path / 'out'}"]

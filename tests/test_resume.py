@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
+ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
 pytestmark = pytest.mark.e2e
 # DAPO with dynamic sampling: its refill stream is engine state a resume must restore too. The
 # filter is the scripted reward (mixed groups by prompt), so rounds happen on the weak tiny model;

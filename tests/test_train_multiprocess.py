@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
-from tests.scripted_model import answering, scripted_model
+from tests.helpers.scripted_model import answering, scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")
+ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
 pytestmark = pytest.mark.e2e
 
 
@@ -84,7 +84,7 @@ def test_two_processes_share_one_run_dir_and_measure_held_out_accuracy_once(toy_
 
 def test_held_out_accuracy_does_not_depend_on_the_process_count(tmp_path):
     """Each process generates for its share of the held-out problems; the gathered verdicts
-    must give the single-process number. A scripted policy (tests/scripted_model.py) answers 95
+    must give the single-process number. A scripted policy (tests/helpers/scripted_model.py) answers 95
     to every problem, on every machine: right on held-out problems 24, 36 and 49 of 64, one in
     the first process's share (0-31) and two in the second's, so a share lost or counted alone
     reads 1/64, 2/64, 1/32 or 2/32 instead of 3/64."""

@@ -297,11 +297,11 @@ def test_settings_and_setup_errors():
 @pytest.mark.integration
 def test_any_recipe_can_switch_it_on(toy_model_dir, tmp_path):
     """Plain GRPO with dynamic sampling on, filtering on a scripted reward beside the accuracy
-    reward: mixed groups by the prompt's CRC32 (tests/multiprocess_entry.py), so the rounds
+    reward: mixed groups by the prompt's CRC32 (tests/helpers/multiprocess_entry.py), so the rounds
     needed do not depend on what the model samples."""
     import json
 
-    import tests.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
+    import tests.helpers.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
     from rlrecipes.training.job import train
     from tests.conftest import compose
 

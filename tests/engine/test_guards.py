@@ -109,7 +109,7 @@ def entry(*overrides, cwd):
     return subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tests" / "multiprocess_entry.py"),
+            str(ROOT / "tests" / "helpers" / "multiprocess_entry.py"),
             "train",
             *TINY,
             "trainer.eval_before=false",

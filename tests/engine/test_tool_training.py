@@ -179,7 +179,7 @@ def test_two_processes_make_the_same_generate_calls(tmp_path):
     from tests.conftest import TINY
     from tests.test_train_multiprocess import ROOT, free_port
 
-    entry = str(Path(__file__).with_name("tool_multiprocess_entry.py"))
+    entry = str(Path(__file__).parents[1] / "helpers" / "tool_multiprocess_entry.py")
     launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp"))]
     launcher += ["--num_processes", "2", "--main_process_port", str(free_port())]
     overrides = ["trainer.max_steps=1", "trainer.max_completion_length=64", "trainer.eval_before=false"]

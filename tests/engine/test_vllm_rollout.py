@@ -208,7 +208,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# A scripted policy (tests/scripted_model.py) answers each prompt by the letter it ends in, with a
+# A scripted policy (tests/helpers/scripted_model.py) answers each prompt by the letter it ends in, with a
 # margin of 1000 on every choice: greedy vLLM and greedy transformers agree by construction (on a
 # warm-started toy, their kernels could break a near-tie differently on some build).
 ANSWERS = {"g": "5", "h": "6", "k": "7"}
@@ -216,7 +216,7 @@ ANSWERS = {"g": "5", "h": "6", "k": "7"}
 
 @pytest.fixture
 def scripted_dir(tmp_path):
-    from tests.scripted_model import scripted_model
+    from tests.helpers.scripted_model import scripted_model
 
     return scripted_model(tmp_path / "model", ANSWERS)
 

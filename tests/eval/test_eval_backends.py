@@ -65,8 +65,8 @@ def backend(toy_model_dir):
 
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
-    """A backend on a model that writes 'Answer: 19' after every chat prompt (tests/scripted_model.py)."""
-    from tests.scripted_model import answering, scripted_model
+    """A backend on a model that writes 'Answer: 19' after every chat prompt (tests/helpers/scripted_model.py)."""
+    from tests.helpers.scripted_model import answering, scripted_model
 
     return hf_backend(scripted_model(tmp_path_factory.mktemp("scripted"), answering("19")))
 

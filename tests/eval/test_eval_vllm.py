@@ -37,7 +37,7 @@ def test_auto_takes_vllm_where_it_can_run_the_model(toy_vllm_dir, toy_model_dir)
     assert resolve_backend("hf", str(toy_vllm_dir)) == "hf"
 
 
-# A scripted policy (tests/scripted_model.py) answers each problem by the letter it ends in: on
+# A scripted policy (tests/helpers/scripted_model.py) answers each problem by the letter it ends in: on
 # a warm-started toy, two kernels (vLLM-CPU's and torch's) could break a near-tie of the greedy
 # choice differently on some build; here every choice has a margin of 1000.
 LETTERED = [("2+3 g", "5"), ("4+4 h", "8"), ("1+6 k", "7"), ("9+0 m", "9"), ("3+4 p", "7")]
@@ -45,7 +45,7 @@ ANSWERS = {"g": "5", "h": "6", "k": "7", "m": "3", "p": "7"}
 
 
 def test_vllm_and_hf_give_the_same_greedy_answers(tmp_path):
-    from tests.scripted_model import LETTERED_DATA, lettered
+    from tests.helpers.scripted_model import LETTERED_DATA, lettered
 
     data, model = lettered(LETTERED, ANSWERS, tmp_path)
     runs = {}

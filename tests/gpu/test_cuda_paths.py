@@ -25,7 +25,7 @@ Needing 2 GPUs:
 - 2-GPU DDP (`accelerate launch --num_processes 2` with the packaged ddp config): one
   run directory and one summary, the world size it really got.
 
-The training runs use tests/multiprocess_entry.py's `scripted_groups` reward: it scores a
+The training runs use tests/helpers/multiprocess_entry.py's `scripted_groups` reward: it scores a
 completion from its prompt and its place in the group, never from its text, so which groups
 are mixed (and so have a gradient) does not depend on what the model samples. A GPU run is
 not bit-reproducible (cuBLAS reductions), so resume here checks the steps, not equal losses
@@ -51,7 +51,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY = str(ROOT / "tests" / "multiprocess_entry.py")  # the CLI with the scripted reward registered
+ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")  # the CLI with the scripted reward registered
 TIMEOUT_S = float(os.environ.get("RLRECIPES_GPU_TEST_TIMEOUT_S", "600"))
 GPU = ["model=toy_vllm", "trainer.use_cpu=false", "trainer.bf16=true"]
 SCRIPTED = ["recipe.rewards=[{name: scripted_groups, weight: 1.0}]"]
@@ -77,7 +77,7 @@ def with_root_on_path() -> dict[str, str]:
 
 
 def scripted_train(*overrides, cwd, fault=None):
-    """`rlrecipes train` with the scripted reward (and a fault injected, see multiprocess_entry.py)."""
+    """`rlrecipes train` with the scripted reward (and a fault injected, see tests/helpers/multiprocess_entry.py)."""
     env = {"RLRECIPES_TEST_FAULT": fault} if fault else {}
     return train(*SCRIPTED, *overrides, cwd=cwd, env=env, launcher=(sys.executable, ENTRY))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).with_name("sharded_self_certainty.py")
+SCRIPT = Path(__file__).parents[1] / "helpers" / "sharded_self_certainty.py"
 
 
 @pytest.mark.e2e

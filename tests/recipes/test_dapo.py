@@ -8,7 +8,7 @@ import pytest
 
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
-from tests.trl_loss import trl_loss
+from tests.helpers.trl_loss import trl_loss
 
 
 def test_quick_start_config_is_the_released_recipe():
@@ -115,7 +115,7 @@ def test_recipe_maps_onto_trl(tmp_path):
 
 
 # ------------------------------------------------------------------- end to end
-# Which groups are mixed is scripted (tests/multiprocess_entry.py: by the prompt's CRC32 and the
+# Which groups are mixed is scripted (tests/helpers/multiprocess_entry.py: by the prompt's CRC32 and the
 # completion's place in its group, whatever the model samples), so the rounds each step needs
 # are the same on every machine; the sampled completions still feed dapo_answer, the overlong
 # penalty and the loss.
@@ -127,7 +127,7 @@ SCRIPTED_FILTER = [
 
 @pytest.mark.integration
 def test_tiny_dapo_run_refills_the_batch(toy_model_dir, tmp_path):
-    import tests.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
+    import tests.helpers.multiprocess_entry  # noqa: F401  (registers the scripted_groups reward)
     from rlrecipes.training.job import train
 
     cfg = compose(

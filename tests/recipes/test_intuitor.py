@@ -12,7 +12,7 @@ from rlrecipes.errors import UserError
 from rlrecipes.recipes.intuitor import Intuitor
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
-from tests.scripted_model import ASSISTANT, chain, scripted_model
+from tests.helpers.scripted_model import ASSISTANT, chain, scripted_model
 
 PROMPT_3B = (
     "You are a helpful AI Assistant, designed to provided well-reasoned and detailed responses. You FIRST "
@@ -73,7 +73,7 @@ def test_bad_scorer_is_one_line():
         Intuitor(compose("recipe=intuitor", "recipe.scorer=ema").recipe).hooks(ctx)
 
 
-# A scripted policy (tests/scripted_model.py) whose completions differ only in certainty: it
+# A scripted policy (tests/helpers/scripted_model.py) whose completions differ only in certainty: it
 # opens with one of 16 letters drawn uniformly, each followed by "Answer: 142" with a logit
 # margin of its own (certain in every case, but the larger the margin, the higher the
 # self-certainty). Every completion answers 142; which letters are drawn is chance, but a step

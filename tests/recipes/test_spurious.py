@@ -11,8 +11,8 @@ from rlrecipes.config import ConfigError
 from rlrecipes.errors import UserError
 from rlrecipes.recipes.spurious import Spurious, attach_labels
 from tests.conftest import TINY, compose
-from tests.scripted_model import LETTERED_DATA, lettered
-from tests.trl_loss import trl_loss
+from tests.helpers.scripted_model import LETTERED_DATA, lettered
+from tests.helpers.trl_loss import trl_loss
 
 REWARD_NAMES = {
     "ground_truth": "accuracy",
@@ -111,7 +111,7 @@ def test_presets_carry_the_papers_numbers(size, model):
     assert t.max_steps == 150 * 8  # 150 rollout steps (the May-2025 PDF's Fig. 1)
 
 
-# Problems whose plain prompt ends in a letter; a scripted policy (tests/scripted_model.py)
+# Problems whose plain prompt ends in a letter; a scripted policy (tests/helpers/scripted_model.py)
 # answers each letter with its own digit, on every machine: 5 and 7 right, 6 and 3 wrong.
 LETTERED = [("2+3 g", "5"), ("4+4 h", "8"), ("1+6 k", "7"), ("9+0 m", "9")]
 ANSWERS = {"g": "5", "h": "6", "k": "7", "m": "3"}

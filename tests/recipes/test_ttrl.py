@@ -11,7 +11,7 @@ from rlrecipes.errors import UserError
 from rlrecipes.recipes.ttrl import TTRL
 from rlrecipes.rewards import RewardContext
 from tests.conftest import compose
-from tests.scripted_model import answering, scripted_model
+from tests.helpers.scripted_model import answering, scripted_model
 
 
 def test_recipe_is_grpo_with_the_vote_reward():
@@ -163,7 +163,7 @@ def test_vote_reward_scores_whole_groups_and_logs_diagnostics():
 
 @pytest.mark.integration
 def test_tiny_label_free_run_logs_the_diagnostics(tmp_path):
-    """A scripted policy (tests/scripted_model.py) answers 142 to every problem, so which label
+    """A scripted policy (tests/helpers/scripted_model.py) answers 142 to every problem, so which label
     is right is known before the run, whatever machine runs it: the TINY data's first four
     problems are 68+42, 75+67, 6+27 and 91+33 (golds 110, 142, 33, 124), each step votes on all
     four (4 prompts a step), and only 75+67's label is right. Every group is unanimous."""

@@ -16,7 +16,7 @@ from rlrecipes.data.factbase import people_for, questions, write_corpus
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.eval.items import BenchmarkItem, BenchmarkItems
 from rlrecipes.grading.exact_match import exact_match
-from tests.scripted_model import scripted_model
+from tests.helpers.scripted_model import scripted_model
 from tests.tool_loop.test_greedy import ScriptedLM
 
 
