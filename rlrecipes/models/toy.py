@@ -11,7 +11,7 @@ by forcing torch's AVX2 kernels on an AVX-512 CPU (ATEN_CPU_CAPABILITY): a 300-s
 one-digit sums differed by 2e-7 in its weights after the first step, 0.2 after the last, and
 ended at dev accuracy 0.6 instead of 0.55. Training in float64 did not close the gap
 (transformers computes the loss and the rotary angles in float32 whatever the weights). So a
-test must never depend on what a build learned (tests/scripted_model.py writes models whose
+test must never depend on what a build learned (tests/helpers/scripted_model.py writes models whose
 completions are fixed by construction).
 """
 
