@@ -8,7 +8,7 @@ starts from the same warm-up SFT (one per seed, `warmup_steps` on the correct so
 takes `phase1_steps + phase2_steps` GRPO steps:
 
   curriculum:       phase 1 on prompts of at most `short_tokens` tokens, then phase 2 on all
-                    prompts up to `long_tokens`, from phase 1's model;
+                    prompts up to `long_tokens`, from phase 1's model and optimizer state;
   curriculum_retro: the same, with phase 1's hard examples (mean accuracy below 0.5 there)
                     carried into phase 2, each repeated round(1 / mean accuracy) times
                     (retrospective sampling, rlrecipes/training/curriculum.py);
@@ -72,6 +72,7 @@ def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
             *extra,
             f"warmup.trainer.max_steps={args.warmup_steps}",
             f"phase1.trainer.max_steps={args.phase1_steps}",
+            f"phase1.trainer.save_steps={args.phase1_steps}",  # its last step: phase 2's optimizer state
             f"phase2.trainer.max_steps={args.phase2_steps}",
         ]
     )

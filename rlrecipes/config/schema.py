@@ -249,6 +249,10 @@ class TrainerConfig:
     save_steps: Optional[int] = None
     save_keep_last: Optional[int] = 2  # complete checkpoints kept; null = all
     save_best_metric: Optional[str] = None  # also keep the best by this metrics.jsonl key (higher is better)
+    # a complete checkpoint folder of an earlier run (RUN/checkpoints/checkpoint-N): its optimizer
+    # state (AdamW moments) is loaded into this run's optimizer at train start; only that, not its
+    # step, schedule, RNG or data position. A curriculum phase gets it from the phase before it.
+    init_optimizer_from: Optional[str] = None
     bf16: bool = False
     gradient_checkpointing: bool = False
     use_cpu: bool = True
@@ -467,6 +471,9 @@ class PhaseConfig:
     # prompts (rendered with the data template) longer than this many tokens are left out
     max_input_tokens: Optional[int] = None
     retrospective: RetrospectiveConfig = field(default_factory=RetrospectiveConfig)
+    # start from the optimizer state of `model_from` too, when that stage is an earlier phase
+    # (its last checkpoint, trainer.init_optimizer_from): phases continue one optimisation
+    carry_optimizer: bool = True
 
 
 @dataclass

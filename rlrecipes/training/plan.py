@@ -20,9 +20,11 @@ from omegaconf import DictConfig
 from rlrecipes.compose import eval_config_for
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
+from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER, OPTIMIZER_FILE
 from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, plan_batches
 from rlrecipes.engine.replay import check_replay
 from rlrecipes.errors import ConfigError
+from rlrecipes.integrity import file_problem
 from rlrecipes.models.lora import peft_config
 from rlrecipes.recipes import get_recipe
 from rlrecipes.recipes.base import Recipe
@@ -76,6 +78,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     `hardware=False` skips what depends on this machine, not on the config (vLLM installed,
     bf16 on a GPU), so a GPU preset can be checked anywhere."""
     check_train_values(cfg)
+    check_optimizer_source(cfg.trainer.init_optimizer_from)
     recipe_cls = get_recipe(cfg.recipe.name)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
@@ -103,6 +106,28 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
         label=label,
         hardware=hardware,
     )
+
+
+def check_optimizer_source(source: Any) -> None:
+    """`trainer.init_optimizer_from`: a complete checkpoint (its marker written last) whose
+    optimizer.pt reads back with `weights_only=True`; checked before any model loads."""
+    if not source:
+        return
+    folder = Path(str(source)).expanduser()
+    where = f"trainer.init_optimizer_from={source}"
+    if not (folder / OPTIMIZER_FILE).is_file():
+        raise ConfigError(
+            f"{where}: no {OPTIMIZER_FILE} there; give a checkpoint folder of an earlier run "
+            "(RUN/checkpoints/checkpoint-N, saved with trainer.save_steps set)"
+        )
+    if not (folder / CHECKPOINT_MARKER).is_file():
+        raise ConfigError(
+            f"{where}: not a complete checkpoint (no {CHECKPOINT_MARKER}: its run stopped while saving it, "
+            "or another program wrote it)"
+        )
+    problem = file_problem(folder / OPTIMIZER_FILE)
+    if problem is not None:
+        raise ConfigError(f"{where}: {OPTIMIZER_FILE} is damaged ({problem})")
 
 
 def _final_eval_config(cfg: DictConfig, run_dir: Path) -> DictConfig | None:

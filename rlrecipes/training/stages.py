@@ -12,6 +12,11 @@ A `train` stage with a `phase` block is a curriculum phase (QwenLong-L1,
 `rlrecipes.training.phase_data`): just before it starts, its data is written under the parent
 (prompts over its input-length limit left out, earlier phases' hard examples carried in) and
 the stage trains on those files.
+A phase whose `model_from` is an earlier phase also starts from that phase's optimizer state
+(`trainer.init_optimizer_from=` its final checkpoint: AdamW's moments, not its step, schedule
+or data position), so the phases continue one optimisation; `phase.carry_optimizer: false`
+restarts the optimizer. The earlier phase must save checkpoints (`trainer.save_steps` set:
+HF's Trainer then also saves at the last step).
 
 A stage is *finished* when its run directory has `summary.json`, *started* when it has
 `config.yaml` only, else *new*. `resume=true run_dir=PARENT` keeps every finished stage as it
@@ -38,6 +43,7 @@ from rlrecipes.rundir import MARKER, read_config, write_json
 from rlrecipes.training.phase_data import phase_overrides
 from rlrecipes.training.phase_data import prepare as prepare_phase
 
+OPTIMIZER_KEY = "trainer.init_optimizer_from"
 ROOT_KEYS = ("pipeline", "run_dir", "resume", "output_root", "launcher")
 Log = Callable[[str], None]
 
@@ -50,6 +56,7 @@ class Stage:
     overrides: tuple[str, ...]  # the preset's, then the command line's
     model_from: str | None
     phase: Any = None  # the stage's PhaseConfig (a curriculum phase), or None
+    optimizer_from: str | None = None  # the earlier phase whose optimizer state it starts from
 
     def run_dir(self, parent: Path) -> Path:
         return parent / f"{self.index}-{self.name}"
@@ -61,6 +68,9 @@ class Stage:
         if self.model_from:
             source = next(s for s in plan if s.name == self.model_from)
             model = [f"model.name_or_path={source.run_dir(parent) / 'model'}"]
+        if self.optimizer_from:
+            source = next(s for s in plan if s.name == self.optimizer_from)
+            model.append(f"{OPTIMIZER_KEY}={final_checkpoint(source.run_dir(parent))}")
         data = phase_overrides(self, parent) if self.phase is not None and phase_data else []
         return [*self.overrides, *model, *data, f"run_dir={self.run_dir(parent)}"]
 
@@ -106,8 +116,17 @@ def plan(cfg: DictConfig) -> list[Stage]:
                 f"stage {name}: model_from={spec.model_from!r} is not an earlier stage; "
                 f"earlier: {', '.join(s.name for s in stages) or 'none'}"
             )
+        phase = spec.get("phase")
         stages.append(
-            Stage(i, name, command, tuple(str(o) for o in spec.overrides), spec.model_from, spec.get("phase"))
+            Stage(
+                i,
+                name,
+                command,
+                tuple(str(o) for o in spec.overrides),
+                spec.model_from,
+                phase,
+                _optimizer_source(phase, spec.model_from, stages),
+            )
         )
         check_phase(stages[-1], stages[:-1])
     if not stages:
@@ -161,10 +180,43 @@ def stage_config(
     argv = stage.argv(parent, plan, phase_data=phase_data and not for_check)
     if for_check:
         argv = [a for a in argv if not (stage.model_from and a.startswith("model.name_or_path="))]
+        argv = [a for a in argv if not (stage.optimizer_from and a.startswith(f"{OPTIMIZER_KEY}="))]
     try:
-        return compose_config(stage.command, argv)
+        cfg = compose_config(stage.command, argv)
     except UserError as exc:
         raise ConfigError(f"stage {stage.name}: {exc}") from None
+    if for_check:
+        _check_saves_optimizer(stage, cfg, plan)
+    return cfg
+
+
+def _optimizer_source(phase: Any, model_from: str | None, earlier: Sequence[Stage]) -> str | None:
+    """The earlier phase a phase takes its optimizer state from: its `model_from`, when that
+    stage is a phase and `phase.carry_optimizer` is on (QwenLong-L1's phases continue one
+    optimisation; a warm-up SFT's optimizer is not carried into RL)."""
+    if phase is None or not phase.carry_optimizer or model_from is None:
+        return None
+    source = next(s for s in earlier if s.name == model_from)
+    return source.name if source.phase is not None else None
+
+
+def final_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint a finished train stage ended with (`checkpoint-<its steps>`); before it
+    finished, a placeholder naming where it will be (`--dry-run`, the checks leave it out)."""
+    summary = run_dir / "summary.json"
+    steps = json.loads(summary.read_text())["steps"] if summary.is_file() else "<last step>"
+    return run_dir / "checkpoints" / f"checkpoint-{steps}"
+
+
+def _check_saves_optimizer(stage: Stage, cfg: DictConfig, plan: Sequence[Stage]) -> None:
+    """A phase a later phase takes its optimizer state from must save checkpoints: with
+    trainer.save_steps set, HF's Trainer also saves one at the last step."""
+    takers = [s.name for s in plan if s.optimizer_from == stage.name]
+    if takers and cfg.trainer.save_steps is None:
+        raise ConfigError(
+            f"stage {stage.name}: trainer.save_steps=null saves no checkpoint, but {takers[0]} starts from its "
+            f"optimizer state; set {stage.name}.trainer.save_steps, or phase.carry_optimizer: false in {takers[0]}"
+        )
 
 
 def state(stage: Stage, parent: Path) -> str:
