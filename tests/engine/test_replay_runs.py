@@ -79,20 +79,6 @@ def replay_counts(run_dir: Path) -> dict[int, tuple]:
     return {row["step"]: tuple(row[k] for k in KEYS) for row in rows(run_dir)}
 
 
-def test_two_processes_replay_as_scripted_with_the_same_buffer(toy_model_dir, tmp_path):
-    """Each process holds two of a step's four groups; the successes are gathered, so both
-    processes hold the same buffer and draw the same swaps. A buffer kept per process would
-    find no stored success for a prompt whose earlier group the other process held."""
-    run, trace = tmp_path / "run", tmp_path / "trace"
-    out = train(f"run_dir={run}", "trainer.max_steps=3", cwd=tmp_path, processes=2, trace=trace)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert json.loads((run / "summary.json").read_text())["world_size"] == 2
-    assert replay_counts(run) == {step: SCHEDULE[step] for step in (1, 2, 3)}
-    ranks = [[json.loads(line) for line in (trace / f"rank-{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
-    assert [row["step"] for row in ranks[0]] == [1, 2, 3]
-    assert ranks[0] == ranks[1]  # same buffer contents and draw state after every step
-
-
 # DAPO's dynamic sampling, filtering on the same scripted reward: a group replay made mixed is
 # kept. Step 1: the odd group fails everywhere with nothing stored, so a second round is drawn
 # (the refill stream is the same four prompts: 3 + 3 mixed groups, 2 surplus); step 2 on: replay
@@ -109,6 +95,26 @@ DAPO_ROUNDS = {1: (2, 2), 2: (1, 0), 3: (1, 0), 4: (1, 0)}  # step: rounds, surp
 # replay/uses and replay/failed_groups count every round of a step: step 1 scores the odd group
 # failed twice (no swap: nothing stored for it yet)
 DAPO_SCHEDULE = {1: (0, 2, 3), 2: (3, 3, 4), 3: (4, 4, 4), 4: (4, 4, 4)}
+
+
+@pytest.mark.parametrize("dapo", [False, True], ids=["grpo", "dapo"])
+def test_two_processes_replay_as_scripted_with_the_same_buffer(dapo, toy_model_dir, tmp_path):
+    """Each process holds two of a step's four groups; the successes are gathered, so both
+    processes hold the same buffer and draw the same swaps. A buffer kept per process would
+    find no stored success for a prompt whose earlier group the other process held. With
+    dynamic sampling the kept groups may move between processes after the swaps."""
+    run, trace = tmp_path / "run", tmp_path / "trace"
+    settings = [*DAPO, "trainer.max_steps=3"] if dapo else ["trainer.max_steps=3"]
+    out = train(f"run_dir={run}", *settings, cwd=tmp_path, processes=2, trace=trace)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert json.loads((run / "summary.json").read_text())["world_size"] == 2
+    schedule = DAPO_SCHEDULE if dapo else SCHEDULE
+    assert replay_counts(run) == {step: schedule[step] for step in (1, 2, 3)}
+    if dapo:
+        assert {r["step"]: r["dynamic_sampling/rounds"] for r in rows(run)} == {1: 2, 2: 1, 3: 1}
+    ranks = [[json.loads(line) for line in (trace / f"rank-{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
+    assert [row["step"] for row in ranks[0]] == ([1, 1, 2, 3] if dapo else [1, 2, 3])
+    assert ranks[0] == ranks[1]  # same buffer contents and draw state after every scoring round
 
 
 @pytest.fixture(scope="module")
