@@ -30,7 +30,9 @@ Here, after TRL has scored a rollout batch (`after_scoring`, first of the hooks)
 5. this batch's successes (as sampled, before the swap) go into the buffer: every process
    gathers all of them, so every process holds the same buffer and draws the same swaps.
 
-Logged per step: `replay/uses` (rows swapped), `replay/failed_groups`, `replay/buffered_tasks`.
+Logged per step: `replay/uses` (rows swapped), `replay/failed_groups`, `replay/buffered_tasks`;
+with dynamic sampling the first two count every generation round of the step (a swapped group
+is mixed in the replay reward, so dynamic sampling keeps it unless it is surplus).
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ class ExperienceReplay(EngineHook):
         self.buffer = ReplayBuffer(settings.buffer_size, settings.max_tasks)
         self.rng = random.Random(settings.seed)
         self.column = 0
+        self._step: int | None = None  # the optimizer step of the last scoring round seen
+        self._totals: dict[str, int] = {}
 
     def bind(self, trainer: Any) -> None:
         self.column = reward_column(trainer.reward_func_names, self.settings.reward, "recipe.replay.reward")
@@ -230,9 +234,7 @@ class ExperienceReplay(EngineHook):
         for task, stored in everyone:  # this batch as sampled, after the draw (ARPO's order)
             if stored is not None:
                 self.buffer.add(task, stored)
-        trainer.log_metric("replay/uses", len(swaps))
-        trainer.log_metric("replay/failed_groups", int(failed_groups(success, g).sum()))
-        trainer.log_metric("replay/buffered_tasks", len(self.buffer.tasks))
+        self._log(trainer, len(swaps), int(failed_groups(success, g).sum()))
         if not swaps:
             return batch
 
@@ -247,6 +249,25 @@ class ExperienceReplay(EngineHook):
         loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
         out["num_items_in_batch"] = acc.gather(loss_mask.sum()).sum()
         return recompute_logps(trainer, out)
+
+    def _log(self, trainer: Any, uses: int, failed: int) -> None:
+        """The step's counts. Dynamic sampling scores several rounds in one step, each through
+        this hook, and TRL logs the mean of a step's values: the rows swapped and groups failed
+        are summed over the step's rounds instead, so `replay/uses` is the step's total."""
+        step = trainer.state.global_step
+        again = step == self._step  # a later round of the same step
+        self._step = step
+        self._totals = {
+            "replay/uses": uses + (self._totals["replay/uses"] if again else 0),
+            "replay/failed_groups": failed + (self._totals["replay/failed_groups"] if again else 0),
+            "replay/buffered_tasks": len(self.buffer.tasks),
+        }
+        for name, value in self._totals.items():
+            logged = trainer._metrics["train"][name] if again else None
+            if logged:
+                logged[-1] = float(value)  # this step's entry, replaced by the running total
+            else:
+                trainer.log_metric(name, value)
 
     @staticmethod
     def _stored(batch: dict[str, Any], i: int, rewards: torch.Tensor) -> StoredRollout | None:

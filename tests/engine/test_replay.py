@@ -3,6 +3,7 @@ batches, hand-computed advantages), nothing changes without one, only successes 
 the buffer is bounded, tool rollouts keep their tool mask, and a real TRL run swaps a row."""
 
 import random
+from collections import defaultdict
 from types import SimpleNamespace
 
 import pytest
@@ -26,7 +27,7 @@ PAD = 0
 
 
 def fake_trainer(prompts, process_index=0, num_processes=1, other_tokens=0):
-    metrics = {}
+    metrics = defaultdict(list)  # name: the values logged this step, as TRL keeps them
     return SimpleNamespace(
         num_generations=4,
         model=SimpleNamespace(training=True),
@@ -41,8 +42,10 @@ def fake_trainer(prompts, process_index=0, num_processes=1, other_tokens=0):
             num_processes=num_processes,
             gather=lambda t: t + other_tokens,
         ),
-        log_metric=lambda name, value: metrics.__setitem__(name, value),
+        log_metric=lambda name, value: metrics[name].append(float(value)),
         metrics=metrics,
+        _metrics={"train": metrics},
+        state=SimpleNamespace(global_step=0),
     )
 
 
@@ -89,8 +92,8 @@ def test_an_all_failed_group_gets_a_stored_success_in_its_first_row():
     assert out["advantages"].tolist() == pytest.approx([hi, lo, lo, lo, hi, lo, lo, lo], abs=1e-6)
     assert trainer.last_rewards[0].tolist() == [1.0, 0.5]  # later hooks see the swapped reward row
     assert out["num_items_in_batch"].item() == out["completion_mask"].sum().item() == 2 + 2 + 1 + 3 + 3 + 1 + 2 + 1
-    assert trainer.metrics["replay/uses"] == 1
-    assert trainer.metrics["replay/failed_groups"] == 1
+    assert trainer.metrics["replay/uses"] == [1]
+    assert trainer.metrics["replay/failed_groups"] == [1]
 
 
 def test_no_swap_without_a_stored_success():
@@ -98,7 +101,7 @@ def test_no_swap_without_a_stored_success():
     batch = batch_of([[1]] * 8)
     replay = hook(r=[SUCCESS])  # a success of another prompt only
     assert replay.after_scoring(trainer, batch, FAILED_THEN_MIXED) is batch
-    assert trainer.metrics["replay/uses"] == 0 and trainer.last_rewards is None
+    assert trainer.metrics["replay/uses"] == [0] and trainer.last_rewards is None
 
 
 def test_mixed_groups_are_left_alone_and_successes_are_stored():
@@ -120,6 +123,20 @@ def test_a_group_draws_from_its_buffer_before_its_own_batch_is_stored():
     replay = hook()
     assert replay.after_scoring(trainer, batch_of([[1]] * 8), rewards)["completion_ids"][0, 0] == 1
     assert len(replay.buffer.tasks["p"]) == 4
+
+
+def test_the_rounds_of_one_step_are_counted_together():
+    """Dynamic sampling scores one step in several rounds, each through the hook, and TRL logs
+    the mean of a step's values: two rounds with one swap each are 2 uses, not their mean 1."""
+    trainer = fake_trainer(["p"] * 4)
+    replay = hook(p=[SUCCESS])
+    for _ in range(2):
+        replay.after_scoring(trainer, batch_of([[1]] * 4), torch.zeros(4, 2))
+    assert trainer.metrics["replay/uses"] == [2] and trainer.metrics["replay/failed_groups"] == [2]
+    assert trainer.metrics["replay/buffered_tasks"] == [1]
+    trainer.state.global_step = 1  # the next step: a new entry
+    replay.after_scoring(trainer, batch_of([[1]] * 4), torch.zeros(4, 2))
+    assert trainer.metrics["replay/uses"] == [2, 1]
 
 
 def test_the_buffer_is_bounded_per_task_and_in_tasks():

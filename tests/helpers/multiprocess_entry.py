@@ -17,6 +17,13 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
 never from its sampled text, so which groups are mixed is the same whatever the process
 count or the sampling noise: prompts whose CRC32 is divisible by 3 get one completion
 right (a mixed group), the others none (a uniform group).
+
+`scripted_replay` scores by the gold answer's parity and the step, never the sampled text,
+so which groups succeed is known in advance (experience replay's tests): at step 1 each
+even-answer group gets one success (its first row) and each odd-answer group none; at step 2
+the other way round; from step 3 on no completion succeeds. RLRECIPES_TEST_REPLAY_TRACE=<dir>
+makes every process append, after each replay decision, its step and a digest of its
+buffer and draw state to `<dir>/rank-<N>.jsonl`: the processes' buffers must agree.
 """
 
 import os
@@ -35,6 +42,40 @@ def scripted_groups(ctx):
         return [1.0 if zlib.crc32(p.encode()) % 3 == 0 and i % GROUP == 0 else 0.0 for i, p in enumerate(prompts)]
 
     return reward
+
+
+@register_reward("scripted_replay")
+def scripted_replay(ctx):
+    def reward(prompts, completions, answer, trainer_state, **columns):
+        step = trainer_state.global_step + 1  # scored before the step's update
+        succeeds = {1: 0, 2: 1}.get(step)  # the answer parity that gets a success this step
+        return [1.0 if int(a) % 2 == succeeds and i % GROUP == 0 else 0.0 for i, a in enumerate(answer)]
+
+    return reward
+
+
+def trace_replay(folder: str) -> None:
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from rlrecipes.engine.replay import ExperienceReplay
+
+    original = ExperienceReplay.after_scoring
+
+    def after_scoring(self, trainer, batch, rewards):
+        out = original(self, trainer, batch, rewards)
+        state = json.dumps([self.buffer.state_dict(), self.rng.getstate()])
+        row = {
+            "step": trainer.state.global_step + 1,
+            "tasks": len(self.buffer.tasks),
+            "state": hashlib.sha256(state.encode()).hexdigest(),
+        }
+        with (Path(folder) / f"rank-{trainer.accelerator.process_index}.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        return out
+
+    ExperienceReplay.after_scoring = after_scoring
 
 
 def inject_fault(spec: str) -> None:
@@ -145,5 +186,7 @@ if __name__ == "__main__":
 
     if os.environ.get("RLRECIPES_TEST_FAULT"):
         inject_fault(os.environ["RLRECIPES_TEST_FAULT"])
+    if os.environ.get("RLRECIPES_TEST_REPLAY_TRACE"):
+        trace_replay(os.environ["RLRECIPES_TEST_REPLAY_TRACE"])
 
     main(sys.argv[1:])
