@@ -16,6 +16,7 @@ from trl import GRPOTrainer
 from rlrecipes.engine import vllm_sync
 from rlrecipes.engine.checkpoints import load_optimizer_moments
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
+from rlrecipes.engine.epoch_order import seed_each_epoch
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
@@ -70,7 +71,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
         sampler = super()._get_train_sampler(dataset)
         for hook in self.hooks:  # e.g. rows a recipe needs in one rollout batch (paired_batches.py)
             sampler = hook.wrap_sampler(sampler)
-        return sampler
+        return seed_each_epoch(sampler)  # a resumed epoch draws the order it drew uninterrupted
 
     # ----------------------------------------------------------------- scoring
     def _generate_and_score_completions(self, inputs):
