@@ -295,6 +295,9 @@ class ToolLoopConfig:
     max_tool_result_tokens: int = 500  # each result is cut to this (Search-R1's max_obs_length)
     tool_timeout_s: float = 10.0  # a call running longer becomes an error text the model reads
     answer_close: str = "</answer>"  # the tag that completes an answer and ends the rollout
+    # text that makes a turn which ended at EOS or the budget an answer, for answers with no
+    # closing tag (SimpleTIR: "\boxed{"); empty: only answer_close answers
+    answer_mark: str = ""
     # tool-result tokens stay in the context but out of the policy loss, KL and importance
     # ratio (Search-R1's state masking); false: the no-masking ablation
     mask_tool_output: bool = True
@@ -305,6 +308,9 @@ class ToolLoopConfig:
 
 @dataclass
 class RolloutConfig(ToolLoopConfig):
+    # SimpleTIR's void-turn masking: a trajectory with a turn that neither completes a tool
+    # call nor answers keeps its reward but its completion leaves the loss (tool_loop/rollout.py)
+    void_turn_masking: bool = False
     backend: RolloutBackend = RolloutBackend.hf  # hf: transformers' generate (CPU or GPU)
     # colocate: the engine lives in the training process (TRL's colocate mode); server: a
     # separate `trl vllm-serve` process (conf/rollout/vllm_server.yaml)

@@ -15,8 +15,10 @@ synthetic data the recipe trains on big arithmetic (data/bigarith.py: four-digit
 with the `<answer>` format), and the toy model is warm-started on a teacher that calls the
 calculator only some of the time.
 
-Not here: SimpleTIR's void-turn masking (a trajectory with a turn that neither calls a tool
-nor answers gets no gradient) needs a rollout option the engine does not have yet.
+SimpleTIR's void-turn masking (a trajectory with a turn that neither completes a tool call
+nor answers gets no gradient) is the rollout option `rollout.void_turn_masking`
+(tool_loop/rollout.py); `experiment=simpletir_qwen2_5_7b_base` is its paper's 7B run:
+fenced Python in the sandbox, `\\boxed{}` answers (`rollout.answer_mark`), 4 code turns.
 """
 
 from __future__ import annotations

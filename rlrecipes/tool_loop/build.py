@@ -41,6 +41,10 @@ def check_tools(rollout: Any) -> None:
             raise ConfigError(f"rollout.tool_kwargs.{sorted(options)[0]} is set but rollout.tools is empty")
         if mode != "loop":
             raise ConfigError(f"rollout.tool_mode={mode} needs a tool in rollout.tools")
+        if rollout.get("void_turn_masking", False):
+            raise ConfigError(
+                "rollout.void_turn_masking=true needs a tool in rollout.tools (void turns are tool-loop turns)"
+            )
         return
     known = tool_names()
     for name in names:
@@ -84,6 +88,8 @@ def settings_for(rollout: Any, max_completion_tokens: int) -> ToolRolloutSetting
         timeout_s=rollout.tool_timeout_s,
         answer_close=rollout.answer_close,
         mask_tool_output=rollout.mask_tool_output,
+        void_turn_masking=bool(rollout.get("void_turn_masking", False)),  # training only (RolloutConfig)
+        answer_mark=rollout.get("answer_mark", ""),
     )
 
 

@@ -84,7 +84,10 @@ def greedy_tool_rows(
     """`greedy_tool_texts`' rollouts themselves (tokens, who wrote them, tool calls)."""
     rollout.eos_ids |= set(eos_ids(model, tokenizer))
     answer = [rollout.settings.answer_close]
-    stops = [[tool.close for tool in rollout.tools] + answer] * rollout.settings.max_turns + [answer]
+    # a markdown fence's "```" also opens the call: stopping there would end every call at its
+    # start, so such a turn runs on and the loop cuts it at the closing fence in token space
+    closes = [tool.close for tool in rollout.tools if tool.close not in tool.open]
+    stops = [closes + answer] * rollout.settings.max_turns + [answer]
     rows: list[Trajectory] = []
     for start in range(0, len(prompts), batch_size):
         chunk = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[start : start + batch_size]]

@@ -8,6 +8,14 @@ between its tags; its result, wrapped (`<information>...</information>`) and cut
 (`trainer.max_completion_length`, model and tool tokens together); then one final turn
 without tools.
 
+A *void turn* (SimpleTIR, ltzheng/SimpleTIR recipe/simpletir/agent_utils.py:594-604) ends
+with neither a complete tool call nor an answer: EOS or the budget came first, or a closing
+tag had no opening one. An answer is the `answer_close` tag or, where set, `answer_mark` in
+a turn that ended at EOS or the budget (SimpleTIR's `\\boxed{`, agent_utils.py:573). With
+`void_turn_masking` a trajectory holding a void turn keeps its reward (it still counts in
+its group's mean and std) but its whole completion is out of the loss, as SimpleTIR
+multiplies its loss mask by `void_turn_mask` (simpletir_ray_trainer.py:1162-1165).
+
 What the rest of the engine relies on:
 - kept tokens are exactly what was sampled: each turn is cut at its first stop tag in
   *token* space (the shortest sampled prefix whose text holds the tag), never re-tokenised;
@@ -50,6 +58,8 @@ class ToolRolloutSettings:
     timeout_s: float = 10.0
     answer_close: str = "</answer>"
     mask_tool_output: bool = True  # False: the masking ablation (tool tokens trained on)
+    void_turn_masking: bool = False  # True: a trajectory with a void turn gets no gradient
+    answer_mark: str = ""  # text that makes a turn ending at EOS or the budget an answer
 
 
 @dataclass
@@ -62,10 +72,13 @@ class Trajectory:
     tool_calls: int = 0
     tool_errors: int = 0
     invalid_actions: int = 0
+    void_turns: int = 0  # turns with neither a complete tool call nor an answer
     answered: bool = False
     done: bool = False
 
-    def env_mask(self, mask_tool_output: bool = True) -> list[int]:
+    def env_mask(self, mask_tool_output: bool = True, void_turn_masking: bool = False) -> list[int]:
+        if void_turn_masking and self.void_turns:
+            return [0] * len(self.origin)  # SimpleTIR: the whole trajectory out of the loss
         if not mask_tool_output:
             return [0 if o == FILLER else 1 for o in self.origin]
         return [1 if o == MODEL else 0 for o in self.origin]
@@ -93,6 +106,10 @@ def find_stop(text: str, tools: Sequence[ToolSpec], answer_close: str) -> Stop |
         best = Stop(at + len(answer_close), None, None)
     for tool in tools:
         opened = text.find(tool.open)
+        if opened < 0 and tool.close in tool.open:
+            # a markdown fence: a lone "```" may be the start of the opening one ("```python"),
+            # so it is no stray closing tag; the call is the text between the fences
+            continue
         start = opened + len(tool.open) if opened >= 0 else 0
         closed = text.find(tool.close, start)
         if closed >= 0 and (best is None or closed + len(tool.close) < best.end):
@@ -142,8 +159,13 @@ class ToolRollout:
         if stop is None:  # EOS, the budget, or no stop tag at all: the rollout ends here
             kept = ids if eos_at is None else ids[: eos_at + 1]
             row.append(kept, MODEL, None if logprobs is None else logprobs[: len(kept)])
-            row.invalid_actions += 1  # ended without an answer or a tool call
             row.done = True
+            mark = self.settings.answer_mark
+            if mark and mark in self._decode(body):  # e.g. "\boxed{": an answer with no closing tag
+                row.answered = True
+                return
+            row.invalid_actions += 1  # ended without an answer or a tool call
+            row.void_turns += 1
             return
         row.append(body[:cut], MODEL, None if logprobs is None else logprobs[:cut])
         if stop.tool is None:  # the answer is complete
@@ -155,6 +177,7 @@ class ToolRollout:
             return
         if stop.query is None:  # a closing tag without its opening tag: say so, count it, go on
             row.invalid_actions += 1
+            row.void_turns += 1
             self._append_result(row, stop.tool, f"error: {stop.tool.close} without {stop.tool.open}")
             return
         result = call_tool(stop.tool, stop.query, self.settings.timeout_s)
@@ -218,7 +241,7 @@ class ToolRollout:
             "prompt_ids": [r.prompt_ids for r in rows],
             "completion_ids": [r.ids for r in rows],
             "logprobs": logprobs,
-            "env_mask": [r.env_mask(self.settings.mask_tool_output) for r in rows],
+            "env_mask": [r.env_mask(self.settings.mask_tool_output, self.settings.void_turn_masking) for r in rows],
             "model_text": [self.model_text(r) for r in rows],
             "tool_calls": [r.tool_calls for r in rows],
         }
@@ -278,7 +301,7 @@ def trainer_sync(trainer: Any) -> Sync | None:
 
 
 # ------------------------------------------------------------------------------ metrics
-STAT_KEYS = ("rollouts", "turns", "calls", "errors", "invalid", "answered", "tool_tokens", "tokens")
+STAT_KEYS = ("rollouts", "turns", "calls", "errors", "invalid", "answered", "tool_tokens", "tokens", "void")
 
 
 def rollout_stats(rows: Sequence[Trajectory]) -> dict[str, int]:
@@ -292,6 +315,7 @@ def rollout_stats(rows: Sequence[Trajectory]) -> dict[str, int]:
         "answered": sum(r.answered for r in rows),
         "tool_tokens": sum(o == TOOL for r in rows for o in r.origin),
         "tokens": sum(len(r.ids) for r in rows),
+        "void": sum(r.void_turns > 0 for r in rows),  # trajectories, as SimpleTIR's env/void_turn_ratio
     }
 
 
@@ -306,6 +330,7 @@ def rollout_metrics(stats: dict[str, int]) -> dict[str, float]:
         "tools/turns": share(stats["turns"], stats["rollouts"]),
         "tools/answer_rate": share(stats["answered"], stats["rollouts"]),
         "tools/tool_token_share": share(stats["tool_tokens"], stats["tokens"]),
+        "tools/void_turn_rate": share(stats["void"], stats["rollouts"]),
     }
 
 

@@ -1,11 +1,14 @@
-"""`python`: run the model's program in the sandbox (tools/sandbox.py) and show it the output.
+r"""`python`: run the model's program in the sandbox (tools/sandbox.py) and show it the output.
 
 Opt-in (`rollout.tools=[python]`): it is the one place where model text is executed, and
 only inside the sandbox. The default tag pair is ReTool-like (`<python>` ... `</python>`,
-output in `<output>` ... `</output>`); SimpleTIR's format is
-`open: "```python"`, `close: "```"`, `wrap: "```output\\n{}\\n```"`. A program that fails,
-times out or prints past the cap is a tool error whose text (the traceback's tail, or
-what happened) the model reads.
+output in `<output>` ... `</output>`). Markdown code fences work too: with `open` equal to
+`close` ("```") the call is a fenced block whose first line is the fence's info string,
+"py", "python" or nothing, as SimpleTIR's code pattern ```` ```(?:py|python)?\n(.*?)\n``` ````
+(ltzheng/SimpleTIR recipe/simpletir/agent_utils.py:570); its results read
+"\nCode execution result: ...\n" (agent_utils.py:631). A program that fails, times out or
+prints past the cap is a tool error whose text (the traceback's tail, or what happened) the
+model reads.
 """
 
 from __future__ import annotations
@@ -27,6 +30,17 @@ class PythonOptions:
     output_bytes: int = 4096
 
 
+FENCE_LANGUAGES = ("", "py", "python")  # SimpleTIR's ```(?:py|python)?\n (agent_utils.py:570)
+
+
+def fenced_code(call: str) -> str:
+    """The program in a markdown fence's call text, whose first line is the info string."""
+    info, _, code = call.partition("\n")
+    if info.strip() not in FENCE_LANGUAGES:
+        raise ToolFailure(f"not a Python block (```{info.strip()}); write ```python")
+    return code
+
+
 @register_tool("python", PythonOptions)
 def python_tool(options: PythonOptions) -> ToolSpec:
     sandbox_interpreter()  # refuse now, with one line, where the sandbox cannot be made
@@ -34,8 +48,10 @@ def python_tool(options: PythonOptions) -> ToolSpec:
         wall_s=options.wall_s, cpu_s=options.cpu_s, memory_mb=options.memory_mb, output_bytes=options.output_bytes
     )
 
+    fenced = options.open == options.close  # a markdown fence: "```" opens and closes
+
     def run(code: str) -> str:
-        result = run_python(code, limits)
+        result = run_python(fenced_code(code) if fenced else code, limits)
         if result.timed_out:
             raise ToolFailure(f"timed out after {limits.wall_s:g} s\n{result.output}".rstrip())
         if result.output_capped:

@@ -247,3 +247,31 @@ def test_dapo_naive_grpo_row_switches_every_technique_off():
     assert cfg.trainer.max_steps == 3499 * 16
     dapo = preset("dapo_paper")
     assert (cfg.model.name_or_path, cfg.data.path) == (dapo.model.name_or_path, dapo.data.path)
+
+
+# -------------------------------------------------------------------------------- SimpleTIR
+# ltzheng/SimpleTIR e7b5b44: README.md's 7B command (l.60-71) over train.sh's defaults.
+def test_simpletir_preset_follows_the_readme_command_and_train_sh():
+    from rlrecipes.tool_loop.build import settings_from_config
+    from rlrecipes.tool_loop.rollout import find_stop
+    from rlrecipes.tools import ToolSpec, tool_options
+
+    cfg = preset("simpletir_qwen2_5_7b_base")
+    assert (cfg.recipe.name, cfg.model.name_or_path) == ("tir", "Qwen/Qwen2.5-7B")
+    assert cfg.data.path == "agentica-org/DeepScaleR-Preview-Dataset"  # README l.67 deepscaler/train
+    t = cfg.trainer
+    # train.sh:3, :22, :11 (512 / 128), :10, :18, README l.61
+    assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout) == (512, 16, 4)
+    assert (t.learning_rate, t.temperature, t.max_completion_length) == (1e-6, 1.0, 8000)
+    r = cfg.recipe  # train.sh:15, :16, :13; :36 with README l.71 (3 x 512); README l.69
+    assert (r.beta, r.entropy_coef, r.epsilon, r.epsilon_high) == (0.0, 0.0, 0.2, 0.28)
+    assert (r.dynamic_sampling, r.prompts_per_generation_round, r.mask_truncated_completions) == (True, 1536, True)
+    settings = settings_from_config(cfg)
+    # README l.66 (--max_turns 5: 4 turns with code, then the last), l.70; agent_utils.py:573; train.sh:419
+    assert (settings.max_turns, settings.void_turn_masking, settings.answer_mark) == (4, True, "\\boxed{")
+    assert settings.mask_tool_output and list(cfg.rollout.tools) == ["python"]
+    python = tool_options("python", cfg.rollout.tool_kwargs.python)
+    assert (python.open, python.close, python.wrap) == ("```", "```", "\nCode execution result: {}\n")  # l.570, l.631
+    fence = ToolSpec("python", python.open, python.close, python.wrap, str)
+    stop = find_stop("Let me check.\n```py\nprint(2**10)\n```\n", [fence], cfg.rollout.answer_close)
+    assert stop.query == "py\nprint(2**10)\n"  # the python tool drops the info string "py"

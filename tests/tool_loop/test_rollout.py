@@ -209,5 +209,6 @@ def test_metrics_from_hand_counted_rollouts(tok):
         "tools/turns": 1.5,
         "tools/answer_rate": 0.5,
         "tools/tool_token_share": info / tokens,
+        "tools/void_turn_rate": 0.5,  # row 1's "oops": neither a call nor an answer
     }
     assert info == 28

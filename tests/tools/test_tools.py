@@ -163,3 +163,26 @@ def test_random_retriever_ignores_the_query(tmp_path):
         assert all(line.startswith("Doc ") and "(Title: T" in line for line in lines)
     with pytest.raises(ConfigError, match="valid: bm25, http, random"):
         build_tools(["search"], {"search": {"corpus": str(corpus), "retriever": "nope"}})
+
+
+def test_a_fenced_python_call_drops_the_info_string_as_simpletir_reads_it():
+    # SimpleTIR's pattern ```(?:py|python)?\n(.*?)\n``` (agent_utils.py:570): "py", "python" or nothing
+    from rlrecipes.tools.python import fenced_code
+
+    assert fenced_code("python\nprint(1)\n") == "print(1)\n"
+    assert fenced_code("py\nx = 2\nprint(x)\n") == "x = 2\nprint(x)\n"
+    assert fenced_code("\nprint(1)\n") == "print(1)\n"
+    with pytest.raises(ToolFailure, match=r"not a Python block \(```output\); write ```python"):
+        fenced_code("output\n1024\n")
+
+
+def test_the_python_tool_reads_a_fenced_block_when_its_tags_are_fences():
+    from tests.tools.test_sandbox import _sandbox_works
+
+    if not _sandbox_works():
+        pytest.skip("unshare namespaces not permitted here")
+    fence = {"open": "```", "close": "```", "wrap": "\nCode execution result: {}\n"}
+    [fenced] = build_tools(["python"], {"python": fence})
+    assert call_tool(fenced, "py\nprint(2**10)\n", 10.0).text == "1024\n"
+    [tagged] = build_tools(["python"], {})  # <python>...</python>: the text is the program
+    assert call_tool(tagged, "print(2**10)\n", 10.0).text == "1024\n"
