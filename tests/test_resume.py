@@ -204,3 +204,27 @@ def test_a_moved_run_resumes_and_overrides_are_logged(uninterrupted, tmp_path):
     )
     assert "(overrides: trainer.max_steps 6 -> 8)" in (moved / "resumes.log").read_text()
     assert json.loads((moved / "summary.json").read_text())["steps"] == 8
+
+
+# Two prompts-per-rollout batches of 4 make an epoch of 8 rows: step 3 is in the second epoch,
+# and a run killed after it resumes from checkpoint-2, at the epoch boundary. TRL's sampler alone
+# would then draw the first epoch's prompt order again (engine/epoch_order.py).
+EPOCHS = [
+    *TINY,
+    "data.max_examples=8",
+    "trainer.max_steps=6",
+    "trainer.save_steps=2",
+    "trainer.eval_before=false",
+    "trainer.eval_after=false",
+]
+
+
+def test_a_run_resumed_in_a_later_epoch_draws_the_uninterrupted_runs_prompts(toy_model_dir, tmp_path):
+    reference, run = tmp_path / "reference", tmp_path / "run"
+    out = train(*EPOCHS, f"run_dir={reference}", cwd=tmp_path, bare=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    died = train(*EPOCHS, f"run_dir={run}", cwd=tmp_path, fault="kill_after_step:3", bare=True)
+    assert died.returncode == -9
+    resumed = train(*EPOCHS, f"run_dir={run}", "resume=true", cwd=tmp_path, bare=True)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert_same_run(run, reference)
