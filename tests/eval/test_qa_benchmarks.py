@@ -3,6 +3,7 @@ exact match on the last <answer>; the search_r1 prompt and the two protocols (se
 Tiny local files in FlashRAG's layout ({id, question, golden_answers: [...]}); no network."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,53 @@ def test_training_data_keeps_aliases_and_held_out_accuracy_is_exact_match(tmp_pa
     gold = problems.eval[0]["answer"]
     assert json.loads(gold) == ["Paris", "Paris, France"]
     assert problems.verify("<answer>Paris</answer>", gold) and not problems.verify("\\boxed{Paris}", gold)
+
+
+def reads_the_first_title(context: str) -> str:
+    """A scripted LM: searches the question, then answers with the first passage's title."""
+    found = re.search(r"Doc 1\(Title: ([^)]+)\)", context)  # the instruction names <information> too
+    if found:
+        return f"<answer>{found.group(1)}</answer>"
+    return "<search>" + re.findall(r"Question: (.+?)\?", context)[-1] + "</search>"
+
+
+@pytest.mark.parametrize(("protocol", "first"), [("search_r1", "<search>"), ("search_r1_rag", "<answer>")])
+def test_a_qa_benchmark_runs_through_the_protocol_and_is_graded_by_exact_match(protocol, first, tmp_path, monkeypatch):
+    from rlrecipes.eval import runner
+    from rlrecipes.eval.backends import HFBackend
+    from rlrecipes.models.toy import build_tokenizer
+    from tests.helpers.scripted_model import scripted_model
+    from tests.tool_loop.test_greedy import ScriptedLM
+
+    corpus = tmp_path / "corpus.jsonl"
+    passages = [
+        {"id": "1", "title": "Paris", "text": "The eiffel tower was built in Paris."},
+        {"id": "2", "title": "Hamlet", "text": "Hamlet is a play by William Shakespeare."},
+    ]
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    cfg = compose_config(
+        "eval",
+        [
+            f"model.name_or_path={scripted_model(tmp_path / 'model', {})}",
+            "benchmark=nq",
+            f"protocol={protocol}",
+            f"data_dir={flashrag_file(tmp_path)}",
+            "rollout.tool_kwargs.search.retriever=bm25",
+            f"+rollout.tool_kwargs.search.corpus={corpus}",
+            "rollout.tool_kwargs.search.topk=1",
+            "protocol.max_new_tokens=200",
+            "progress=false",
+        ],
+    )
+    tok = build_tokenizer()
+    lm = ScriptedLM(tok, reads_the_first_title)
+    monkeypatch.setattr(runner, "make_backend", lambda *a, **k: HFBackend(lm, tok, batch_size=8))
+    (tmp_path / "run").mkdir()
+    summary = runner.run_eval(cfg, tmp_path / "run", log=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert [r["completions"][0].startswith(first) for r in records] == [True, True]
+    assert all("Question: " in r["prompt"] and "as your want" in r["prompt"] for r in records)  # the authors' prompt
+    # the Eiffel question's passage is titled Paris (an alias: right); Hamlet's is titled Hamlet,
+    # not the gold William Shakespeare (wrong): EM 1/2
+    assert [r["correct"][0] for r in records] == [True, False]
+    assert summary["benchmarks"]["nq"]["pass@1"] == 0.5
