@@ -9,6 +9,7 @@ or answer are counted and reported, never silently dropped or trained on.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,15 @@ def get_field(row: dict, name: str) -> Any:
     return value
 
 
+def gold_aliases(value: Any) -> str | None:
+    """A gold answer that lists aliases, any of which is right (the QA sets' `golden_answers`),
+    as a JSON list of strings: joined with ", " they would be one answer no model writes.
+    `rlrecipes.grading.exact_match.gold_answers` reads the list back."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    aliases = [text for text in (gold_text(v) for v in values) if text]
+    return json.dumps(aliases, ensure_ascii=False) if aliases else None
+
+
 def gold_text(value: Any) -> str | None:
     """A dataset gold answer as a string: floats like 27.0 -> "27", lists joined.
 
@@ -117,9 +127,11 @@ def to_problems(
     id_field: str | None = None,
     dedup: bool = False,
     limit: int | None = None,
+    aliases: bool = False,
 ) -> LoadedProblems:
     """Problems with their gold answers; `answer_field=None` reads unlabelled questions
-    (every answer None), for rewards that need no labels."""
+    (every answer None), for rewards that need no labels. `aliases`: the answer field lists
+    aliases, kept as a JSON list (`gold_aliases`) rather than joined."""
     rows = list(rows)
     if rows:
         for fname in (problem_field, answer_field) if answer_field else (problem_field,):
@@ -130,7 +142,8 @@ def to_problems(
     seen: set[str] = set()
     for index, row in enumerate(rows):
         problem = get_field(row, problem_field)
-        answer = gold_text(get_field(row, answer_field)) if answer_field else None
+        gold = gold_aliases if aliases else gold_text
+        answer = gold(get_field(row, answer_field)) if answer_field else None
         if not isinstance(problem, str) or not problem.strip():
             out.skipped.append((index, f"no {problem_field}"))
             continue

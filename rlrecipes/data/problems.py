@@ -28,7 +28,9 @@ class DataSource(Choice):  # `data.source`: where `load_problem_set` reads the p
     file = "file"  # a local .jsonl/.json/.parquet file or folder
 
 
-def load_problem_set(data_cfg: Any) -> ProblemSet:
+def load_problem_set(data_cfg: Any, aliases: bool = False) -> ProblemSet:
+    """The `data` config's problems; `aliases`: its answer field lists aliases, any of which is
+    right (QA), kept as a JSON list (`loader.gold_aliases`)."""
     if data_cfg.source == "synthetic":
         task = make_task(data_cfg.synthetic)
         train = task.train[: data_cfg.max_examples] if data_cfg.max_examples else task.train
@@ -47,9 +49,9 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
             f"data.eval_path={data_cfg.eval_path} needs gold answers to measure held-out accuracy, "
             "but data.answer_field=null (unlabelled data); set data.answer_field or drop data.eval_path"
         )
-    train = _load(data_cfg, data_cfg.path, data_cfg.split, data_cfg.max_examples)
+    train = _load(data_cfg, data_cfg.path, data_cfg.split, data_cfg.max_examples, aliases)
     held_out = (
-        _load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples)
+        _load(data_cfg, data_cfg.eval_path, data_cfg.eval_split, data_cfg.max_eval_examples, aliases)
         if data_cfg.eval_path
         else LoadedProblems([], "none")
     )
@@ -57,7 +59,7 @@ def load_problem_set(data_cfg: Any) -> ProblemSet:
     return ProblemSet(train.items, held_out.items, answer_verifier(data_cfg.answer_style), None, report)
 
 
-def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProblems:
+def _load(data_cfg: Any, path: str, split: str, limit: int | None, aliases: bool = False) -> LoadedProblems:
     rows, source = read_records(path, data_cfg.subset, split)
     return to_problems(
         rows,
@@ -67,6 +69,7 @@ def _load(data_cfg: Any, path: str, split: str, limit: int | None) -> LoadedProb
         data_cfg.id_field,
         dedup=data_cfg.dedup,
         limit=limit,
+        aliases=aliases,
     )
 
 

@@ -29,6 +29,7 @@ from rlrecipes.eval.items import (
     SkippedRow,
     items_from_rows,
 )
+from rlrecipes.eval.qa import QA_BENCHMARKS
 from rlrecipes.grading.boxes import last_boxed
 from rlrecipes.hub import offline_reason
 
@@ -55,6 +56,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     "paper_suite": ("math500", "aime24", "amc23", "minerva_math", "olympiadbench", "aime25"),
     # TTRL's three (AMC here is the 83-problem set).
     "ttrl_suite": ("aime24", "amc", "math500"),
+    # Search-R1's seven QA test sets (its main results table; scripts/nq_hotpotqa/data_process.sh:9).
+    "search_r1_qa": tuple(spec.name for spec in QA_BENCHMARKS),
 }
 
 
@@ -170,6 +173,7 @@ for _spec in (
         description="your own test set: data.path (a file, folder or hub id), data.split, "
         "data.problem_field / answer_field / id_field, data.template, data.answer_style",
     ),
+    *QA_BENCHMARKS,
 ):
     register_benchmark(_spec)
 

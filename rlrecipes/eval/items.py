@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from rlrecipes.data.loader import get_field, gold_text
+from rlrecipes.data.loader import get_field, gold_aliases, gold_text
 from rlrecipes.grading.boxes import last_boxed
 
 
@@ -95,7 +95,9 @@ class BenchmarkSpec:
     local_files: tuple[str, ...] = ()  # relative to data_dir, preferred first
     problem_fields: tuple[str, ...] = ("problem", "question", "extra_info.raw_problem", "prompt")
     gold_fields: tuple[str, ...] = ("answer", "final_answer", "gold", "reward_model.ground_truth")
-    gold_from: str = "field"  # "field" | "solution_boxed" (Minerva) | "gsm8k" ("... #### 42")
+    # "field" | "solution_boxed" (Minerva) | "gsm8k" ("... #### 42") | "answer_list" (every
+    # gold answer kept, as a JSON list: QA sets list aliases, any of which is right)
+    gold_from: str = "field"
     id_fields: tuple[str, ...] = ("unique_id", "id", "idx")
     subject_fields: tuple[str, ...] = ()
     level_fields: tuple[str, ...] = ()
@@ -105,6 +107,9 @@ class BenchmarkSpec:
     # Your own test set: read through the `data` config (path, split, field mapping,
     # template and answer style), as training data is.
     from_data: bool = False
+    # Decides correctness from (completion, gold) instead of extracting and comparing maths
+    # (the QA sets: Search-R1's exact match on the last <answer>)
+    verify: Callable[[str, str], bool] | None = None
     # Defaults a protocol may leave open (null): prompt template and new-token budget.
     template: str = "qwen_math_cot"
     max_new_tokens: int = 3072
@@ -142,6 +147,9 @@ def _gold(spec: BenchmarkSpec, row: dict[str, Any]) -> tuple[str | None, str]:
         boxed = last_boxed(solution)
         return (boxed, "") if boxed else (None, "no \\boxed{} answer in 'solution'")
     raw = _first(row, spec.gold_fields)
+    if spec.gold_from == "answer_list":
+        gold = gold_aliases(raw)
+        return (gold, "") if gold else (None, f"no gold answer (looked for {', '.join(spec.gold_fields)})")
     if spec.gold_from == "gsm8k" and isinstance(raw, str):
         m = re.search(r"####\s*(.+)\s*$", raw)
         if m:
@@ -186,7 +194,9 @@ def items_from_rows(spec: BenchmarkSpec, rows: Iterable[dict[str, Any]], source:
             )
         )
     _dedupe_ids(items, spec.name)
-    return BenchmarkItems(items, name=spec.name, source=source, skipped=skipped, duplicates=duplicates)
+    return BenchmarkItems(
+        items, name=spec.name, source=source, skipped=skipped, duplicates=duplicates, verify=spec.verify
+    )
 
 
 def _dedupe_ids(items: list[BenchmarkItem], name: str) -> None:

@@ -14,6 +14,7 @@ arXiv 2503.09516; `verl/utils/reward_score/qa_em.py` in PeterGriffinJin/Search-R
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from typing import Any, Iterable
@@ -35,11 +36,12 @@ def last_answer(text: str) -> str | None:
 
 
 def gold_answers(gold: Any) -> list[str]:
-    """One gold answer or several (Search-R1's `golden_answers` is a list)."""
+    """One gold answer or several (Search-R1's `golden_answers` is a list; loaded data keeps it
+    as a JSON list string, `rlrecipes.data.loader.gold_aliases`)."""
     if gold is None:
         return []
     if isinstance(gold, str):
-        return [gold]
+        return _json_aliases(gold) or [gold]
     if isinstance(gold, Iterable):
         return [str(g) for g in gold]
     return [str(gold)]
@@ -58,3 +60,16 @@ def exact_match(text: str, gold: Any, substring: bool = False) -> bool:
         if (target in prediction) if substring else (target == prediction):
             return True
     return False
+
+
+def _json_aliases(text: str) -> list[str] | None:
+    """The aliases of a JSON list of strings (`gold_aliases`' encoding), else None."""
+    if not text.startswith("["):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(parsed, list) and parsed and all(isinstance(p, str) for p in parsed):
+        return parsed
+    return None

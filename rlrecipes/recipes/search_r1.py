@@ -27,9 +27,10 @@ from omegaconf import OmegaConf
 
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.factbase import TOPK, factbase_task, people_for, write_corpus
-from rlrecipes.data.problems import ProblemSet
+from rlrecipes.data.problems import ProblemSet, load_problem_set
 from rlrecipes.data.tool_task import ToolTask
 from rlrecipes.errors import ConfigError
+from rlrecipes.grading.exact_match import exact_match
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -66,9 +67,12 @@ class SearchR1(Recipe):
             _check_toy_rollout(cfg)
 
     def problem_set(self, data_cfg: Any) -> ProblemSet | None:
-        """With synthetic data, the fact base (its questions; its corpus is the search tool's)."""
+        """With synthetic data, the fact base (its questions; its corpus is the search tool's).
+        With real QA data (conf/data/nq_hotpotqa_train.yaml), the `data` config's questions with
+        every gold alias kept (`golden_answers` is a list) and held-out accuracy by exact match
+        on the last <answer>, the paper's metric, rather than by maths equivalence."""
         if data_cfg.source != "synthetic":
-            return None
+            return replace(load_problem_set(data_cfg, aliases=True), verify=exact_match)
         task = replace(toy_task(data_cfg.synthetic), warm_start=tool_warm_start)
         train = task.train[: data_cfg.max_examples] if data_cfg.max_examples else task.train
         held_out = task.eval[: data_cfg.max_eval_examples] if data_cfg.max_eval_examples else task.eval

@@ -43,8 +43,10 @@ def base_of(path: Path) -> DictConfig:
         return _schema(ROOTS[path.name], None)
     group = path.parent.name
     (parent,) = [d for d in OmegaConf.load(path).defaults if isinstance(d, str) and d != "_self_"]
+    parent, _, package = parent.partition("@")  # a `# @package _global_` option: protocol_schema@protocol
     if parent.endswith("_schema"):
-        return _schema(parent, group)
+        schema = _schema(parent, group)
+        return OmegaConf.create({package: schema}) if package else schema
     return OmegaConf.merge(base_of(path.parent / f"{parent}.yaml"), body_of(path.parent / f"{parent}.yaml"))
 
 

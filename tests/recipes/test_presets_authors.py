@@ -275,3 +275,37 @@ def test_simpletir_preset_follows_the_readme_command_and_train_sh():
     fence = ToolSpec("python", python.open, python.close, python.wrap, str)
     stop = find_stop("Let me check.\n```py\nprint(2**10)\n```\n", [fence], cfg.rollout.answer_close)
     assert stop.query == "py\nprint(2**10)\n"  # the python tool drops the info string "py"
+
+
+# ------------------------------------------------------------------------------- Search-R1
+# PeterGriffinJin/Search-R1 a14dc3a, scripts/nq_hotpotqa/v0.2/train_grpo.sh (l. below) with
+# verl's defaults of that fork (verl/trainer/config/ppo_trainer.yaml, verl/workers/fsdp_workers.py)
+@pytest.mark.parametrize(("name", "model"), [("search_r1_qwen2_5_3b_base", "3B"), ("search_r1_qwen2_5_7b_base", "7B")])
+def test_search_r1_presets_follow_the_v0_2_grpo_script(name, model):
+    cfg = preset(name)
+    r, t, rollout = cfg.recipe, cfg.trainer, cfg.rollout
+    assert cfg.model.name_or_path == f"Qwen/Qwen2.5-{model}"  # BASE_MODEL, l.8 / l.12
+    assert (cfg.data.path, cfg.data.answer_field, cfg.data.template) == (
+        "PeterJinGo/nq_hotpotqa_train",  # scripts/nq_hotpotqa/README.md l.7
+        "golden_answers",
+        "search_r1",  # qa_search_train_merge.py l.32-36
+    )
+    assert (t.prompts_per_rollout, t.num_generations) == (512, 5)  # l.31, l.59 (n_agent)
+    # ppo_mini_batch_size 256 (l.45) is scaled by rollout.n = 1 (fsdp_workers.py l.100), not n_agent:
+    # 512 x 5 trajectories / 256 = 10 updates per rollout step, 1005 rollout steps (l.73)
+    assert (t.updates_per_rollout, t.max_steps) == (10, 1005 * 10)
+    assert (t.learning_rate, t.lr_scheduler_type, t.weight_decay) == (1e-6, "constant_with_warmup", 0.01)  # l.42
+    assert t.warmup_steps == int(0.285 * 1005) * 10  # l.43: verl steps its scheduler once per rollout step
+    assert (t.temperature, t.top_p) == (1.0, 0.95)  # l.60; ppo_trainer.yaml l.71
+    assert (r.beta, r.loss_type, r.entropy_coef) == (0.001, "bnpo", 0.001)  # l.56-57; ppo_trainer.yaml l.35
+    assert (list(rollout.tools), rollout.max_turns, rollout.max_tool_result_tokens) == (["search"], 4, 500)  # l.76, 36
+    assert rollout.mask_tool_output and rollout.tool_mode == "loop"  # state_masking, l.61
+    search = rollout.tool_kwargs.search
+    assert (search.retriever, search.url, search.topk) == ("http", "http://127.0.0.1:8000/retrieve", 3)  # l.77-78
+
+
+def test_search_r1_rag_training_control_differs_only_in_the_tool_mode():
+    search, rag = preset("search_r1_qwen2_5_3b_base"), preset("search_r1_qwen2_5_3b_base", "rollout.tool_mode=rag_once")
+    assert rag.rollout.tool_mode == "rag_once"
+    assert OmegaConf.to_container(search.trainer) == OmegaConf.to_container(rag.trainer)
+    assert check_run(rag, hardware=False).max_steps == 10050  # the control passes every check of a run
