@@ -53,7 +53,7 @@ MODES = {
     "smoke": {"seeds": [0], "steps": 2},
 }
 SETTINGS = [
-    "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 24-token verdicts
+    "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 64 tokens: the worked sum, then the verdict
     "trainer.eval_before=false",  # the bench measures with the judge metrics below
     "trainer.eval_after=false",
     "trainer.save_steps=null",
