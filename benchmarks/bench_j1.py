@@ -5,7 +5,9 @@ The judge is the toy model warm-started on synthetic arithmetic pairs (a correct
 wrong one, `rlrecipes/judge/synthetic.py`) by imitating a position-biased teacher: with
 probability `data.synthetic.teacher_error_rate` it prefers whichever response is shown
 first, otherwise it judges right. Imitation copies the bias, the failure J1's both-order
-training targets. Then, from that same judge:
+training targets. Biased or not, the teacher first works out the question's sum in a
+`<think>` block (`<think>58+67=125</think>`): the room a judge needs to check an answer
+rather than guess. Then, from that same judge:
 
   j1:          `rlrecipes train recipe=j1` (GRPO, 8 judgements per row, both orders of every
                pair in one batch, reward = verdict correctness);
