@@ -5,7 +5,9 @@ The judge is the toy model warm-started on synthetic arithmetic pairs (a correct
 wrong one, `rlrecipes/judge/synthetic.py`) by imitating a position-biased teacher: with
 probability `data.synthetic.teacher_error_rate` it prefers whichever response is shown
 first, otherwise it judges right. Imitation copies the bias, the failure J1's both-order
-training targets. Then, from that same judge:
+training targets. Biased or not, the teacher first works out the question's sum in a
+`<think>` block (`<think>58+67=125</think>`): the room a judge needs to check an answer
+rather than guess. Then, from that same judge:
 
   j1:          `rlrecipes train recipe=j1` (GRPO, 8 judgements per row, both orders of every
                pair in one batch, reward = verdict correctness);
@@ -53,7 +55,7 @@ MODES = {
     "smoke": {"seeds": [0], "steps": 2},
 }
 SETTINGS = [
-    "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 24-token verdicts
+    "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 64 tokens: the worked sum, then the verdict
     "trainer.eval_before=false",  # the bench measures with the judge metrics below
     "trainer.eval_after=false",
     "trainer.save_steps=null",

@@ -45,7 +45,7 @@ HIGH, LOW = 9, 2  # the teacher's scores for a right and a wrong response
 PREFIX = "Answer: "
 # Bump when the pairs change: the toy judge's warm-start cache key holds it (recipes/j1.py), so a
 # judge warm-started on older pairs is rebuilt rather than reused.
-PAIRS_VERSION = 3
+PAIRS_VERSION = 4  # 4: the teacher writes the sum in a <think> block before its verdict
 
 
 def digit_options(truth: int, position: int) -> dict[int, list[int]]:
@@ -181,15 +181,24 @@ def question_swapped(pairs: list[Pair], pools: list[list[dict[str, Any]]], seed:
     return out
 
 
-def verdict_text(judge: str, gold: str, biased: bool) -> str:
-    """The teacher's output for a row whose right answer is `gold` (A/B, or chosen/rejected)."""
+def worked_sum(pair: Pair) -> str:
+    """The judge teacher's scratchpad for a pair: the question's sum worked out ("58+67=125"),
+    the one step a judge must take before it can compare the two answers."""
+    return f"{pair.prompt}={_number(pair.chosen)}"
+
+
+def verdict_text(judge: str, gold: str, biased: bool, work: str = "") -> str:
+    """The teacher's output for a row whose right answer is `gold` (A/B, or chosen/rejected),
+    after `<think>work</think>` when it shows its work (the biased teacher writes the same
+    sum, then its position-biased verdict regardless)."""
+    think = f"<think>{work}</think>" if work else ""
     if gold in ROLES:  # a pointwise row (recipe.judge pointwise or multitask)
-        return f"<score>{HIGH if biased or gold == 'chosen' else LOW}</score>"
+        return f"{think}<score>{HIGH if biased or gold == 'chosen' else LOW}</score>"
     first_wins = biased or gold == "A"
     if judge in ("pairwise_scores", "multitask"):
         a, b = (HIGH, LOW) if first_wins else (LOW, HIGH)
-        return f"<score_A>{a}</score_A><score_B>{b}</score_B>"
-    return f"<answer>[[{'A' if first_wins else 'B'}]]</answer>"
+        return f"{think}<score_A>{a}</score_A><score_B>{b}</score_B>"
+    return f"{think}<answer>[[{'A' if first_wins else 'B'}]]</answer>"
 
 
 def synthetic_pairs(synthetic_cfg: Any, base: SyntheticTask | None = None) -> tuple[list[Pair], list[Pair]]:
@@ -200,18 +209,23 @@ def synthetic_pairs(synthetic_cfg: Any, base: SyntheticTask | None = None) -> tu
 
 
 def judge_task(synthetic_cfg: Any, judge: str, style: str) -> SyntheticTask:
-    """The arithmetic task's problems as judge rows (both orders), with the biased teacher."""
+    """The arithmetic task's problems as judge rows (both orders), with the biased teacher,
+    who works out the question's sum in a <think> block before every verdict: a toy model
+    cannot add two numbers and compare the sum with both answers in the one step of a bare
+    verdict (warm-started on bare verdicts it said [[A]] on every pair, before and after J1
+    and after SFT on gold verdicts), so the teacher gives it the room J1's own format gives
+    a judge, thinking before the verdict."""
     base = make_task(synthetic_cfg)
     train_pairs, held_out_pairs = synthetic_pairs(synthetic_cfg, base)
     train = judge_rows(train_pairs, judge, style)
     held_out = judge_rows(held_out_pairs, judge, style)
+    work = {p.id: worked_sum(p) for p in (*train_pairs, *held_out_pairs)}
     error_rate = float(synthetic_cfg.teacher_error_rate)
 
     def demonstration(it: dict[str, Any], rng: random.Random) -> str:
-        return verdict_text(judge, it["answer"], rng.random() < error_rate)
+        return verdict_text(judge, it["answer"], rng.random() < error_rate, work[split_row_id(it["id"])[0]])
 
     def solution(it: dict[str, Any]) -> str:
-        split_row_id(it["id"])  # a judge row, or fail loudly
-        return verdict_text(judge, it["answer"], False)
+        return verdict_text(judge, it["answer"], False, work[split_row_id(it["id"])[0]])  # a judge row, or fail loudly
 
     return SyntheticTask(f"judge_{base.name}", train, held_out, verdict_verifier(judge), demonstration, solution)

@@ -11,13 +11,16 @@ from rlrecipes.judge.synthetic import (
     SHORTCUTS,
     arithmetic_pairs,
     digit_options,
+    judge_task,
     mirror_matching,
     one_digit_apart,
     question_swapped,
     shortcut_scores,
     synthetic_pairs,
     verdict_text,
+    worked_sum,
 )
+from rlrecipes.judge.verdicts import parse, verdict_verifier
 
 
 def task_pairs(seed: int) -> tuple[list[Pair], list[Pair]]:
@@ -105,3 +108,33 @@ def test_the_teacher_prefers_the_first_position_when_biased():
     assert verdict_text("pairwise_scores", "B", biased=False) == "<score_A>2</score_A><score_B>9</score_B>"
     assert verdict_text("multitask", "rejected", biased=True) == "<score>9</score>"  # lenient: the pair ties
     assert verdict_text("pointwise", "rejected", biased=False) == "<score>2</score>"
+
+
+def test_the_teacher_writes_the_sum_before_its_verdict_and_the_parser_reads_past_it():
+    pair = Pair("58+67", "58+67", "Answer: 125", "Answer: 135")
+    assert worked_sum(pair) == "58+67=125"
+    right = verdict_text("pairwise", "B", biased=False, work="58+67=125")
+    assert right == "<think>58+67=125</think><answer>[[B]]</answer>"
+    # the biased teacher still works out the sum, then prefers the first position regardless
+    assert (
+        verdict_text("pairwise", "B", biased=True, work="58+67=125") == "<think>58+67=125</think><answer>[[A]]</answer>"
+    )
+    scores = verdict_text("pairwise_scores", "B", biased=False, work="58+67=125")
+    assert scores == "<think>58+67=125</think><score_A>2</score_A><score_B>9</score_B>"
+    assert verdict_text("pointwise", "rejected", biased=False, work="5+7=12") == "<think>5+7=12</think><score>2</score>"
+    assert parse(right, "pairwise").verdict == "B"
+    assert parse(scores, "pairwise_scores").scores == (2.0, 9.0)
+    assert verdict_verifier("pairwise")(right, "B") and not verdict_verifier("pairwise")(right, "A")
+
+
+def test_judge_task_demonstrations_work_out_each_rows_own_sum():
+    cfg = compose_config("train", ["experiment=j1_toy", "data.synthetic.num_train=40", "data.synthetic.num_eval=10"])
+    task = judge_task(cfg.data.synthetic, "pairwise", "compact")
+    rng = random.Random(0)
+    for row in (*task.train[:6], *task.eval[:6]):
+        question = row["id"].rpartition("|")[0]  # arithmetic pair ids are the problems ("58+67")
+        a, b = map(int, question.split("+"))
+        think = f"<think>{question}={a + b}</think>"
+        assert task.solution(row) == f"{think}<answer>[[{row['answer']}]]</answer>"
+        assert task.demonstration(row, rng).startswith(think)
+        assert task.verify(task.solution(row), row["answer"])
