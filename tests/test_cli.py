@@ -124,15 +124,17 @@ def heldout_greedy_accuracy(model_dir: Path) -> float:
 @pytest.mark.integration
 def test_a_run_that_fails_before_training_leaves_its_run_dir_reusable(toy_model_dir, tmp_path):
     run = tmp_path / "run"
-    bad = rlrecipes("train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={run}", cwd=tmp_path)
-    assert bad.returncode == 2 and "cannot be combined with recipe.dynamic_sampling=true" in bad.stdout
+    bad = rlrecipes(
+        "train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling.enabled=true", f"run_dir={run}", cwd=tmp_path
+    )
+    assert bad.returncode == 2 and "cannot be combined with recipe.dynamic_sampling.enabled=true" in bad.stdout
     assert "Traceback" not in bad.stdout + bad.stderr and not run.exists()
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")  # a folder the user made: only our files go
     assert (
         rlrecipes(
-            "train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling=true", f"run_dir={kept}", cwd=tmp_path
+            "train", *TINY, "recipe=ttrl", "recipe.dynamic_sampling.enabled=true", f"run_dir={kept}", cwd=tmp_path
         ).returncode
         == 2
     )

@@ -6,7 +6,7 @@ from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import write_manifest
-from rlrecipes.training.resume import explicit_keys, resumed_config
+from rlrecipes.training.resume import explicit_keys, reopen_run_dir, resumed_config
 from tests.conftest import compose
 
 
@@ -96,3 +96,30 @@ def test_a_torn_or_missing_config_is_one_line(saved_run, tmp_path):
     overrides = ["resume=true", f"run_dir={tmp_path / 'nothing'}"]
     with pytest.raises(UserError, match="holds no run"):
         resumed_config(compose(*overrides), overrides)
+
+
+# A run's config.yaml as versions before the `recipe.dynamic_sampling` node wrote it: flat keys.
+OLD_DYNAMIC_SAMPLING = """\
+  dynamic_sampling: true
+  dynamic_sampling_filter: dapo_answer
+  max_generation_rounds: 7
+  prompts_per_generation_round: 8
+  max_generation_batches: 5
+"""
+
+
+@pytest.mark.integration
+def test_a_run_written_before_the_dynamic_sampling_keys_moved_resumes_with_its_values(saved_run):
+    text = (saved_run / "config.yaml").read_text()
+    node = "  dynamic_sampling:\n    enabled: true\n    filter: dapo_answer\n    max_rounds: 10\n"
+    node += "    prompts_per_round: null\n    max_batches: null\n"
+    assert node in text  # the layout this test rewrites into the old one
+    (saved_run / "config.yaml").write_text(text.replace(node, OLD_DYNAMIC_SAMPLING))
+    overrides = ["resume=true", f"run_dir={saved_run}"]
+    cfg, changes = resumed_config(compose(*overrides), overrides)
+    ds = cfg.recipe.dynamic_sampling
+    got = (ds.enabled, ds.filter, ds.max_rounds, ds.prompts_per_round, ds.max_batches)
+    assert got == (True, "dapo_answer", 7, 8, 5)
+    assert changes == [] and cfg.trainer.max_steps == 7
+    reopen_run_dir(cfg, log=lambda _: None)  # the saved settings, compared after the same move: no change
+    assert OLD_DYNAMIC_SAMPLING in (saved_run / "config.yaml").read_text()  # the file itself is kept

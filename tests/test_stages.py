@@ -155,3 +155,33 @@ def test_cognitive_behaviors_primes_on_the_chosen_condition_then_runs_the_author
     assert (r.name, r.beta, r.entropy_coef, t.max_completion_length) == ("grpo", 0.001, 0.001, 1024)
     assert [(x.name, x.weight) for x in r.rewards] == [("countdown", 1.0), ("behaviours", 0.0)]
     assert (rl.data.path, rl.data.problem_field, rl.data.template) == ("countdown/train.parquet", "prompt", "plain")
+
+
+def test_a_pipeline_saved_before_the_dynamic_sampling_keys_moved_resumes_its_stage_lines(tmp_path):
+    """A parent run's config.yaml holds each stage's command line as written then; the old flat
+    keys are read as the `recipe.dynamic_sampling` node's, with their values."""
+    from rlrecipes.compose import compose_config
+    from rlrecipes.rundir import write_manifest
+    from rlrecipes.training.stages import saved_pipeline
+
+    write_manifest(tmp_path, compose_config("stages", ["pipeline=qwenlong_l1_32b"]))
+    text = (tmp_path / "config.yaml").read_text()
+    for new, old in [
+        ("recipe.dynamic_sampling.enabled=", "recipe.dynamic_sampling="),
+        ("recipe.dynamic_sampling.filter=", "recipe.dynamic_sampling_filter="),
+        ("recipe.dynamic_sampling.prompts_per_round=", "recipe.prompts_per_generation_round="),
+        ("recipe.dynamic_sampling.max_rounds=", "recipe.max_generation_rounds="),
+    ]:
+        assert new in text
+        text = text.replace(new, old)
+    (tmp_path / "config.yaml").write_text(text)
+    saved = saved_pipeline(tmp_path).pipeline.stages
+    rl = [s for s in saved if "recipe.dynamic_sampling.filter=judge_hybrid" in s.overrides]
+    assert len(rl) == 2  # the RL phases
+    for stage in rl:
+        assert {
+            "recipe.dynamic_sampling.enabled=true",
+            "recipe.dynamic_sampling.prompts_per_round=384",
+            "recipe.dynamic_sampling.max_rounds=10",
+        } <= set(stage.overrides)
+        assert not any("generation_round" in ov or "sampling_filter" in ov for ov in stage.overrides)

@@ -108,8 +108,8 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
     settings = [
         "recipe=dapo",
         "recipe.rewards=[{name: scripted_groups, weight: 1.0}]",
-        "recipe.dynamic_sampling_filter=scripted_groups",
-        "recipe.max_generation_rounds=20",
+        "recipe.dynamic_sampling.filter=scripted_groups",
+        "recipe.dynamic_sampling.max_rounds=20",
         "trainer.max_steps=3",
         "trainer.eval_before=false",
         "trainer.eval_after=false",

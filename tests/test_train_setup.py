@@ -42,7 +42,10 @@ MISTAKES = [
     (["trainer.eval_every=0"], "trainer.eval_every=0 must be at least 1"),
     (["trainer.save_keep_last=0"], "trainer.save_keep_last=0 must be at least 1 (or null to keep every checkpoint)"),
     (["trainer.save_steps=0"], "trainer.save_steps=0 must be at least 1 (or null for no checkpoints)"),
-    (["recipe=dapo", "recipe.max_generation_rounds=0"], "recipe.max_generation_rounds=0 must be at least 1"),
+    (
+        ["recipe=dapo", "recipe.dynamic_sampling.max_rounds=0"],
+        "recipe.dynamic_sampling.max_rounds=0 must be at least 1",
+    ),
     (
         ["rollout.backend=vllm", "rollout.vllm_max_model_length=16"],
         "rollout.vllm_max_model_length=16 leaves no room for a prompt before trainer.max_completion_length=16",
@@ -64,8 +67,8 @@ MISTAKES = [
     # reward names, before the recipe builds anything
     (["recipe.rewards=[{name: acuracy, weight: 1.0}]"], "unknown reward 'acuracy' (recipe.rewards); valid: accuracy"),
     (
-        ["recipe=dapo", "recipe.dynamic_sampling_filter=acc"],
-        "recipe.dynamic_sampling_filter='acc' is not one of this run's rewards; valid: dapo_answer, overlong, accuracy",
+        ["recipe=dapo", "recipe.dynamic_sampling.filter=acc"],
+        "recipe.dynamic_sampling.filter='acc' is not one of this run's rewards; valid: dapo_answer, overlong, accuracy",
     ),
     # a reward's own settings, checked when it is built
     (
@@ -79,7 +82,10 @@ MISTAKES = [
     ),
     (["recipe=ttrl", "recipe.rewards=[{name: accuracy, weight: 0}]"], "recipe=ttrl needs the 'majority_vote' reward"),
     (["recipe=ttrl", "recipe.n_train=9"], "recipe.n_train=9 must be between 1 and trainer.num_generations=4"),
-    (["recipe=ttrl", "recipe.dynamic_sampling=true"], "cannot be combined with recipe.dynamic_sampling=true"),
+    (
+        ["recipe=ttrl", "recipe.dynamic_sampling.enabled=true"],
+        "cannot be combined with recipe.dynamic_sampling.enabled=true",
+    ),
     (
         ["recipe=ttrl", "trainer.micro_batch_size=2", "recipe.n_train=1"],
         "recipe.n_train=1 leaves 4 completions per process, which do not split into the 8 micro-steps",

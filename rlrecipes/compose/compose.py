@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlrecipes.compose.store import register_configs
+from rlrecipes.config.schema import MOVED_KEYS
 from rlrecipes.errors import ConfigError
 
 
@@ -53,6 +54,7 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
 
     register_configs()
     overrides = as_lists(overrides)
+    refuse_moved_keys(overrides)
     _refuse_free_additions(config_name, overrides)
     GlobalHydra.instance().clear()
     try:
@@ -66,6 +68,25 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> DictConfi
     finally:
         GlobalHydra.instance().clear()
     return cfg
+
+
+def refuse_moved_keys(overrides: Sequence[str]) -> None:
+    """A key that moved (schema.MOVED_KEYS) names its new home, not a list of valid keys."""
+    for ov in overrides:
+        new = moved_override(ov)
+        if new != ov:
+            raise ConfigError(f"{ov.split('=', 1)[0].lstrip('+~')} moved: write {new} (see README, Changes)")
+
+
+def moved_override(ov: str) -> str:
+    """`recipe.max_generation_rounds=4` -> `recipe.dynamic_sampling.max_rounds=4`: the stage
+    command lines a pipeline saved before a key moved resume as they were written.
+    `recipe.dynamic_sampling` is itself a node now: a mapping value for it is the new form."""
+    key, eq, value = ov.partition("=")
+    bare = key.lstrip("+~")
+    if eq and bare in MOVED_KEYS and not value.lstrip().startswith("{"):
+        return f"{key[: len(key) - len(bare)]}{MOVED_KEYS[bare]}={value}"
+    return ov
 
 
 def _refuse_free_additions(config_name: str, overrides: Sequence[str]) -> None:

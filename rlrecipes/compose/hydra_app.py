@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig
 
 from rlrecipes import rundir
-from rlrecipes.compose.compose import as_lists, compose_config, conf_dir
+from rlrecipes.compose.compose import as_lists, compose_config, conf_dir, refuse_moved_keys
 from rlrecipes.compose.store import register_configs
 from rlrecipes.errors import ConfigError, UserError
 
@@ -37,6 +37,7 @@ def compose_jobs(config_name: str, overrides: Sequence[str], multirun: bool) -> 
     """Each job's overrides and composed config (one job without -m); `hydra.*` flags left out."""
     hydra_flags = [ov for ov in overrides if ov.startswith("hydra") or ov.startswith("+hydra")]
     plain = [ov for ov in overrides if ov not in hydra_flags]
+    refuse_moved_keys(plain)  # before the sweep is expanded, so the line repeats what was typed
     return [(job, compose_config(config_name, job)) for job in (expand_sweep(plain) if multirun else [plain])]
 
 

@@ -68,11 +68,12 @@ def check_train_values(cfg: Any) -> None:
         raise ConfigError(f"trainer.save_steps={t.save_steps} must be at least 1 (or null for no checkpoints)")
     if t.eval_every is not None and t.eval_every < 1:
         raise ConfigError(f"trainer.eval_every={t.eval_every} must be at least 1 (or null: before and after only)")
-    if r.dynamic_sampling and r.max_generation_rounds < 1:
-        raise ConfigError(f"recipe.max_generation_rounds={r.max_generation_rounds} must be at least 1")
-    if r.dynamic_sampling and r.prompts_per_generation_round is not None and r.prompts_per_generation_round < 1:
+    ds = r.dynamic_sampling
+    if ds.enabled and ds.max_rounds < 1:
+        raise ConfigError(f"recipe.dynamic_sampling.max_rounds={ds.max_rounds} must be at least 1")
+    if ds.enabled and ds.prompts_per_round is not None and ds.prompts_per_round < 1:
         raise ConfigError(
-            f"recipe.prompts_per_generation_round={r.prompts_per_generation_round} must be at least 1 (or null)"
+            f"recipe.dynamic_sampling.prompts_per_round={ds.prompts_per_round} must be at least 1 (or null)"
         )
     longest = cfg.rollout.vllm_max_model_length
     if cfg.rollout.backend == "vllm" and longest is not None and longest <= t.max_completion_length:

@@ -348,6 +348,33 @@ class ReplayConfig:
 
 
 @dataclass
+class DynamicSamplingConfig:
+    """Dynamic sampling (DAPO, arXiv 2503.14476 §3.2; rlrecipes/engine/dynamic_sampling.py): drop
+    groups whose `filter` reward is the same for every completion, and generate more prompts
+    until the batch holds trainer.prompts_per_rollout mixed groups."""
+
+    enabled: bool = False
+    filter: str = "accuracy"  # DAPO filters on correctness, not the shaped score
+    max_rounds: int = 10  # generation rounds per step before giving up with an error
+    prompts_per_round: Optional[int] = None  # None = trainer.prompts_per_rollout
+    # verl's run length in generation batches (DAPO's script: one epoch = 1166 batches of 1536
+    # prompts): training stops after the rollout step that reaches it. null: trainer.max_steps only
+    max_batches: Optional[int] = None
+
+
+# Keys that moved, old -> new: an old key on the command line is refused with a line naming
+# the new one (rlrecipes.compose), and a run directory written before the move resumes with
+# its config.yaml mapped (rlrecipes.training.resume).
+MOVED_KEYS = {
+    "recipe.dynamic_sampling": "recipe.dynamic_sampling.enabled",
+    "recipe.dynamic_sampling_filter": "recipe.dynamic_sampling.filter",
+    "recipe.max_generation_rounds": "recipe.dynamic_sampling.max_rounds",
+    "recipe.prompts_per_generation_round": "recipe.dynamic_sampling.prompts_per_round",
+    "recipe.max_generation_batches": "recipe.dynamic_sampling.max_batches",
+}
+
+
+@dataclass
 class RecipeConfig:
     """Algorithm knobs shared by every recipe; each recipe subclasses this.
 
@@ -369,16 +396,9 @@ class RecipeConfig:
     entropy_coef: float = 0.0
     # 1 if the final answer matches the gold label, else 0 (reward=... replaces the list)
     rewards: List[RewardSpec] = field(default_factory=lambda: [RewardSpec(name="accuracy", weight=1.0)])
-    # Dynamic sampling (DAPO; an engine capability any recipe may switch on): drop groups whose
-    # `dynamic_sampling_filter` reward is the same for every completion, and generate more
-    # prompts until the batch holds trainer.prompts_per_rollout mixed groups.
-    dynamic_sampling: bool = False
-    dynamic_sampling_filter: str = "accuracy"  # DAPO filters on correctness, not the shaped score
-    max_generation_rounds: int = 10  # generation rounds per step before giving up with an error
-    prompts_per_generation_round: Optional[int] = None  # None = trainer.prompts_per_rollout
-    # verl's run length in generation batches (DAPO's script: one epoch = 1166 batches of 1536
-    # prompts): training stops after the rollout step that reaches it. null: trainer.max_steps only
-    max_generation_batches: Optional[int] = None
+    # Dynamic sampling (DAPO; an engine capability any recipe may switch on):
+    # recipe.dynamic_sampling.enabled=true
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     # Experience replay (ARPO; an engine capability any recipe may switch on): recipe.replay.enabled=true
     replay: ReplayConfig = field(default_factory=ReplayConfig)
 

@@ -8,12 +8,12 @@ everywhere, so it adds no gradient but still dilutes the batch. Each step theref
    dataloader gave; later rounds come from a second, independently shuffled stream
    over the training set, each prompt repeated `num_generations` times as TRL's
    `RepeatSampler` does);
-2. keeps the groups whose filter reward (`recipe.dynamic_sampling_filter`; DAPO uses
+2. keeps the groups whose filter reward (`recipe.dynamic_sampling.filter`; DAPO uses
    correctness, not the length-shaped score) is not the same for every completion;
 3. repeats until the **global** batch (all processes together) holds
    `trainer.prompts_per_rollout` such groups, then discards the surplus, as verl does
    (`batch[:train_batch_size * n]` over the concatenated rounds);
-4. gives up with a `UserError` after `recipe.max_generation_rounds` rounds.
+4. gives up with a `UserError` after `recipe.dynamic_sampling.max_rounds` rounds.
 
 With several processes each one scores its own share of every round, so one process
 may find more mixed groups than its share of the batch while another finds fewer.
@@ -26,7 +26,7 @@ could have been filled.
 Advantages were computed per group within each round, so keeping whole groups leaves
 them exact. The loss denominator of TRL's token-level loss (`num_items_in_batch`) is
 recomputed from the kept masks. TRL has no such loop (trl#3708); this module is the
-engine's, and any recipe switches it on with `recipe.dynamic_sampling=true`.
+engine's, and any recipe switches it on with `recipe.dynamic_sampling.enabled=true`.
 """
 
 from __future__ import annotations
@@ -70,18 +70,19 @@ class DynamicSamplingSettings:
 
     @classmethod
     def from_recipe(cls, recipe: Any) -> DynamicSamplingSettings | None:
-        """The settings in a recipe config node, or None when dynamic sampling is off."""
-        if not recipe.get("dynamic_sampling", False):
+        """The settings in a recipe config node's `dynamic_sampling` node, or None when it is off."""
+        node = recipe.get("dynamic_sampling")
+        if node is None or not node.enabled:
             return None
-        if recipe.max_generation_rounds < 1:
-            raise UserError(f"recipe.max_generation_rounds={recipe.max_generation_rounds} must be at least 1")
-        per_round = recipe.get("prompts_per_generation_round")
+        if node.max_rounds < 1:
+            raise UserError(f"recipe.dynamic_sampling.max_rounds={node.max_rounds} must be at least 1")
+        per_round = node.get("prompts_per_round")
         if per_round is not None and per_round < 1:
-            raise UserError(f"recipe.prompts_per_generation_round={per_round} must be at least 1 (or null)")
-        budget = recipe.get("max_generation_batches")
+            raise UserError(f"recipe.dynamic_sampling.prompts_per_round={per_round} must be at least 1 (or null)")
+        budget = node.get("max_batches")
         if budget is not None and budget < 1:
-            raise UserError(f"recipe.max_generation_batches={budget} must be at least 1 (or null)")
-        return cls(recipe.dynamic_sampling_filter, recipe.max_generation_rounds, per_round, budget)
+            raise UserError(f"recipe.dynamic_sampling.max_batches={budget} must be at least 1 (or null)")
+        return cls(node.filter, node.max_rounds, per_round, budget)
 
 
 def mixed_groups(values: torch.Tensor) -> torch.Tensor:
@@ -111,7 +112,7 @@ def merge_batches(batches: list[Batch], pad_token_id: int) -> Batch:
         if key not in _PADDING:
             raise UserError(
                 f"dynamic sampling cannot merge the scored-batch field {key!r} "
-                "(multimodal and tool-image rollouts are not supported); set recipe.dynamic_sampling=false"
+                "(multimodal and tool-image rollouts are not supported); set recipe.dynamic_sampling.enabled=false"
             )
         side, value = _PADDING[key]
         value = pad_token_id if value is None else value
@@ -206,13 +207,13 @@ class DynamicSampler:
         self.trainer = trainer
         self.settings = settings
         names = list(trainer.reward_func_names)
-        self.column = reward_column(names, settings.filter_reward, "recipe.dynamic_sampling_filter")
+        self.column = reward_column(names, settings.filter_reward, "recipe.dynamic_sampling.filter")
         training = [n for n, w in zip(names, trainer.reward_weights.tolist()) if w != 0]
         if settings.filter_reward not in training:
             # a weight-0 reward is a monitor (e.g. gold-answer accuracy in a label-free recipe):
             # filtering on it would let what the run must not train on pick its groups
             raise UserError(
-                f"recipe.dynamic_sampling_filter={settings.filter_reward!r} has weight 0 in this run "
+                f"recipe.dynamic_sampling.filter={settings.filter_reward!r} has weight 0 in this run "
                 f"(it is only logged); filter on a reward that trains: "
                 f"{', '.join(training) or 'none (this recipe scores completions in a hook)'}"
             )
@@ -225,7 +226,7 @@ class DynamicSampler:
             )
         if settings.prompts_per_round is not None and settings.prompts_per_round % procs:
             raise UserError(
-                f"recipe.prompts_per_generation_round={settings.prompts_per_round} must be a "
+                f"recipe.dynamic_sampling.prompts_per_round={settings.prompts_per_round} must be a "
                 f"multiple of the {procs} processes"
             )
         # A stream distinct from TRL's own sampler (seeded with args.seed), so a refill
@@ -264,7 +265,7 @@ class DynamicSampler:
                 f"dynamic sampling found only {sum(map(sum, counts))} of the {target * procs} prompt groups with "
                 f"mixed '{s.filter_reward}' rewards it needs after {s.max_rounds} generation rounds "
                 f"({generated} groups generated; groups with one reward for all completions: "
-                f"{_describe(uniform)}); raise recipe.max_generation_rounds (now {s.max_rounds}), lower "
+                f"{_describe(uniform)}); raise recipe.dynamic_sampling.max_rounds (now {s.max_rounds}), lower "
                 "trainer.prompts_per_rollout, or use data the model solves sometimes but not always"
             )
         plan = plan_kept_groups(counts, target)
@@ -286,7 +287,7 @@ class DynamicSampler:
     def spend(self, rounds: int) -> None:
         """Count this step's generation rounds; once the run's budget is reached, training
         stops after this rollout's updates (the step that crosses the budget still trains:
-        verl would have dropped its part-filled batch, at most max_generation_rounds - 1 over)."""
+        verl would have dropped its part-filled batch, at most dynamic_sampling.max_rounds - 1 over)."""
         self.batches_generated += rounds
         budget = self.settings.max_batches
         if budget is not None and self.stop_at_step is None and self.batches_generated >= budget:

@@ -49,7 +49,7 @@ class GroupSubset(EngineHook):
             # dynamic sampling selects and merges whole groups of num_generations rows
             raise UserError(
                 f"{self.key}={self.keep} (training on part of each group) cannot be combined with "
-                f"recipe.dynamic_sampling=true; set {self.key}={groups} to train on every sample"
+                f"recipe.dynamic_sampling.enabled=true; set {self.key}={groups} to train on every sample"
             )
         if not 1 <= self.keep <= groups:
             raise UserError(

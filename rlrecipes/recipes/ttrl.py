@@ -88,10 +88,10 @@ class TTRL(Recipe):
                 f"recipe.n_train={keep} must be between 1 and trainer.num_generations={groups} "
                 "(the samples drawn per prompt)"
             )
-        if r.dynamic_sampling and keep != groups:  # dynamic sampling keeps and merges whole groups
+        if r.dynamic_sampling.enabled and keep != groups:  # dynamic sampling keeps and merges whole groups
             raise ConfigError(
                 f"recipe.n_train={keep} (training on part of each group) cannot be combined with "
-                f"recipe.dynamic_sampling=true; set recipe.n_train={groups} to train on every sample"
+                f"recipe.dynamic_sampling.enabled=true; set recipe.n_train={groups} to train on every sample"
             )
         # the kept rows of each process's share must still split into its micro-steps (GroupSubset)
         plan = plan_batches(cfg.trainer, int(os.environ.get("WORLD_SIZE", "1")))

@@ -86,9 +86,10 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     peft_config(cfg.model)
     recipe = recipe_cls(cfg.recipe)
     rewards = planned_rewards(recipe, reward_context(cfg, _not_scoring))
-    if cfg.recipe.dynamic_sampling and cfg.recipe.dynamic_sampling_filter not in [fn.__name__ for fn, _ in rewards]:
+    ds = cfg.recipe.dynamic_sampling
+    if ds.enabled and ds.filter not in [fn.__name__ for fn, _ in rewards]:
         raise ConfigError(
-            f"recipe.dynamic_sampling_filter={cfg.recipe.dynamic_sampling_filter!r} is not one of this run's "
+            f"recipe.dynamic_sampling.filter={ds.filter!r} is not one of this run's "
             f"rewards; valid: {', '.join(fn.__name__ for fn, _ in rewards)}"
         )
     check_replay(cfg.recipe, [(fn.__name__, w) for fn, w in rewards])

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes import rundir
 from rlrecipes.compose.compose import compose_config, conf_dir
+from rlrecipes.config.schema import MOVED_KEYS
 from rlrecipes.engine.checkpoints import remove_incomplete, usable_checkpoint
 from rlrecipes.errors import ConfigError, UserError
 
@@ -72,7 +73,7 @@ def resumed_run_config(
     if not composed.run_dir:
         raise ConfigError("resume=true needs run_dir=RUN (the run to continue)")
     run_dir = Path(composed.run_dir).expanduser()
-    saved = rundir.read_config(run_dir)
+    saved = saved_run_config(run_dir)
     schema = schema_of(saved, run_dir / rundir.MARKER)
     try:  # the saved values, merged into the typed schema
         cfg = OmegaConf.merge(compose_config(config_name, schema), saved)
@@ -95,6 +96,26 @@ def resumed_run_config(
         check_group_is_the_runs(group, line, composed, cfg, keys)
     cfg.resume, cfg.run_dir = True, str(composed.run_dir)
     return cfg, changes
+
+
+def saved_run_config(run_dir: Path) -> DictConfig:
+    """A run's `config.yaml`, with the keys an earlier version wrote moved to where they are now."""
+    return with_moved_keys(rundir.read_config(run_dir))
+
+
+def with_moved_keys(saved: DictConfig) -> DictConfig:
+    """A config.yaml written before a key moved (schema.MOVED_KEYS: DAPO's flat `recipe.*`
+    dynamic-sampling keys became the `recipe.dynamic_sampling` node) holds it at its old place:
+    move it, so the run resumes with the values it was started with. The file is left as it is."""
+    moved = []
+    for old, new in MOVED_KEYS.items():
+        parent, leaf = old.rsplit(".", 1)
+        node = OmegaConf.select(saved, parent)
+        if isinstance(node, DictConfig) and leaf in node and not isinstance(node[leaf], DictConfig):
+            moved.append((new, node.pop(leaf)))  # all popped first: an old key may be a new node's name
+    for new, value in moved:
+        OmegaConf.update(saved, new, value, merge=True)
+    return saved
 
 
 def explicit_keys(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -157,7 +178,7 @@ def reopen_run_dir(cfg: DictConfig, changes: Sequence[Change] = (), log: Log = p
     run_dir = Path(cfg.run_dir).expanduser()
     if (run_dir / "summary.json").is_file():
         raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
-    before = rundir.flatten_config(OmegaConf.to_container(rundir.read_config(run_dir), resolve=True))
+    before = rundir.flatten_config(OmegaConf.to_container(saved_run_config(run_dir), resolve=True))
     now = rundir.flatten_config(OmegaConf.to_container(cfg, resolve=True))
     changed = sorted(
         k for k in set(before) | set(now) if before.get(k) != now.get(k) and not k.startswith(RESUMABLE_CHANGES)

@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.compose.compose import compose_config
+from rlrecipes.compose.compose import compose_config, moved_override
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.rundir import MARKER, read_config, write_json
 from rlrecipes.training.phase_data import phase_overrides
@@ -265,8 +265,11 @@ def saved_pipeline(run_dir: Path) -> DictConfig:
     if "pipeline" not in saved:
         raise UserError(f"{run_dir / MARKER} is not a pipeline's config; a single run resumes with its own command")
     try:
-        return OmegaConf.merge(compose_config("stages"), saved)
+        cfg = OmegaConf.merge(compose_config("stages"), saved)
     except Exception as exc:  # a key this version no longer has, or a value of the wrong type
         raise UserError(
             f"{run_dir / MARKER} does not fit this version of rlrecipes ({str(exc).strip().splitlines()[0]})"
         ) from None
+    for stage in cfg.pipeline.stages:  # command lines saved before a key moved
+        stage.overrides = [moved_override(str(ov)) for ov in stage.overrides]
+    return cfg

@@ -187,3 +187,49 @@ def test_a_comma_list_stays_a_sweep():
     from rlrecipes.compose.compose import as_lists
 
     assert as_lists(["report_to=tensorboard,wandb", "seed=1"]) == ["report_to=tensorboard,wandb", "seed=1"]
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("recipe.dynamic_sampling=true", "recipe.dynamic_sampling moved: write recipe.dynamic_sampling.enabled=true"),
+        (
+            "recipe.dynamic_sampling_filter=x",
+            "recipe.dynamic_sampling_filter moved: write recipe.dynamic_sampling.filter=x",
+        ),
+        (
+            "recipe.max_generation_rounds=4",
+            "recipe.max_generation_rounds moved: write recipe.dynamic_sampling.max_rounds=4",
+        ),
+        (
+            "recipe.prompts_per_generation_round=8",
+            "recipe.prompts_per_generation_round moved: write recipe.dynamic_sampling.prompts_per_round=8",
+        ),
+        (
+            "recipe.max_generation_batches=5",
+            "recipe.max_generation_batches moved: write recipe.dynamic_sampling.max_batches=5",
+        ),
+    ],
+)
+def test_a_moved_key_names_its_new_home(override, expected):
+    with pytest.raises(ConfigError) as err:
+        compose_config("train", ["recipe=dapo", override])
+    assert str(err.value) == f"{expected} (see README, Changes)"
+
+
+def test_the_command_line_names_a_moved_key_in_one_line_in_a_sweep_too(capsys):
+    from rlrecipes.cli import main
+
+    with pytest.raises(SystemExit) as exit:
+        main(["train", "-m", "recipe=dapo", "recipe.dynamic_sampling=false,true", "--dry-run"])
+    out = capsys.readouterr()
+    text = (out.out + out.err).strip()
+    assert exit.value.code == 2 and "\n" not in text, text
+    new = "recipe.dynamic_sampling.enabled=false,true"
+    assert text == f"error: recipe.dynamic_sampling moved: write {new} (see README, Changes)"
+
+
+def test_the_dynamic_sampling_node_takes_a_mapping():
+    cfg = compose_config("train", ["recipe=grpo", "recipe.dynamic_sampling={enabled: true, max_rounds: 3}"])
+    ds = cfg.recipe.dynamic_sampling
+    assert (ds.enabled, ds.max_rounds, ds.filter) == (True, 3, "accuracy")

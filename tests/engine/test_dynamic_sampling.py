@@ -153,7 +153,9 @@ def test_raises_at_the_cap_and_says_what_to_change():
     message = str(err.value)
     assert "found only 1 of the 2 prompt groups" in message and "after 2 generation rounds" in message
     assert "4 groups generated" in message and "2 at -1, 1 at 1" in message
-    assert "raise recipe.max_generation_rounds (now 2)" in message and "lower trainer.prompts_per_rollout" in message
+    assert (
+        "raise recipe.dynamic_sampling.max_rounds (now 2)" in message and "lower trainer.prompts_per_rollout" in message
+    )
 
 
 def test_two_processes_stop_together_and_keep_whole_local_groups():
@@ -273,20 +275,15 @@ def test_merge_refuses_fields_it_cannot_pad():
 
 def test_settings_and_setup_errors():
     recipe = OmegaConf.create(
-        {
-            "dynamic_sampling": False,
-            "dynamic_sampling_filter": "acc",
-            "max_generation_rounds": 10,
-            "prompts_per_generation_round": None,
-        }
+        {"dynamic_sampling": {"enabled": False, "filter": "acc", "max_rounds": 10, "prompts_per_round": None}}
     )
     assert DynamicSamplingSettings.from_recipe(recipe) is None
-    recipe.dynamic_sampling = True
+    recipe.dynamic_sampling.enabled = True
     assert DynamicSamplingSettings.from_recipe(recipe) == DynamicSamplingSettings("acc", 10, None)
-    recipe.max_generation_rounds = 0
-    with pytest.raises(UserError, match="max_generation_rounds=0"):
+    recipe.dynamic_sampling.max_rounds = 0
+    with pytest.raises(UserError, match="recipe.dynamic_sampling.max_rounds=0"):
         DynamicSamplingSettings.from_recipe(recipe)
-    with pytest.raises(UserError, match="dynamic_sampling_filter='accuracy'.*valid: acc, shaped"):
+    with pytest.raises(UserError, match="dynamic_sampling.filter='accuracy'.*valid: acc, shaped"):
         DynamicSampler(make_trainer(), DynamicSamplingSettings("accuracy"))
     odd = make_trainer()
     odd.args.per_device_train_batch_size = 3
@@ -307,9 +304,9 @@ def test_any_recipe_can_switch_it_on(toy_model_dir, tmp_path):
 
     cfg = compose(
         "recipe=grpo",
-        "recipe.dynamic_sampling=true",
+        "recipe.dynamic_sampling.enabled=true",
         "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: scripted_groups, weight: 1.0}]",
-        "recipe.dynamic_sampling_filter=scripted_groups",
+        "recipe.dynamic_sampling.filter=scripted_groups",
         "trainer.eval_before=false",
         "trainer.eval_after=false",
     )
@@ -324,7 +321,7 @@ def test_a_weight_0_monitor_cannot_pick_the_groups():
     t = make_trainer()
     t.reward_weights = torch.tensor([0.0, 1.0])
     with pytest.raises(
-        UserError, match="dynamic_sampling_filter='acc' has weight 0 .* filter on a reward that trains: shaped"
+        UserError, match="dynamic_sampling.filter='acc' has weight 0 .* filter on a reward that trains: shaped"
     ):
         DynamicSampler(t, DynamicSamplingSettings("acc"))
 
@@ -350,11 +347,9 @@ def test_the_generation_budget_stops_after_the_rollout_that_spends_it():
     resumed = DynamicSampler(t, DynamicSamplingSettings("acc", 10, max_batches=5))
     resumed.load_state_dict(s.state_dict())  # a resumed run keeps what it spent
     assert (resumed.batches_generated, resumed.stop_at_step) == (5, 12)
-    with pytest.raises(UserError, match="recipe.max_generation_batches=0 must be at least 1"):
+    with pytest.raises(UserError, match="recipe.dynamic_sampling.max_batches=0 must be at least 1"):
         DynamicSamplingSettings.from_recipe(
-            SimpleNamespace(
-                get=lambda k, d=None: {"dynamic_sampling": True, "max_generation_batches": 0}.get(k, d),
-                max_generation_rounds=10,
-                dynamic_sampling_filter="acc",
+            OmegaConf.create(
+                {"dynamic_sampling": {"enabled": True, "filter": "acc", "max_rounds": 10, "max_batches": 0}}
             )
         )

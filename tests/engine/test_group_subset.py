@@ -125,7 +125,7 @@ def test_bind_refuses_dynamic_sampling():
     trainer.dynamic_sampling = object()
     with pytest.raises(
         UserError,
-        match="recipe.n_train=2 .* cannot be combined with recipe.dynamic_sampling=true; set recipe.n_train=4",
+        match="recipe.n_train=2 .* cannot be combined with recipe.dynamic_sampling.enabled=true; set recipe.n_train=4",
     ):
         GroupSubset(2, key="recipe.n_train").bind(trainer)
     GroupSubset(4, key="recipe.n_train").bind(trainer)  # every sample trains: nothing to subset

@@ -85,8 +85,8 @@ def replay_counts(run_dir: Path) -> dict[int, tuple]:
 # makes every failed group mixed, so one round fills the batch.
 DAPO = [
     "recipe=dapo",
-    "recipe.dynamic_sampling_filter=scripted_replay",
-    "recipe.max_generation_rounds=4",
+    "recipe.dynamic_sampling.filter=scripted_replay",
+    "recipe.dynamic_sampling.max_rounds=4",
     "trainer.max_steps=4",
     "trainer.save_steps=2",
     "trainer.save_keep_last=2",

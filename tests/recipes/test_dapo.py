@@ -15,8 +15,9 @@ def test_quick_start_config_is_the_released_recipe():
     r = compose("recipe=dapo").recipe
     assert (r.loss_type, r.beta, r.epsilon, r.epsilon_high) == ("dapo", 0.0, 0.2, 0.28)
     assert r.mask_truncated_completions is False  # overlong filtering: off, as in the verl recipe
-    assert (r.soft_overlong_punishment, r.dynamic_sampling, r.max_generation_rounds) == (True, True, 10)
-    assert r.dynamic_sampling_filter == "dapo_answer" and [x.name for x in r.rewards] == ["dapo_answer"]
+    ds = r.dynamic_sampling
+    assert (r.soft_overlong_punishment, ds.enabled, ds.max_rounds) == (True, True, 10)
+    assert ds.filter == "dapo_answer" and [x.name for x in r.rewards] == ["dapo_answer"]
 
 
 def test_every_rung_of_the_ablation_ladder_is_one_override():
@@ -25,10 +26,10 @@ def test_every_rung_of_the_ablation_ladder_is_one_override():
         "recipe.loss_type=grpo",
         "recipe.epsilon_high=0.2",
         "recipe.soft_overlong_punishment=false",
-        "recipe.dynamic_sampling=false",
+        "recipe.dynamic_sampling.enabled=false",
         "recipe.mask_truncated_completions=true",
     ).recipe
-    assert (naive.loss_type, naive.epsilon_high, naive.dynamic_sampling) == ("grpo", 0.2, False)
+    assert (naive.loss_type, naive.epsilon_high, naive.dynamic_sampling.enabled) == ("grpo", 0.2, False)
 
 
 def test_paper_preset_has_the_spec_numbers():
@@ -42,7 +43,7 @@ def test_paper_preset_has_the_spec_numbers():
     assert (t.learning_rate, t.lr_scheduler_type, t.warmup_steps) == (1e-6, "constant_with_warmup", 160)
     assert (t.weight_decay, t.max_grad_norm, t.temperature, t.top_p) == (0.1, 1.0, 1.0, 1.0)
     assert (t.max_completion_length, r.overlong_buffer_length, r.overlong_penalty_factor) == (20480, 4096, 1.0)
-    assert (r.prompts_per_generation_round, r.max_generation_rounds) == (1536, 10)
+    assert (r.dynamic_sampling.prompts_per_round, r.dynamic_sampling.max_rounds) == (1536, 10)
     assert (r.epsilon, r.epsilon_high, r.beta, r.loss_type) == (0.2, 0.28, 0.0, "dapo")
     assert (cfg.rollout.backend, cfg.rollout.importance_sampling_correction) == ("vllm", False)
     assert cfg.experiment == "dapo_paper"
@@ -121,7 +122,7 @@ def test_recipe_maps_onto_trl(tmp_path):
 # penalty and the loss.
 SCRIPTED_FILTER = [
     "recipe.rewards=[{name: dapo_answer, weight: 1.0}, {name: scripted_groups, weight: 1.0}]",
-    "recipe.dynamic_sampling_filter=scripted_groups",
+    "recipe.dynamic_sampling.filter=scripted_groups",
 ]
 
 

@@ -233,7 +233,7 @@ def test_dapo_paper_budget_and_checkpoints():
     # run_dapo_qwen2.5_32b.sh: one epoch (l.130) of the 1,791,700-row file in generation
     # batches of 1536 (l.29) = 1166 batches: the budget counts generation batches, and
     # max_steps is only the ceiling when every rollout step fills from one batch
-    assert cfg.recipe.max_generation_batches == 1_791_700 // 1536 == 1166  # verl drops the last, partial batch
+    assert cfg.recipe.dynamic_sampling.max_batches == 1_791_700 // 1536 == 1166  # verl drops the last, partial batch
     assert t.updates_per_rollout == 16 and t.max_steps == 1166 * 16
     assert (t.save_steps, t.save_keep_last) == (50 * 16, 1)  # the final model is what the paper scores
 
@@ -242,7 +242,7 @@ def test_dapo_naive_grpo_row_switches_every_technique_off():
     cfg = preset("dapo_grpo_paper")
     r = cfg.recipe
     assert (r.loss_type, r.epsilon, r.epsilon_high) == ("grpo", 0.2, 0.2)
-    assert not r.dynamic_sampling and not r.soft_overlong_punishment
+    assert not r.dynamic_sampling.enabled and not r.soft_overlong_punishment
     # run_dapo_early_qwen2.5_32b.sh l.27, l.129: one epoch of the 1,791,700 rows in batches of 512
     assert cfg.trainer.max_steps == 3499 * 16
     dapo = preset("dapo_paper")
@@ -265,7 +265,8 @@ def test_simpletir_preset_follows_the_readme_command_and_train_sh():
     assert (t.learning_rate, t.temperature, t.max_completion_length) == (1e-6, 1.0, 8000)
     r = cfg.recipe  # train.sh:15, :16, :13; :36 with README l.71 (3 x 512); README l.69
     assert (r.beta, r.entropy_coef, r.epsilon, r.epsilon_high) == (0.0, 0.0, 0.2, 0.28)
-    assert (r.dynamic_sampling, r.prompts_per_generation_round, r.mask_truncated_completions) == (True, 1536, True)
+    ds = r.dynamic_sampling
+    assert (ds.enabled, ds.prompts_per_round, r.mask_truncated_completions) == (True, 1536, True)
     settings = settings_from_config(cfg)
     # README l.66 (--max_turns 5: 4 turns with code, then the last), l.70; agent_utils.py:573; train.sh:419
     assert (settings.max_turns, settings.void_turn_masking, settings.answer_mark) == (4, True, "\\boxed{")
