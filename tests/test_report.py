@@ -301,3 +301,16 @@ def test_report_out_on_an_unwritable_location_is_one_line(sweep, capsys, unwrita
     assert code == 2 and f"cannot write {unwritable_dir / 'report.csv'}" in one_error_line(text)
     code, text = cli(capsys, "report", str(sweep), "--md", str(unwritable_dir / "t.md"))
     assert code == 2 and "choose another --out" in one_error_line(text)
+
+
+def test_a_run_from_before_a_key_moved_shares_the_new_keys_column():
+    from rlrecipes.runs.discover import with_moved_keys
+
+    old = {"recipe.dynamic_sampling": True, "recipe.max_generation_rounds": 7, "seed": 0}
+    assert with_moved_keys(old) == {
+        "recipe.dynamic_sampling.enabled": True,
+        "recipe.dynamic_sampling.max_rounds": 7,
+        "seed": 0,
+    }
+    new = {"recipe.dynamic_sampling.enabled": False}
+    assert with_moved_keys(new) == new

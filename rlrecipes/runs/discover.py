@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from rlrecipes.config.schema import MOVED_KEYS
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import flatten_config
 
@@ -117,7 +118,13 @@ def _read_config(run: Path) -> dict[str, Any]:
         data = yaml.safe_load((run / "config.yaml").read_text()) if (run / "config.yaml").is_file() else {}
     except (yaml.YAMLError, UnicodeDecodeError, OSError):  # no config to show: the columns say "-"
         data = {}
-    return flatten_config(data) if isinstance(data, dict) else {}
+    return with_moved_keys(flatten_config(data)) if isinstance(data, dict) else {}
+
+
+def with_moved_keys(flat: dict[str, Any]) -> dict[str, Any]:
+    """Settings of a run written before a key moved (MOVED_KEYS) under their new names, so old
+    and new runs share one column in a report (the run's files are left as they are)."""
+    return {MOVED_KEYS.get(key, key): value for key, value in flat.items()}
 
 
 def _read_overrides(run: Path) -> dict[str, str]:
@@ -130,7 +137,8 @@ def _read_overrides(run: Path) -> dict[str, str]:
     for item in listed or []:
         key, sep, value = str(item).partition("=")
         if sep:
-            out[key.lstrip("+~")] = value
+            key = key.lstrip("+~")
+            out[MOVED_KEYS.get(key, key)] = value
     return out
 
 
