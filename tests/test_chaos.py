@@ -4,7 +4,6 @@ ends with the uninterrupted run's metrics and weights — on one process and on 
 
 import os
 import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,27 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
+from tests.helpers.processes import accelerate_launcher
 from tests.test_resume import ENTRY, ROOT, SETTINGS, assert_same_run
 
 pytestmark = pytest.mark.e2e
 KILLS = 3  # kills per run; the moments are drawn from a fixed seed, so every machine tries the same ones
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(processes: int, *overrides: str, cwd: Path, fault: str | None = None) -> subprocess.CompletedProcess:
-    from rlrecipes.launch import config_path
-
-    launcher = (
-        ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp"))]
-        + ["--num_processes", str(processes), "--main_process_port", str(free_port())]
-        if processes > 1
-        else []
-    )
+    launcher = accelerate_launcher(processes)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("RLRECIPES_TEST_FAULT", None)
     if fault:

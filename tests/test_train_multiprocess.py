@@ -6,7 +6,6 @@ form a gloo group). Every test asserts the world size it got."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
+from tests.helpers.processes import accelerate_launcher
 from tests.helpers.scripted_model import answering, scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,30 +21,8 @@ ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
 pytestmark = pytest.mark.e2e
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(processes: int, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    from rlrecipes.launch import config_path
-
-    launcher = (
-        [
-            "-m",
-            "accelerate.commands.launch",
-            "--config_file",
-            str(config_path("ddp")),
-            "--num_processes",
-            str(processes),
-            "--main_process_port",
-            str(free_port()),
-        ]
-        if processes > 1
-        else []
-    )
-    command = [sys.executable, *launcher, ENTRY, "train", *TINY, *overrides]
+    command = [sys.executable, *accelerate_launcher(processes), ENTRY, "train", *TINY, *overrides]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
-from tests.test_train_multiprocess import free_port
+from tests.helpers.processes import accelerate_launcher
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
@@ -44,20 +44,7 @@ TIMING = ("step_time", "tokens_per_second")
 def train(
     *overrides: str, cwd: Path, processes: int = 1, fault: str | None = None, trace: Path | None = None
 ) -> subprocess.CompletedProcess:
-    launcher = (
-        [
-            "-m",
-            "accelerate.commands.launch",
-            "--config_file",
-            str(__import__("rlrecipes.launch", fromlist=["config_path"]).config_path("ddp")),
-            "--num_processes",
-            str(processes),
-            "--main_process_port",
-            str(free_port()),
-        ]
-        if processes > 1
-        else []
-    )
+    launcher = accelerate_launcher(processes)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "400"}
     env.pop("RLRECIPES_TEST_FAULT", None)
     env.pop("RLRECIPES_TEST_REPLAY_TRACE", None)

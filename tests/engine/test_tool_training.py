@@ -175,13 +175,12 @@ def test_two_processes_make_the_same_generate_calls(tmp_path):
     import sys
     from pathlib import Path
 
-    from rlrecipes.launch import config_path
     from tests.conftest import TINY
-    from tests.test_train_multiprocess import ROOT, free_port
+    from tests.helpers.processes import accelerate_launcher
+    from tests.test_train_multiprocess import ROOT
 
     entry = str(Path(__file__).parents[1] / "helpers" / "tool_multiprocess_entry.py")
-    launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config_path("ddp"))]
-    launcher += ["--num_processes", "2", "--main_process_port", str(free_port())]
+    launcher = accelerate_launcher(2)
     overrides = ["trainer.max_steps=1", "trainer.max_completion_length=64", "trainer.eval_before=false"]
     overrides += ["trainer.eval_after=false"]
     overrides += ["rollout.tools=[calculator]", f"run_dir={tmp_path / 'run'}"]
