@@ -28,6 +28,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from rlrecipes.quiet import quiet
+
+# The dependencies' notes (Triton, tokenizer alignment, progress bars) filtered as the CLI
+# filters them, before a bench imports any of them: its stderr is its own progress.
+quiet()
+
 SAMPLES = 16
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "benchmarks" / "results"
