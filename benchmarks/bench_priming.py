@@ -38,18 +38,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import parse_bench_args, sample_completions, save_result, stats, train_in_scratch
+from benchkit import PASS_KS, parse_bench_args, pass_at_ks, sample_completions, save_result, stats, train_in_scratch
 
 from rlrecipes.compose import compose_config
 from rlrecipes.data.priming import BEHAVIOURS, behaviours
-from rlrecipes.metrics import pass_at_k
 
 CONDITIONS = ["search", "search_wrong", "solution", "none"]
-KS = (1, 4, 8)
+KS = PASS_KS
 # The preset's stages (conf/pipeline/toy_countdown_priming.yaml) without its step counts. The
-# toy's warm-start measures dev accuracy on 12 new tokens by default, shorter than a Countdown
-# answer line ("Answer: (13*15)+12" is 18 characters, one token each): its dev accuracy would
-# stay 0 and it would never see a plateau (4000 steps); 24 tokens hold any answer.
+# warm-start's dev check decodes 24 tokens, enough for any Countdown answer line ("Answer:
+# (13*15)+12" is 18 characters, one token each); the toy now raises the default 12 to the longest
+# answer by itself (models/toy.dev_decode_tokens), and the setting stays so that the toy is the
+# one the stored result was measured on (its cache key includes it).
 DATA = ["data=countdown", "trainer.max_completion_length=128", "model.toy.sft_max_new_tokens=24"]
 # The RL run measures the primed model's accuracy before it starts: the SFT run need not.
 SFT = ["trainer.learning_rate=1.0e-3", "trainer.eval_before=false", "trainer.eval_after=false"]
@@ -74,7 +74,7 @@ def sampled_figures(model_path: str, cfg: Any, items: list[dict], samples: int, 
     correct = [sum(verify(text, it["answer"]) for text in texts) for texts, it in zip(outs, items)]
     texts = [text for group in outs for text in group]
     shown = [behaviours(text) for text in texts]
-    figures = {f"pass@{k}": sum(pass_at_k(samples, c, k) for c in correct) / len(items) for k in KS if k <= samples}
+    figures = pass_at_ks(correct, samples, tuple(k for k in KS if k <= samples))
     figures.update({name: sum(s[name] for s in shown) / len(texts) for name in BEHAVIOURS})
     figures["any_behaviour"] = sum(any(s.values()) for s in shown) / len(texts)
     return {k: round(v, 4) for k, v in figures.items()}

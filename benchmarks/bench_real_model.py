@@ -36,11 +36,11 @@ import sys
 import time
 from pathlib import Path
 
-from benchkit import parse_bench_args, save_result, stats, train_in_scratch
+from benchkit import PASS_KS, parse_bench_args, pass_at_ks, save_result, stats, train_in_scratch
 
 from rlrecipes.compose import compose_config
 
-KS = (1, 4, 8)
+KS = PASS_KS
 PRESET = "experiment=real_model_smollm2"
 MODES = {
     "full": {"seeds": [0, 1, 2], "steps": 8, "eval_problems": 32, "ratio_steps": 2, "methods": ["grpo", "rft"]},
@@ -72,7 +72,6 @@ def heldout_scores(model, tokenizer, cfg, items, verify) -> dict:
     """Greedy accuracy and pass@k from max(KS) samples at the training temperature."""
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import generate_completions
-    from rlrecipes.metrics import pass_at_k
 
     t = cfg.trainer
     prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in items]
@@ -83,10 +82,8 @@ def heldout_scores(model, tokenizer, cfg, items, verify) -> dict:
         model, tokenizer, prompts, do_sample=True, temperature=t.temperature, num_samples=n, seed=1234, **common
     )
     correct = [sum(verify(x, it["answer"]) for x in texts) for texts, it in zip(sampled, items)]
-    out = {"greedy": sum(verify(g[0], it["answer"]) for g, it in zip(greedy, items)) / len(items)}
-    for k in KS:
-        out[f"pass@{k}"] = sum(pass_at_k(n, c, k) for c in correct) / len(items)
-    return {key: round(v, 4) for key, v in out.items()}
+    greedy_accuracy = sum(verify(g[0], it["answer"]) for g, it in zip(greedy, items)) / len(items)
+    return {"greedy": round(greedy_accuracy, 4), **pass_at_ks(correct, n, KS)}
 
 
 def base_model(cfg):

@@ -100,6 +100,12 @@ def test_the_countdown_reward_scores_as_the_authors_one_format_score_for_a_wrong
     assert (evaluate_equation("(1 + 2) / 3"), evaluate_equation("1/0"), evaluate_equation("2**8")) == (1.0, None, None)
 
 
+def test_the_countdown_format_score_is_a_reward_setting():
+    reward = build_reward("countdown", RewardContext(verify=lambda c, g: False, options={"format_score": 0.0}))
+    completions = ["<answer> 44 + 19 + 35 </answer>", "<answer> 44 + 19 - 35 </answer>", "no answer"]
+    assert reward(prompts=[PROMPT] * 3, completions=completions) == [1.0, 0.0, 0.0]
+
+
 def test_the_classifier_prompts_are_the_authors_and_their_count_is_read_as_they_read_it():
     from rlrecipes.rewards.behaviour_prompts import classifier_prompts, parse_count
 

@@ -63,8 +63,9 @@ _PADDING: dict[str, tuple[str, float | None]] = {
 
 @dataclass(frozen=True)
 class DynamicSamplingSettings:
-    filter_reward: str = "accuracy"
-    max_rounds: int = 10
+    # no defaults for these: recipe.dynamic_sampling (config/schema.py) is their one home
+    filter_reward: str
+    max_rounds: int
     prompts_per_round: int | None = None  # None: as many as the batch needs (verl gen_batch_size)
     max_batches: int | None = None  # the run's budget of generation rounds (verl's epoch of batches)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
@@ -59,7 +60,14 @@ def _value(node: ast.AST) -> float:
     raise ValueError("not arithmetic")
 
 
-def countdown_score(completion: str, numbers: list[int], target: int, format_score: float = 0.1) -> float:
+@dataclass(frozen=True)
+class CountdownParams:
+    # the authors' compute_score(format_score=0.1) (verl/utils/reward_score/countdown.py l.59):
+    # what an equation earns that is not the answer; options: {format_score: 0} turns it off
+    format_score: float = 0.1
+
+
+def countdown_score(completion: str, numbers: list[int], target: int, format_score: float) -> float:
     equation = final_equation(completion)
     if equation is None:
         return 0.0
@@ -69,14 +77,16 @@ def countdown_score(completion: str, numbers: list[int], target: int, format_sco
     return 1.0 if value is not None and abs(value - target) < 1e-5 else format_score
 
 
-@register_reward("countdown", needs_answer=False)
+@register_reward("countdown", needs_answer=False, params=CountdownParams)
 def _countdown(ctx: RewardContext) -> RewardFn:
+    format_score = float(ctx.params.format_score)
+
     def reward(prompts: list, completions: list[str], **kw: Any) -> list[float | None]:
         out: list[float | None] = []
         for prompt, completion in zip(prompts, completions):
             text = prompt if isinstance(prompt, str) else " ".join(m["content"] for m in prompt)
             problem = countdown_problem(text)
-            out.append(None if problem is None else countdown_score(completion, *problem))
+            out.append(None if problem is None else countdown_score(completion, *problem, format_score))
         return out
 
     return reward

@@ -284,11 +284,11 @@ def test_settings_and_setup_errors():
     with pytest.raises(UserError, match="recipe.dynamic_sampling.max_rounds=0"):
         DynamicSamplingSettings.from_recipe(recipe)
     with pytest.raises(UserError, match="dynamic_sampling.filter='accuracy'.*valid: acc, shaped"):
-        DynamicSampler(make_trainer(), DynamicSamplingSettings("accuracy"))
+        DynamicSampler(make_trainer(), DynamicSamplingSettings("accuracy", 10))
     odd = make_trainer()
     odd.args.per_device_train_batch_size = 3
     with pytest.raises(UserError, match="multiple of trainer.num_generations=2"):
-        DynamicSampler(odd, DynamicSamplingSettings("acc"))
+        DynamicSampler(odd, DynamicSamplingSettings("acc", 10))
 
 
 @pytest.mark.integration
@@ -323,7 +323,7 @@ def test_a_weight_0_monitor_cannot_pick_the_groups():
     with pytest.raises(
         UserError, match="dynamic_sampling.filter='acc' has weight 0 .* filter on a reward that trains: shaped"
     ):
-        DynamicSampler(t, DynamicSamplingSettings("acc"))
+        DynamicSampler(t, DynamicSamplingSettings("acc", 10))
 
 
 def test_the_generation_budget_stops_after_the_rollout_that_spends_it():
