@@ -23,9 +23,8 @@ import pytest
 
 from tests.conftest import TINY
 from tests.helpers.processes import accelerate_launcher
+from tests.test_resume import ENTRY, ROOT, TIMING
 
-ROOT = Path(__file__).resolve().parents[2]
-ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
 pytestmark = pytest.mark.e2e
 
 REPLAY = [
@@ -38,7 +37,6 @@ REPLAY = [
 ]
 KEYS = ("replay/uses", "replay/failed_groups", "replay/buffered_tasks")
 SCHEDULE = {1: (0, 1, 3), 2: (3, 3, 4), 3: (4, 4, 4), 4: (4, 4, 4)}  # step: KEYS, by hand (docstring)
-TIMING = ("step_time", "tokens_per_second")
 
 
 def train(
