@@ -10,6 +10,8 @@ What goes, and why each is safe to drop:
 - transformers' and huggingface_hub's progress bars ("Loading weights", "Writing model
   shards") and transformers' advisory notes (tokenizer clean-up, aligned special tokens): the
   run's own lines report loading, and real errors are still raised;
+- TRL's note that `rollout_func` is experimental, at every trainer start: the engine uses it
+  on purpose (the tool loop's rollouts) against the TRL version it pins;
 - torch's C++ notes in vLLM's engine process (NUMA binding policy) and the deprecation
   warnings vLLM's own code triggers (`torch.distributed.reduce_op`).
 
@@ -31,6 +33,7 @@ ENVIRONMENT = {
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TORCH_CPP_LOG_LEVEL": "ERROR",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
 }
 
 # (logger, start of the message) of notes dropped wherever they come from

@@ -119,6 +119,51 @@ def test_lora_adapters_are_merged_into_what_vllm_samples_from(toy_vllm_dir, tmp_
     assert (run / "model" / "adapter_model.safetensors").is_file()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU path is TRL's own sync (tests/gpu)")
+def test_tool_rollouts_through_colocated_vllm(toy_vllm_dir, tmp_path):
+    """The multi-turn tool loop on vLLM colocate: each turn is one vLLM call on the grown
+    context, with the turn's token budget; tool results are out of the importance ratio and
+    the log-prob gap. A logit bias on "1" (tests/helpers/vllm_logit_bias_entry.py) makes every
+    rollout write "1"s, and the calculator's tags are both "1", so every turn is known in
+    advance: "11" closes a call with an empty expression (a tool error, whose text is
+    appended), twice (max_turns=2); the final turn writes "1"s until the budget."""
+    from transformers import AutoTokenizer
+
+    [one] = AutoTokenizer.from_pretrained(toy_vllm_dir).encode("1", add_special_tokens=False)
+    run = tmp_path / "run"
+    entry = Path(__file__).parents[1] / "helpers" / "vllm_logit_bias_entry.py"
+    command = [sys.executable, str(entry), "train", *TINY, "model=toy_vllm", "rollout=vllm", "recipe=spurious"]
+    command += [
+        "reward=random",
+        "trainer.max_steps=2",
+        "trainer.learning_rate=1e-3",
+        "trainer.max_completion_length=48",
+    ]
+    command += ["rollout.tools=[calculator]", "+rollout.tool_kwargs.calculator.open='1'"]
+    command += ["+rollout.tool_kwargs.calculator.close='1'", "rollout.max_turns=2", "rollout.max_tool_result_tokens=4"]
+    command += ["trainer.eval_before=false", "trainer.eval_after=false", f"run_dir={run}"]
+    env = {
+        **os.environ,
+        "COLUMNS": "200",
+        "PYTHONPATH": str(entry.parents[2]),
+        "RLRECIPES_TEST_LOGIT_BIAS": f"{one}:100",
+    }
+    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [s for s in steps if "tools/turns" in s]
+    assert len(steps) == 2
+    for s in steps:
+        assert (s["tools/calls_per_rollout"], s["tools/turns"], s["tools/error_rate"]) == (2.0, 3.0, 1.0), s
+        # per rollout, in the toy's characters: "11" + "<result>" + 4 characters of the error + "</result>"
+        # (2 + 21 tokens), again, then "11" fills the 48-token budget; TRL counts the model's 6 tokens
+        assert s["tools/answer_rate"] == 0.0 and s["tools/tool_token_share"] == 42 / 48, s
+        assert s["completion_length_mean"] == s["completions/min_length"] == 6, s
+        # tool tokens carry no sampling log-prob: were they compared, the gap would be NaN or large
+        assert 0 <= s["vllm/logprob_gap"] < GAP_TOLERANCE, s
+    assert steps[0]["grad_norm"] > 0
+
+
 # Drives TRL's own VLLMGeneration (the object the trainer holds) on one engine: the trained
 # model moves, the engine is synced, and the log-probs vLLM reports for what it samples are
 # compared with the model's. The last round skips the re-pack of the tied lm_head.
