@@ -37,6 +37,9 @@ class Completion:
     text: str
     num_tokens: int
     finish_reason: str  # "stop" (EOS or a stop string) | "length" (hit max_new_tokens)
+    # the tool loop's counts for this completion (tool_loop.rollout.rollout_stats of its
+    # trajectory), so an eval sums them per benchmark as training sums them per step; None: no tools
+    tool_stats: dict[str, int] | None = None
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

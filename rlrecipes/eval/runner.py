@@ -97,6 +97,7 @@ def _generate(
                 completions=[c.text for c in outs],
                 num_tokens=[c.num_tokens for c in outs],
                 finish_reasons=[c.finish_reason for c in outs],
+                tool_stats=None if outs[0].tool_stats is None else [c.tool_stats for c in outs],
             )
             for it, prompt, outs in zip(items, prompts, outputs)
         ]
