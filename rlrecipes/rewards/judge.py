@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+import torch
 from omegaconf import OmegaConf
 
 from rlrecipes.config.schema import ModelConfig
@@ -103,8 +104,6 @@ class Judge:
         self.model = self.tokenizer = None
 
     def _load(self) -> None:
-        import torch
-
         cfg = OmegaConf.structured(ModelConfig)
         cfg.name_or_path, cfg.builder, cfg.dtype = self.settings.model, None, "auto"
         device = self.settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -120,10 +119,13 @@ class Judge:
         deadline = time.monotonic() + s.timeout_s
         out: list[str | None] = [None] * len(prompts)
         chunks = sample_chunks(backend, prompts, [self.seed] * len(prompts), Sampling(max_new_tokens=s.max_new_tokens))
-        # the deadline is checked before each chunk: `sample_chunks` generates one only when asked
-        while time.monotonic() <= deadline and (chunk := next(chunks, None)) is not None:
-            for i, group in zip(chunk.indices, chunk.completions):
-                out[i] = group[0].text
+        # each batch reseeds torch; the judge runs inside the policy's training process, whose
+        # random stream (transformers' sampling of the next rollouts) must go on as if it had not
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+            # the deadline is checked before each chunk: `sample_chunks` generates one only when asked
+            while time.monotonic() <= deadline and (chunk := next(chunks, None)) is not None:
+                for i, group in zip(chunk.indices, chunk.completions):
+                    out[i] = group[0].text
         return out
 
 

@@ -49,6 +49,49 @@ def test_the_judge_generates_in_batches_until_its_deadline(monkeypatch):
     assert out == ["judged m1", "judged m2", "judged m3", "judged m4", None]
 
 
+class EndsAtOnce:
+    """A stand-in judge model for the real `hf_generate`: every completion is EOS at once."""
+
+    training = False
+
+    def __init__(self, tok):
+        import torch
+
+        self.tok, self.generation_config = tok, type("Config", (), {"eos_token_id": tok.eos_token_id})()
+        self.zero = torch.zeros(1)
+
+    def parameters(self):
+        yield self.zero
+
+    def eval(self):
+        pass
+
+    def train(self, mode=True):
+        pass
+
+    def generate(self, input_ids, generation_config, tokenizer=None, **_):
+        import torch
+
+        return torch.cat([input_ids, torch.full((len(input_ids), 1), self.tok.eos_token_id)], dim=1)
+
+
+def test_judging_leaves_the_training_processs_random_stream_alone():
+    """The judge reseeds torch for each batch; it runs inside the policy's training process, so
+    the draws after a reward call must be the ones that would have come without it."""
+    import torch
+
+    from rlrecipes.models.toy import build_tokenizer
+
+    tok = build_tokenizer()
+    judge = Judge(JudgeRewardSettings(model="x", template="plain", batch_size=2), seed=5)
+    judge.model, judge.tokenizer = EndsAtOnce(tok), tok
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    assert judge.outputs(["m1", "m2", "m3"]) == ["", "", ""]
+    assert torch.equal(torch.rand(3), expected)
+
+
 def test_options_are_checked_with_one_line():
     with pytest.raises(ConfigError, match="needs options.model"):
         JudgeRewardSettings.from_options({}, "judge")
