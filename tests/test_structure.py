@@ -40,6 +40,10 @@ FORBIDDEN = {
     "rlrecipes.generation": ABOVE
     + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models", "rlrecipes.data", "rlrecipes.config")
     + ("rlrecipes.judge", "rlrecipes.tool_loop", "rlrecipes.tools", "rlrecipes.grading"),
+    # the arithmetic evaluator shared by data/, tools/ and rewards/: below all three
+    "rlrecipes.arithmetic": ABOVE
+    + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models", "rlrecipes.data", "rlrecipes.config")
+    + ("rlrecipes.judge", "rlrecipes.tool_loop", "rlrecipes.tools", "rlrecipes.grading", "rlrecipes.generation"),
 }
 # function-local imports of rlrecipes modules that must stay local, and why
 LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
