@@ -1,5 +1,8 @@
-"""Generation with transformers: the one path behind `rlrecipes eval`'s `hf` backend, the
-held-out accuracy measured during training, and the toy model's warm-start.
+"""Generation: the one sampling loop (`sample_chunks`) and the one transformers path
+(`hf_generate`, behind `HFBackend`), for `rlrecipes eval`'s backends, the judge commands,
+`spurious-labels`, the judge reward, the held-out accuracy measured during training and the
+toy model's warm-start. They sit here, below every package that generates, so that each
+takes the same loop instead of writing its own.
 
 One path, so `accuracy_after` and an eval of the saved model agree on the same problems:
 prompts are left-padded so a batch decodes together; generation stops on the tokenizer's
@@ -11,8 +14,10 @@ vLLM honours); a completion is cut at its first stop token or stop string; and a
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from itertools import groupby
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import torch
 from transformers import GenerationConfig
@@ -37,6 +42,9 @@ class Completion:
     text: str
     num_tokens: int
     finish_reason: str  # "stop" (EOS or a stop string) | "length" (hit max_new_tokens)
+    # the tool loop's counts for this completion (tool_loop.rollout.rollout_stats of its
+    # trajectory), so an eval sums them per benchmark as training sums them per step; None: no tools
+    tool_stats: dict[str, int] | None = None
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -99,6 +107,92 @@ def hf_generate(
     return [completions[i : i + n] for i in range(0, len(completions), n)]
 
 
+Progress = Callable[[int], None]  # called with how many of this call's prompts are finished
+
+
+class SampleSource(Protocol):
+    """What `sample_chunks` draws from: an eval backend (hf, vLLM), or `HFBackend` on a model
+    already in memory (held-out accuracy, the judge reward)."""
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        sampling: Sampling,
+        seeds: Sequence[int | None],
+        on_progress: Progress | None = None,
+    ) -> list[list[Completion]]:
+        """``sampling.n`` completions per prompt; ``seeds[i]`` seeds prompt i (or its chunk);
+        ``on_progress(k)``, where the backend can tell, as k of them are done."""
+        ...
+
+    def chunk_size(self, sampling: Sampling) -> int:
+        """How many prompts one `generate` call takes (an eval saves ``samples.jsonl`` after each)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One ``generate`` call of `sample_chunks`: which prompts, their completions, its seconds."""
+
+    indices: list[int]  # positions in the prompts given to `sample_chunks`
+    completions: list[list[Completion]]
+    seconds: float
+
+
+def sample_chunks(
+    backend: SampleSource,
+    prompts: Sequence[str],
+    seeds: Sequence[int | None],
+    sampling: Sampling,
+    positions: Sequence[int] | None = None,
+    on_progress: Progress | None = None,
+) -> Iterator[Chunk]:
+    """The one sampling loop (eval, judge-eval, judge-pairs, spurious-labels, the judge reward,
+    held-out accuracy): ``sampling.n`` completions per prompt, ``seeds[i]`` seeding prompt i,
+    in the backend's chunks; the caller saves or reports each chunk as it comes, and may stop
+    drawing (a chunk is generated only when the caller asks for it).
+
+    Chunks are fixed by each prompt's position in its whole set (``positions``, default
+    0, 1, ...: a resumed eval passes the positions of the problems left), so ``hf``, which
+    seeds a chunk, regenerates exactly what an uninterrupted run would."""
+    size = backend.chunk_size(sampling)
+    where = range(len(prompts)) if positions is None else positions
+    for _, group in groupby(range(len(prompts)), key=lambda i: where[i] // size):
+        indices = list(group)
+        chunk_prompts, chunk_seeds = [prompts[i] for i in indices], [seeds[i] for i in indices]
+        started = time.time()
+        if on_progress is None:
+            completions = backend.generate(chunk_prompts, sampling, chunk_seeds)
+        else:
+            completions = backend.generate(chunk_prompts, sampling, chunk_seeds, on_progress=on_progress)
+        yield Chunk(indices, completions, time.time() - started)
+
+
+class HFBackend:
+    """Batched ``model.generate`` with left padding, on CPU or GPU: `batch_size` sequences
+    (prompts times ``sampling.n``) per call."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64) -> None:
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, batch_size)
+
+    def chunk_size(self, sampling: Sampling) -> int:
+        return max(1, self.batch_size // sampling.n)
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        sampling: Sampling,
+        seeds: Sequence[int | None],
+        on_progress: Progress | None = None,
+    ) -> list[list[Completion]]:
+        # one batch: nothing finishes before the call returns (the caller counts the chunk)
+        # one seed per chunk: chunks are fixed by problem position, so a resumed eval
+        # regenerates exactly what an uninterrupted one would; None: torch's stream goes on
+        return hf_generate(self.model, self.tokenizer, prompts, sampling, seed=seeds[0] if seeds else 0)
+
+
 def generate_completions(
     model: Any,
     tokenizer: Any,
@@ -117,12 +211,13 @@ def generate_completions(
     sampling = Sampling(
         n=num_samples, temperature=temperature if do_sample else 0.0, top_p=top_p, max_new_tokens=max_new_tokens
     )
-    out: list[list[str]] = []
-    for start in range(0, len(prompts), batch_size):
-        chunk = hf_generate(model, tokenizer, prompts[start : start + batch_size], sampling, seed)
-        seed = None
-        out.extend([c.text for c in group] for group in chunk)
-    return out
+    backend = HFBackend(model, tokenizer, batch_size=max(1, batch_size) * num_samples)  # batch_size prompts a call
+    seeds = [seed] + [None] * (len(prompts) - 1)
+    return [
+        [c.text for c in group]
+        for chunk in sample_chunks(backend, prompts, seeds, sampling)
+        for group in chunk.completions
+    ]
 
 
 def greedy_accuracy(

@@ -35,6 +35,15 @@ FORBIDDEN = {
     "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.training": ("rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.runs": ("rlrecipes.commands", "rlrecipes.cli"),
+    # the one sampling loop and the transformers path: below every package that generates
+    # (eval, the judge commands, the judge reward, held-out accuracy, the toy's warm-start)
+    "rlrecipes.generation": ABOVE
+    + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models", "rlrecipes.data", "rlrecipes.config")
+    + ("rlrecipes.judge", "rlrecipes.tool_loop", "rlrecipes.tools", "rlrecipes.grading"),
+    # the arithmetic evaluator shared by data/, tools/ and rewards/: below all three
+    "rlrecipes.arithmetic": ABOVE
+    + ("rlrecipes.engine", "rlrecipes.rewards", "rlrecipes.models", "rlrecipes.data", "rlrecipes.config")
+    + ("rlrecipes.judge", "rlrecipes.tool_loop", "rlrecipes.tools", "rlrecipes.grading", "rlrecipes.generation"),
 }
 # function-local imports of rlrecipes modules that must stay local, and why
 LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {

@@ -24,9 +24,10 @@ from rlrecipes.data.problems import answer_verifier
 from rlrecipes.data.synthetic import SyntheticTaskName, make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stable_seed
+from rlrecipes.eval.backends import make_backend, stable_seed
 from rlrecipes.eval.config import GenerationConfig
 from rlrecipes.eval.judge import JudgeSettings, evaluate_judge
+from rlrecipes.generation import Sampling, sample_chunks
 from rlrecipes.hub import check_model_available
 from rlrecipes.judge.benchmarks import JUDGE_BENCHMARKS, get_benchmark
 from rlrecipes.judge.build_pairs import build_pairs, check_new, write_pairs

@@ -20,8 +20,9 @@ from rlrecipes.compose import compose_config
 from rlrecipes.data.problems import load_problem_set
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Sampling, make_backend, sample_chunks, stable_seed
+from rlrecipes.eval.backends import make_backend, stable_seed
 from rlrecipes.eval.config import GenerationBackend, GenerationConfig
+from rlrecipes.generation import Sampling, sample_chunks
 from rlrecipes.models import resolve_model_path
 from rlrecipes.rewards.spurious import build_labels
 

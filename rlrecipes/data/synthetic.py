@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from rlrecipes.arithmetic import NotEvaluated, Numbers, evaluate_arithmetic
 from rlrecipes.choice import Choice
 from rlrecipes.data import word_problems as wp
 from rlrecipes.errors import UserError
@@ -214,10 +215,12 @@ _TOKEN = re.compile(r"\s*(\d+|[-+*()])")
 
 
 def evaluate(expr: str) -> int | None:
-    """Value of an integer expression over + - * and parentheses, or None if malformed.
+    """Value of an integer expression over + - * and parentheses, or None if malformed or a
+    product is larger than 10**12.
 
-    A small recursive-descent parser: model output is never handed to Python's eval.
-    """
+    The text is read as tokens first (numbers with leading zeros or in other scripts' digits
+    count, at most 64 tokens), then evaluated from Python's syntax tree by the shared
+    evaluator (rlrecipes/arithmetic.py): model output is never handed to Python's eval."""
     tokens, pos = [], 0
     expr = expr.strip()
     while pos < len(expr):
@@ -228,37 +231,20 @@ def evaluate(expr: str) -> int | None:
         pos = m.end()
     if len(tokens) > 64:
         return None
-    value, rest = _parse_sum(tokens)
-    return value if value is not None and not rest else None
-
-
-def _parse_sum(tokens: list[str]) -> tuple[int | None, list[str]]:
-    value, tokens = _parse_product(tokens)
-    while value is not None and tokens and tokens[0] in "+-":
-        op, (rhs, tokens) = tokens[0], _parse_product(tokens[1:])
-        value = None if rhs is None else (value + rhs if op == "+" else value - rhs)
-    return value, tokens
-
-
-def _parse_product(tokens: list[str]) -> tuple[int | None, list[str]]:
-    value, tokens = _parse_atom(tokens)
-    while value is not None and tokens and tokens[0] == "*":
-        rhs, tokens = _parse_atom(tokens[1:])
-        value = None if rhs is None or abs(value * rhs) > 10**12 else value * rhs
-    return value, tokens
-
-
-def _parse_atom(tokens: list[str]) -> tuple[int | None, list[str]]:
-    if not tokens:
-        return None, tokens
-    if tokens[0] == "(":
-        value, rest = _parse_sum(tokens[1:])
-        if value is None or not rest or rest[0] != ")":
-            return None, rest
-        return value, rest[1:]
-    if tokens[0].isdigit():
-        return int(tokens[0]), tokens[1:]
-    return None, tokens
+    try:
+        text = " ".join(str(int(t)) if t.isdigit() else t for t in tokens)  # "007" -> "7", as Python reads it
+        return evaluate_arithmetic(
+            text,
+            numbers=Numbers.integer,
+            operators=("+", "-", "*"),
+            unary=False,  # "-3" is no number of these tasks
+            max_digits=None,
+            max_exponent=None,
+            max_length=None,
+            max_product=10**12,
+        )
+    except (NotEvaluated, ValueError):  # ValueError: a number past Python's 4300 digits
+        return None
 
 
 def check_countdown(expr: str, numbers: list[int], target: int) -> bool:

@@ -2,6 +2,10 @@
 ``auto`` (the default) takes vLLM wherever it is installed and can run the model, on a CPU
 only for jobs big enough to earn its start-up back (``rlrecipes.eval.job_size``).
 
+The loop that draws from them, ``sample_chunks``, and the ``hf`` backend itself live in
+``rlrecipes.generation``, below the packages that generate without a backend of their own
+(the judge reward, held-out accuracy); here they are chosen and built.
+
 Both take the same ``Sampling`` settings, stop on EOS or on any ``stop`` string (the
 string itself is cut from the text, as vLLM does), report each completion's token
 count and whether it stopped or ran out of tokens, and are seeded: ``hf`` reseeds
@@ -12,98 +16,28 @@ from the problem id (independent of batching).
 
 from __future__ import annotations
 
-import time
 import zlib
 from dataclasses import dataclass
-from itertools import groupby
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from rlrecipes.errors import UserError
 from rlrecipes.eval.config import GenerationBackend
 from rlrecipes.eval.job_size import count_parameters, cpu_break_even_slots, format_slots
-from rlrecipes.generation import Completion, Sampling, hf_generate, on_vllm_cpu
+from rlrecipes.generation import Completion, HFBackend, Progress, SampleSource, Sampling, on_vllm_cpu
 from rlrecipes.models import load_model
 from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
 
-Progress = Callable[[int], None]  # called with how many of this call's prompts are finished
 
+class Backend(SampleSource, Protocol):
+    """An eval backend: a `SampleSource` that has a name and the model's tokenizer."""
 
-class Backend(Protocol):
     name: str
     tokenizer: Any  # the model's tokenizer (prompt templates need its chat template)
-
-    def generate(
-        self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
-    ) -> list[list[Completion]]:
-        """``sampling.n`` completions per prompt; ``seeds[i]`` seeds prompt i (or its chunk);
-        ``on_progress(k)``, where the backend can tell, as k of them are done."""
-        ...
-
-    def chunk_size(self, sampling: Sampling) -> int:
-        """How many problems to generate between two saves of ``samples.jsonl``."""
-        ...
 
 
 def stable_seed(*parts: Any) -> int:
     """A seed that depends only on ``parts`` (not on Python's per-process hash salt)."""
     return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One ``generate`` call of `sample_chunks`: which prompts, their completions, its seconds."""
-
-    indices: list[int]  # positions in the prompts given to `sample_chunks`
-    completions: list[list[Completion]]
-    seconds: float
-
-
-def sample_chunks(
-    backend: Backend,
-    prompts: Sequence[str],
-    seeds: Sequence[int],
-    sampling: Sampling,
-    positions: Sequence[int] | None = None,
-    on_progress: Progress | None = None,
-) -> Iterator[Chunk]:
-    """The one sampling loop (eval, judge-eval, judge-pairs, spurious-labels): ``sampling.n``
-    completions per prompt, ``seeds[i]`` seeding prompt i, in the backend's chunks; the caller
-    saves or reports each chunk as it comes.
-
-    Chunks are fixed by each prompt's position in its whole set (``positions``, default
-    0, 1, ...: a resumed eval passes the positions of the problems left), so ``hf``, which
-    seeds a chunk, regenerates exactly what an uninterrupted run would."""
-    size = backend.chunk_size(sampling)
-    where = range(len(prompts)) if positions is None else positions
-    for _, group in groupby(range(len(prompts)), key=lambda i: where[i] // size):
-        indices = list(group)
-        chunk_prompts, chunk_seeds = [prompts[i] for i in indices], [seeds[i] for i in indices]
-        started = time.time()
-        if on_progress is None:
-            completions = backend.generate(chunk_prompts, sampling, chunk_seeds)
-        else:
-            completions = backend.generate(chunk_prompts, sampling, chunk_seeds, on_progress=on_progress)
-        yield Chunk(indices, completions, time.time() - started)
-
-
-class HFBackend:
-    """Batched ``model.generate`` with left padding, on CPU or GPU."""
-
-    name = "hf"
-
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64) -> None:
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, max(1, batch_size)
-
-    def chunk_size(self, sampling: Sampling) -> int:
-        return max(1, self.batch_size // sampling.n)
-
-    def generate(
-        self, prompts: Sequence[str], sampling: Sampling, seeds: Sequence[int], on_progress: Progress | None = None
-    ) -> list[list[Completion]]:
-        # one batch: nothing finishes before the call returns (the caller counts the chunk)
-        # one seed per chunk: chunks are fixed by problem position, so a resumed eval
-        # regenerates exactly what an uninterrupted one would
-        return hf_generate(self.model, self.tokenizer, prompts, sampling, seed=seeds[0] if seeds else 0)
 
 
 class VLLMBackend:

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, Sampling, sample_chunks, stable_seed
+from rlrecipes.eval.backends import Backend, stable_seed
+from rlrecipes.generation import Sampling, sample_chunks
 from rlrecipes.judge.metrics import JudgedPair, judge_metrics
 from rlrecipes.judge.pairs import Pair, judge_rows, split_row_id
 from rlrecipes.judge.prompts import check_choice

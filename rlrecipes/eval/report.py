@@ -24,13 +24,34 @@ def _largest_k(metrics: dict[str, Any], kind: str) -> str | None:
     return f"{kind}@{max(ks)}" if ks and max(ks) > 1 else None
 
 
+# an eval with rollout.tools: (column, key in a benchmark's "tools", shown as a percentage)
+TOOL_COLUMNS = (
+    ("tool calls", "calls_per_rollout", False),
+    ("tool errors %", "error_rate", True),
+    ("invalid %", "invalid_action_rate", True),
+    ("turns", "turns", False),
+    ("answered %", "answer_rate", True),
+    ("tool tokens %", "tool_token_share", True),
+)
+
+
+def _tool_cells(tools: dict[str, Any] | None) -> list[str]:
+    if tools is None:
+        return ["-"] * len(TOOL_COLUMNS)
+    # calls and turns per problem; the error rate is a share of the calls, the others of
+    # turns, problems and completion tokens (rlrecipes.tool_loop.rollout.rollout_metrics)
+    return [_pct(tools[key]) if share else f"{tools[key]:.2f}" for _, key, share in TOOL_COLUMNS]
+
+
 def benchmark_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Columns and rows of one run's table: pass@1 plus, when sampled, pass@n and maj@n
-    (every other k is in summary.json)."""
+    (every other k is in summary.json), and with tools the tool loop's metrics."""
     benches = summary.get("benchmarks", {})
     sampled = any(m.get("samples_per_problem", 1) > 1 for m in benches.values())
+    tools = any("tools" in m for m in benches.values())
     columns = ["benchmark", "problems", "n", "pass@1 %"] + (["pass@n %", "maj@n %"] if sampled else [])
     columns += ["no answer %", "truncated %", "mean length"]
+    columns += [name for name, _, _ in TOOL_COLUMNS] if tools else []
     rows = []
     for name, m in benches.items():
         length = m.get("mean_completion_tokens", m.get("mean_completion_chars"))
@@ -42,6 +63,7 @@ def benchmark_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
             _pct(m.get("truncated_fraction")),
             "-" if length is None else f"{length:.0f}",
         ]
+        row += _tool_cells(m.get("tools")) if tools else []
         rows.append(row)
     return columns, rows
 

@@ -19,7 +19,7 @@ import torch
 from rlrecipes.data.synthetic import make_task
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import UserError
-from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, sample_chunks, stable_seed
+from rlrecipes.eval.backends import Backend, check_backend, choose_backend, make_backend, stable_seed
 from rlrecipes.eval.benchmarks import resolve_benchmarks
 from rlrecipes.eval.job_size import token_slots
 from rlrecipes.eval.plan import Plan, plan_benchmark
@@ -29,6 +29,7 @@ from rlrecipes.eval.rescore import prepare_rescore, rescore
 from rlrecipes.eval.samples import ProblemRecord, SampleWriter, read_samples
 from rlrecipes.eval.scoring import compute_metrics, grade_records
 from rlrecipes.eval.summary import build_summary, check_failure_rate, count_failures_into, failure_report, make_pool
+from rlrecipes.generation import sample_chunks
 from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.hub import check_model_available
 from rlrecipes.models import check_model_location, resolve_model_path
@@ -97,6 +98,7 @@ def _generate(
                 completions=[c.text for c in outs],
                 num_tokens=[c.num_tokens for c in outs],
                 finish_reasons=[c.finish_reason for c in outs],
+                tool_stats=None if outs[0].tool_stats is None else [c.tool_stats for c in outs],
             )
             for it, prompt, outs in zip(items, prompts, outputs)
         ]

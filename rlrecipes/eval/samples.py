@@ -6,7 +6,8 @@ and graded, so an interrupted eval resumes without regenerating finished problem
     {"benchmark", "id", "problem", "prompt", "gold", "subject", "level",
      "completions": [...], "answers": [extracted or null, ...], "correct": [bool, ...],
      "answer_status": ["ok" | "none" | "ambiguous", ...],
-     "num_tokens": [int or null, ...], "finish_reasons": ["stop" | "length" | null, ...]}
+     "num_tokens": [int or null, ...], "finish_reasons": ["stop" | "length" | null, ...],
+     "tool_stats": [{"rollouts", "turns", "calls", ...}, ...]}  (only with rollout.tools)
 
 ``answer_status`` says how each answer was found: ``none`` (no answer in the
 completion), ``ambiguous`` (several different boxed answers; the answer style's rule
@@ -71,11 +72,17 @@ class ProblemRecord:
     answer_status: list[str] = field(default_factory=list)
     num_tokens: list[int | None] = field(default_factory=list)
     finish_reasons: list[str | None] = field(default_factory=list)
+    # with rollout.tools: each completion's tool-loop counts (`Completion.tool_stats`), kept
+    # here so a resumed eval's tool metrics cover every problem, not only the ones left
+    tool_stats: list[dict[str, int]] | None = None
 
     def to_json(self) -> str:
+        row = asdict(self)
+        if row["tool_stats"] is None:  # an eval without tools writes the records it always wrote
+            del row["tool_stats"]
         # a lone surrogate (from a model's output or a benchmark row) cannot be written as UTF-8:
         # it becomes "?" in this record instead of failing the whole batch at write time
-        return json.dumps(asdict(self), ensure_ascii=False).encode("utf-8", "replace").decode("utf-8")
+        return json.dumps(row, ensure_ascii=False).encode("utf-8", "replace").decode("utf-8")
 
 
 def read_samples(path: Path) -> list[ProblemRecord]:

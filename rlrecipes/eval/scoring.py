@@ -12,7 +12,11 @@ Per benchmark (n samples per problem, k in the protocol's ks, k <= n):
 - ``by_subject`` / ``by_level``: ``pass@1`` and counts per group, where the benchmark has them;
 - ``mean_completion_tokens`` (or ``mean_completion_chars`` when token counts are unknown),
   ``truncated_fraction`` (stopped by the token limit), ``no_answer_fraction``,
-  ``ambiguous_answer_fraction`` (several different boxed answers).
+  ``ambiguous_answer_fraction`` (several different boxed answers);
+- ``tools`` (with ``rollout.tools``): what training logs each step as ``tools/*``
+  (``rlrecipes.tool_loop.rollout.rollout_metrics``): tool calls and turns per problem,
+  tool error rate, invalid-action rate, answer rate, share of completion tokens that are
+  tool output, void-turn rate; over every completion of the benchmark.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from rlrecipes.eval.samples import ProblemRecord
 from rlrecipes.grading import DEFAULT_REL_TOL, GradingPool, extract, is_equivalent
 from rlrecipes.grading.vote import vote_groups
 from rlrecipes.metrics import default_ks, pass_at_k, vote_score
+from rlrecipes.tool_loop.rollout import STAT_KEYS, rollout_metrics
 
 
 def extract_records(records: Sequence[ProblemRecord], style: str) -> None:
@@ -176,7 +181,20 @@ def compute_metrics(
         groups = _breakdown(records, attr)
         if groups:
             m[f"by_{attr}"] = groups
+    tools = tool_metrics(records)
+    if tools is not None:
+        m["tools"] = tools
     return m
+
+
+def tool_metrics(records: Sequence[ProblemRecord]) -> dict[str, float] | None:
+    """The tool loop's metrics over every completion of `records`, by the function training
+    logs them with (names without its ``tools/`` prefix); None when no record used tools."""
+    stats = [s for r in records for s in r.tool_stats or []]
+    if not stats:
+        return None
+    total = {key: sum(s[key] for s in stats) for key in STAT_KEYS}
+    return {name.removeprefix("tools/"): round(value, 6) for name, value in rollout_metrics(total).items()}
 
 
 def headline(metrics: dict[str, Any]) -> tuple[str, float | None]:

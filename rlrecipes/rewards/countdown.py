@@ -6,22 +6,22 @@ target, 0.1 (the format score) for any other equation there, 0 for none.
 The numbers and the target are read from the prompt in the authors' wording ("Using the
 numbers [a, b, c], create an equation that equals T", examples/data_preprocess/countdown.py
 l.60), so the reward needs no answer column. The authors `eval` the equation behind a
-character filter; here it is parsed (numbers, + - * /, parentheses) and never executed.
+character filter; here it is parsed (numbers, + - * /, parentheses) and never executed
+(rlrecipes/arithmetic.py), in floats.
 """
 
 from __future__ import annotations
 
-import ast
-import operator
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from rlrecipes.arithmetic import NotEvaluated, Numbers, evaluate_arithmetic
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
 
 PROBLEM = re.compile(r"numbers\s*\[([-\d,\s]+)\],?\s*create an equation that equals\s*(-?\d+)")
 ANSWER = re.compile(r"<answer>(.*?)</answer>")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+COUNTDOWN_OPERATORS = ("+", "-", "*", "/")
 
 
 def countdown_problem(prompt: str) -> tuple[list[int], int] | None:
@@ -40,24 +40,21 @@ def final_equation(completion: str) -> str | None:
 
 
 def evaluate_equation(text: str) -> float | None:
-    """The value of an arithmetic expression of numbers, + - * / and parentheses; None for
-    anything else (or a division by zero)."""
-    if not re.fullmatch(r"[\d+\-*/().\s]+", text):
+    """The value of an arithmetic expression of numbers, + - * / and parentheses, computed in
+    floats; None for anything else (or a division by zero)."""
+    if not re.fullmatch(r"[\d+\-*/().\s]+", text):  # also keeps out what Python reads as numbers: 0x10, 1e3, 1_0
         return None
     try:
-        return _value(ast.parse(text, mode="eval").body)
-    except (SyntaxError, ZeroDivisionError, ValueError, RecursionError):
+        return evaluate_arithmetic(
+            text,
+            numbers=Numbers.float,
+            operators=COUNTDOWN_OPERATORS,
+            max_digits=None,
+            max_exponent=None,
+            max_length=None,
+        )
+    except (NotEvaluated, ValueError, RecursionError):
         return None
-
-
-def _value(node: ast.AST) -> float:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_value(node.left), _value(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return -_value(node.operand) if isinstance(node.op, ast.USub) else _value(node.operand)
-    raise ValueError("not arithmetic")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ Settings come from the reward's `options` (conf/reward/judge.yaml):
 Every judged row is logged with the policy's sample to RUN/judge_verdicts.jsonl (one file
 per process): the policy's prompt and completion, the gold answer, the judge's outputs,
 their parse statuses and the reward. The judge runs greedy through transformers
-(`rlrecipes.generation.hf_generate`), in its own model copy, batched.
+(`rlrecipes.generation.sample_chunks` over `HFBackend`), in its own model copy, batched.
 
 QwenLong-L1 (arXiv 2505.17667; the combination rule is from secondary sources): reward =
 max(rule-based verification, judge match), so the judge is asked only about responses the
@@ -37,12 +37,13 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+import torch
 from omegaconf import OmegaConf
 
 from rlrecipes.config.schema import ModelConfig
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import ConfigError
-from rlrecipes.generation import Sampling, hf_generate
+from rlrecipes.generation import HFBackend, Sampling, sample_chunks
 from rlrecipes.judge.prompts import pairwise_prompt, pointwise_prompt
 from rlrecipes.judge.verdicts import Judgement, parse
 from rlrecipes.models import load_model
@@ -103,8 +104,6 @@ class Judge:
         self.model = self.tokenizer = None
 
     def _load(self) -> None:
-        import torch
-
         cfg = OmegaConf.structured(ModelConfig)
         cfg.name_or_path, cfg.builder, cfg.dtype = self.settings.model, None, "auto"
         device = self.settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -116,20 +115,17 @@ class Judge:
             self._load()
         s = self.settings
         prompts = [render_prompt(m, s.template, self.tokenizer) for m in user_messages]
+        backend = HFBackend(self.model, self.tokenizer, batch_size=s.batch_size)
         deadline = time.monotonic() + s.timeout_s
-        out: list[str | None] = []
-        for start in range(0, len(prompts), s.batch_size):
-            if time.monotonic() > deadline:
-                out += [None] * (len(prompts) - start)
-                break
-            chunk = hf_generate(
-                self.model,
-                self.tokenizer,
-                prompts[start : start + s.batch_size],
-                Sampling(max_new_tokens=s.max_new_tokens),
-                self.seed,
-            )
-            out += [group[0].text for group in chunk]
+        out: list[str | None] = [None] * len(prompts)
+        chunks = sample_chunks(backend, prompts, [self.seed] * len(prompts), Sampling(max_new_tokens=s.max_new_tokens))
+        # each batch reseeds torch; the judge runs inside the policy's training process, whose
+        # random stream (transformers' sampling of the next rollouts) must go on as if it had not
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+            # the deadline is checked before each chunk: `sample_chunks` generates one only when asked
+            while time.monotonic() <= deadline and (chunk := next(chunks, None)) is not None:
+                for i, group in zip(chunk.indices, chunk.completions):
+                    out[i] = group[0].text
         return out
 
 

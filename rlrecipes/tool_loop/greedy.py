@@ -21,7 +21,7 @@ from rlrecipes.errors import UserError
 from rlrecipes.generation import Completion, eos_ids
 from rlrecipes.models.toy_tools import warm_start_on_segments
 from rlrecipes.tool_loop.build import retrieve_once, tool_rollout_for
-from rlrecipes.tool_loop.rollout import Generate, Sync, ToolRollout, ToolRolloutSettings, Trajectory
+from rlrecipes.tool_loop.rollout import Generate, Sync, ToolRollout, ToolRolloutSettings, Trajectory, rollout_stats
 
 
 def greedy_generate(model: Any, tokenizer: Any, stops: Sequence[Sequence[str]]) -> Generate:
@@ -151,7 +151,7 @@ class ToolEvalBackend:
         rows = greedy_tool_rows(self.model, self.tokenizer, rollout, list(prompts), self.batch_size)
         finished = [row.answered or bool(row.ids and row.ids[-1] in rollout.eos_ids) for row in rows]
         return [
-            [Completion(rollout.model_text(row), len(row.ids), "stop" if done else "length")]
+            [Completion(rollout.model_text(row), len(row.ids), "stop" if done else "length", rollout_stats([row]))]
             for row, done in zip(rows, finished)
         ]
 

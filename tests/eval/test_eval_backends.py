@@ -3,8 +3,8 @@ known by construction), seeding on the toy model."""
 
 import pytest
 
-from rlrecipes.eval.backends import HFBackend, sample_chunks, stable_seed
-from rlrecipes.generation import Completion, Sampling, cut_at_stop
+from rlrecipes.eval.backends import stable_seed
+from rlrecipes.generation import Completion, HFBackend, Sampling, cut_at_stop, sample_chunks
 
 
 def test_cut_at_stop():
@@ -46,6 +46,38 @@ def test_the_sampling_loop_chunks_by_position_and_seeds_each_prompt():
     left = list(sample_chunks(resumed, ["b", "c", "d", "f"], [1, 2, 3, 5], Sampling(), positions=[1, 2, 3, 5]))
     assert resumed.calls == [["b"], ["c", "d"], ["f"]]
     assert [c.indices for c in left] == [[0], [1, 2], [3]]
+
+
+def recording_hf_generate(calls):
+    """A stand-in for `hf_generate` that records each call's prompts, samples and seed."""
+
+    def hf_generate(model, tokenizer, prompts, sampling, seed=None):
+        calls.append((list(prompts), sampling.n, seed))
+        return [[Completion(f"{p}{i}", 1, "stop") for i in range(sampling.n)] for p in prompts]
+
+    return hf_generate
+
+
+def test_generate_completions_takes_batch_size_prompts_a_call_and_seeds_the_first(monkeypatch):
+    """Held-out accuracy and the benches draw through the one sampling loop: `batch_size`
+    prompts per call whatever `num_samples` is, and `seed` seeds the first call only (later ones
+    continue torch's stream, None), as before the loop was shared."""
+    import rlrecipes.generation as generation
+
+    calls = []
+    monkeypatch.setattr(generation, "hf_generate", recording_hf_generate(calls))
+    out = generation.generate_completions(
+        None, None, ["a", "b", "c"], max_new_tokens=4, batch_size=2, do_sample=True, num_samples=3, seed=7
+    )
+    assert calls == [(["a", "b"], 3, 7), (["c"], 3, None)]
+    assert out == [["a0", "a1", "a2"], ["b0", "b1", "b2"], ["c0", "c1", "c2"]]
+    calls.clear()
+    assert generation.generate_completions(None, None, ["a", "b", "c"], max_new_tokens=4, batch_size=2) == [
+        ["a0"],
+        ["b0"],
+        ["c0"],
+    ]
+    assert calls == [(["a", "b"], 1, None), (["c"], 1, None)]  # no seed: torch's stream is left alone
 
 
 def hf_backend(folder):

@@ -23,6 +23,75 @@ class ScriptedJudge(Judge):
         return [self.scripted.pop(0) for _ in user_messages]
 
 
+def test_the_judge_generates_in_batches_until_its_deadline(monkeypatch):
+    """`Judge.outputs` draws through the one sampling loop: `batch_size` messages per greedy
+    call, each seeded with the judge's seed; a batch not started by `timeout_s` is not
+    generated and its messages get None. The clock is scripted: one second per call."""
+    import rlrecipes.generation as generation
+    import rlrecipes.rewards.judge as judge_module
+    from rlrecipes.generation import Completion
+
+    now, calls = [0.0], []
+
+    def hf_generate(model, tokenizer, prompts, sampling, seed=None):
+        calls.append((list(prompts), sampling.temperature, seed))
+        now[0] += 1.0
+        return [[Completion(f"judged {p}", 1, "stop")] for p in prompts]
+
+    monkeypatch.setattr(generation, "hf_generate", hf_generate)
+    monkeypatch.setattr(judge_module, "time", type("Clock", (), {"monotonic": staticmethod(lambda: now[0])}))
+    settings = JudgeRewardSettings(model="x", template="plain", batch_size=2, timeout_s=1.5)
+    judge = Judge(settings, seed=5)
+    judge.model, judge.tokenizer = object(), object()  # loaded: `outputs` does not load again
+    out = judge.outputs(["m1", "m2", "m3", "m4", "m5"])
+    # batches start at t=0 and t=1 (<= 1.5); the third would start at t=2, past the deadline
+    assert calls == [(["m1", "m2"], 0.0, 5), (["m3", "m4"], 0.0, 5)]
+    assert out == ["judged m1", "judged m2", "judged m3", "judged m4", None]
+
+
+class EndsAtOnce:
+    """A stand-in judge model for the real `hf_generate`: every completion is EOS at once."""
+
+    training = False
+
+    def __init__(self, tok):
+        import torch
+
+        self.tok, self.generation_config = tok, type("Config", (), {"eos_token_id": tok.eos_token_id})()
+        self.zero = torch.zeros(1)
+
+    def parameters(self):
+        yield self.zero
+
+    def eval(self):
+        pass
+
+    def train(self, mode=True):
+        pass
+
+    def generate(self, input_ids, generation_config, tokenizer=None, **_):
+        import torch
+
+        return torch.cat([input_ids, torch.full((len(input_ids), 1), self.tok.eos_token_id)], dim=1)
+
+
+def test_judging_leaves_the_training_processs_random_stream_alone():
+    """The judge reseeds torch for each batch; it runs inside the policy's training process, so
+    the draws after a reward call must be the ones that would have come without it."""
+    import torch
+
+    from rlrecipes.models.toy import build_tokenizer
+
+    tok = build_tokenizer()
+    judge = Judge(JudgeRewardSettings(model="x", template="plain", batch_size=2), seed=5)
+    judge.model, judge.tokenizer = EndsAtOnce(tok), tok
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    assert judge.outputs(["m1", "m2", "m3"]) == ["", "", ""]
+    assert torch.equal(torch.rand(3), expected)
+
+
 def test_options_are_checked_with_one_line():
     with pytest.raises(ConfigError, match="needs options.model"):
         JudgeRewardSettings.from_options({}, "judge")

@@ -153,3 +153,78 @@ def test_the_tool_loop_decodes_greedily_only(world, tmp_path, monkeypatch):
             "protocol.num_samples=2",
             "protocol.temperature=0.6",
         )
+
+
+def calculates(context: str) -> str:
+    """Calls the calculator on the problem's expression and answers with what it returned;
+    a problem without one gets a guess that is neither a call nor an answer."""
+    if "</result>" in context:
+        return "<answer>" + context.rsplit("<result>", 1)[1].split("</result>")[0] + "</answer>"
+    expression = re.search(r"Compute (\S+)\.", context)
+    return "no" if expression is None else f"<calculator>{expression.group(1)}</calculator>"
+
+
+def test_a_tool_eval_records_the_tool_metrics_training_logs(world, tmp_path, monkeypatch):
+    """summary.json and the printed table carry, per benchmark, the `tools/*` numbers the
+    training loop logs per step (same function), here over three problems counted by hand."""
+    from rich.console import Console
+
+    from rlrecipes.eval import runner
+    from rlrecipes.eval.backends import HFBackend
+    from rlrecipes.eval.plan import plan_benchmark
+    from rlrecipes.eval.report import print_eval_summary
+    from rlrecipes.models.toy import build_tokenizer
+
+    problems = [("a", "Compute 2*3.", "6"), ("b", "Compute 1/0.", "0"), ("c", "Guess.", "1")]
+    data = tmp_path / "calc.jsonl"
+    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for _, p, a in problems))
+    cfg = compose(
+        f"model.name_or_path={world[2]}",
+        "benchmark=data",
+        "data.source=file",
+        f"data.path={data}",
+        "protocol.max_new_tokens=200",
+        "generation.backend=hf",
+        "progress=false",
+        "rollout.tools=[calculator]",
+    )
+    tok = build_tokenizer()
+    monkeypatch.setattr(runner, "make_backend", lambda *a, **k: HFBackend(ScriptedLM(tok, calculates), tok, 8))
+    plan = plan_benchmark(cfg, "data")
+    graded = BenchmarkItems(
+        [BenchmarkItem(key, p, a) for key, p, a in problems], name="data", source="calc", verify=exact_match
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    summary = runner.run_eval(cfg, run_dir, log=lambda _: None, prepared=[dataclasses.replace(plan, items=graded)])
+    # One token per character (the toy tokenizer). Per problem, (turns, calls, errors, invalid
+    # actions, answered, tool tokens, all tokens):
+    # a: <calculator>2*3</calculator> (28) | <result>6</result> (18, tool) | <answer>6</answer> (18)
+    #    + the EOS put after an answer (1)                           -> 2, 1, 0, 0, 1, 18, 65
+    # b: <calculator>1/0</calculator> (28) | <result>error: division by zero</result> (40, tool)
+    #    | <answer>error: division by zero</answer> (40) + EOS (1)   -> 2, 1, 1, 0, 1, 40, 109
+    # c: "no" + the model's EOS (3): ends without a call or an answer -> 1, 0, 0, 1, 0, 0, 3
+    expected = {
+        "calls_per_rollout": round(2 / 3, 6),
+        "error_rate": 0.5,  # 1 of 2 calls
+        "invalid_action_rate": 0.2,  # 1 of 5 turns
+        "turns": round(5 / 3, 6),
+        "answer_rate": round(2 / 3, 6),
+        "tool_token_share": round(58 / 177, 6),
+        "void_turn_rate": round(1 / 3, 6),  # c's rollout holds a void turn
+    }
+    on_disk = json.loads((run_dir / "summary.json").read_text())
+    assert summary["benchmarks"]["data"]["tools"] == on_disk["benchmarks"]["data"]["tools"] == expected
+    assert summary["benchmarks"]["data"]["pass@1"] == round(1 / 3, 6)  # only a is right
+    console = Console(record=True, width=300)
+    print_eval_summary(summary, run_dir, console)
+    table = console.export_text()
+    assert re.search(r"tool calls +tool errors % +invalid % +turns +answered % +tool tokens %", table)
+    assert re.search(r"data .* 0\.67 +50\.0 +20\.0 +1\.67 +66\.7 +32\.8", table)  # 58/177 = 32.8 %
+
+
+def test_an_eval_without_tools_has_no_tool_metrics(world, tmp_path, monkeypatch):
+    records, _ = evaluate(world, tmp_path, monkeypatch)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert "tools" not in summary["benchmarks"]["data"]
+    assert all("tool_stats" not in r for r in records.values())  # samples.jsonl as it always was
