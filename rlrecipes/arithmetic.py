@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import warnings
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Callable, Sequence
@@ -71,7 +72,11 @@ def evaluate_arithmetic(
     if max_length is not None and len(text) > max_length:
         raise NotEvaluated(f"expression longer than {max_length} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        # the parser warns on some model text ("2x" is an "invalid decimal literal"): that
+        # text is refused below or parses; either way the warning is noise on the run's stderr
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise NotEvaluated(f"cannot parse {text!r}") from None
     return _Evaluator(numbers, tuple(operators), unary, max_digits, max_exponent, max_product).value(tree.body)

@@ -137,3 +137,15 @@ def test_the_countdown_reward_computes_in_floats():
     assert evaluate_equation("0x10") is None and evaluate_equation("2**8") is None  # filtered, not allowed
     assert evaluate_equation(" 1+2") is None  # as before: parsed as it stands, an indent is no expression
     assert evaluate_equation("9" * 400) is None  # was an uncaught OverflowError
+
+
+def test_model_text_that_makes_the_parser_warn_prints_nothing():
+    """ "1if 2 else 3" parses with a SyntaxWarning ("invalid decimal literal"); model text goes
+    through the evaluator at every tool call, so the warning would fill a run's stderr."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(NotEvaluated, match="unsupported"):
+            evaluate_arithmetic("1if 2 else 3")
+    assert not [w for w in caught if issubclass(w.category, SyntaxWarning)]
