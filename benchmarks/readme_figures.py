@@ -1,13 +1,16 @@
-"""The bench table (docs/development.md), rendered from the stored results (benchmarks/results/<bench>.json).
+"""The bench table (docs/development.md) and the README's one-line results, rendered from the
+stored results (benchmarks/results/<bench>.json).
 
 Every figure in the table's result column comes from a bench's result file, and the last
 column says which commit, date and machine it came from; a bench without a stored result
-reads "not yet measured on this commit" rather than an older figure.
+reads "not yet measured on this commit" rather than an older figure. The README quotes one
+headline per paper row between markers, `<!-- bench:KEY -->...<!-- /bench -->` (KEY: a name
+of HEADLINES), rendered from the same files.
 
   python benchmarks/readme_figures.py            print the table
-  python benchmarks/readme_figures.py --check    exit 1 when docs/development.md's table differs from it
-                                                 (and list the benches not yet measured)
-  python benchmarks/readme_figures.py --write    put it into docs/development.md in place of the old one
+  python benchmarks/readme_figures.py --check    exit 1 when docs/development.md's table or a README
+                                                 headline differs (and list the benches not yet measured)
+  python benchmarks/readme_figures.py --write    put them into docs/development.md and README.md
 
 tests/benchmarks/test_readme_figures.py runs the check.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,7 @@ from typing import Callable
 from benchkit import REPO, RESULTS_DIR
 
 README = REPO / "docs" / "development.md"  # the page that holds the bench table
+FRONT_PAGE = REPO / "README.md"  # the page that quotes one headline per paper row
 HEADER = ["| bench | what it compares | result | measured |", "| --- | --- | --- | --- |"]
 UNMEASURED = "not yet measured on this commit"
 
@@ -417,6 +422,109 @@ ROWS = (
 )
 
 
+# ---------------------------------------------------------------- README headlines
+# One short result per README row; the whole figure (spread, pass@k, controls) is in the table.
+
+
+def gain(stats: dict) -> str:
+    return f"{pm(stats)} points"
+
+
+def quickstart_headline(rec: dict) -> str:
+    r = rec["result"]
+    before = sum(r["accuracy_before"]) / len(r["accuracy_before"])
+    return (
+        f"held-out greedy accuracy {before:.2f} before; GRPO {gain(r['grpo']['gain_points'])}, "
+        f"rejection-sampling FT {gain(r['rft']['gain_points'])}"
+    )
+
+
+def dapo_headline(rec: dict) -> str:
+    r = rec["result"]
+    return f"DAPO − GRPO {r['dapo_minus_grpo_points']:+.1f} points at {r['budget_seconds']:.0f} s each"
+
+
+def ttrl_headline(rec: dict) -> str:
+    r = rec["result"]
+    return (
+        f"avg@{r['k']} {r['avgk_before']:.2f} → {r['avgk_after']['mean']:.2f} without labels; "
+        f"{r['ttrl_avgk_minus_sharpened_points']:+.1f} points vs the sharpened untrained model"
+    )
+
+
+def intuitor_headline(rec: dict) -> str:
+    name, m = next(iter(rec["result"]["models"].items()))
+    return (
+        f"greedy INTUITOR {gain(m['greedy_gain_points'])} vs gold-reward GRPO "
+        f"{gain(m['gold_grpo']['greedy_gain_points'])} ({name.replace('_', ' ')})"
+    )
+
+
+def one_shot_headline(rec: dict) -> str:
+    r = rec["result"]
+    return f"π1 {gain(r['gain_points'])} vs a random example {gain(r['controls_same_budget']['random']['gain_points'])}"
+
+
+def spurious_headline(rec: dict) -> str:
+    rewards = rec["result"]["rewards"]
+    return ", ".join(f"{name.replace('_', ' ')} {pm(v['gain_points'])}" for name, v in rewards.items()) + " points"
+
+
+def j1_headline(rec: dict) -> str:
+    r = rec["result"]
+    best_shortcut = max(s["accuracy_mean_order"] for s in r["shortcuts"].values())
+    return (
+        f"position-consistent accuracy J1 {r['j1']['consistent_accuracy_after']['mean']:.2f}, SFT on gold verdicts "
+        f"{r['sft_gold']['consistent_accuracy_after']['mean']:.2f}; best shortcut {best_shortcut:.2f}"
+    )
+
+
+def search_headline(rec: dict) -> str:
+    arms = rec["result"]["toys"]["search_r1_toy"]
+    two_hop = ", ".join(f"{arm.replace('_', ' ')} {m['em_2hop_stats']['mean']:.2f}" for arm, m in arms.items())
+    return f"2-hop exact match after RL: {two_hop}"
+
+
+def tir_headline(rec: dict) -> str:
+    arms = rec["result"]["toys"]["tir_toy"]
+    return ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items()) + " points"
+
+
+HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (bench, headline)
+    "quickstart": ("quickstart", quickstart_headline),
+    "dapo": ("dapo", dapo_headline),
+    "ttrl": ("ttrl", ttrl_headline),
+    "intuitor": ("intuitor", intuitor_headline),
+    "one_shot": ("one_shot", one_shot_headline),
+    "spurious": ("spurious", spurious_headline),
+    "j1": ("j1", j1_headline),
+    "search_r1": ("tools", search_headline),
+    "tir": ("tools", tir_headline),
+}
+MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
+
+
+def headline(key: str, results_dir: Path = RESULTS_DIR) -> str:
+    if key not in HEADLINES:
+        raise SystemExit(f"README.md: <!-- bench:{key} --> names no headline; valid: {', '.join(HEADLINES)}")
+    bench, render = HEADLINES[key]
+    record = load_result(bench, results_dir)
+    if record is None:
+        return UNMEASURED
+    return f"{render(record)} (`{(record.get('commit') or 'unknown')[:7]}`, {seeds(record)})"
+
+
+def with_headlines(text: str, results_dir: Path = RESULTS_DIR) -> str:
+    """`text` with every marked headline rendered anew."""
+    return MARKED.sub(lambda m: f"<!-- bench:{m[1]} -->{headline(m[1], results_dir)}<!-- /bench -->", text)
+
+
+def headline_differences(text: str, results_dir: Path = RESULTS_DIR) -> list[str]:
+    want = with_headlines(text, results_dir)
+    have_marks, want_marks = MARKED.findall(text), MARKED.findall(want)
+    return [f"README.md {key}: {a!r} should be {b!r}" for (key, a), (_, b) in zip(have_marks, want_marks) if a != b]
+
+
 def load_result(bench: str, results_dir: Path = RESULTS_DIR) -> dict | None:
     """The stored result of `bench`, or None when there is none. A file from a quick or smoke
     run is refused: its figures are not the bench's."""
@@ -478,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = unmeasured()
     if args.check:
-        problems = differences(README.read_text())
+        problems = differences(README.read_text()) + headline_differences(FRONT_PAGE.read_text())
         for line in problems:
             print(line)
         print(f"not yet measured: {', '.join(missing) or 'none'}", file=sys.stderr)
@@ -487,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = README.read_text().splitlines()
         start, end = table_span(lines)
         README.write_text("\n".join([*lines[:start], *render_table(), *lines[end:]]) + "\n")
+        FRONT_PAGE.write_text(with_headlines(FRONT_PAGE.read_text()))
         print(f"wrote the bench table into {README} (not yet measured: {', '.join(missing) or 'none'})")
         return 0
     print("\n".join(render_table()))

@@ -94,3 +94,24 @@ def test_pass_at_k_is_quoted_compactly_with_its_protocol():
     assert readme_figures.pass_ks(after) == ".30/.50"
     setting = {"problems": 300, "samples": 8, "temperature": 0.6}
     assert readme_figures.pass_protocol(setting, before) == "pass@1/4/8 (T=0.6, 300 problems × 8 samples)"
+
+
+def test_the_readme_headlines_are_the_ones_rendered_from_the_stored_results():
+    problems = readme_figures.headline_differences(readme_figures.FRONT_PAGE.read_text())
+    assert not problems, "run `python benchmarks/readme_figures.py --write`:\n" + "\n".join(problems)
+
+
+def test_a_headline_is_rendered_between_its_markers_with_its_commit(tmp_path):
+    dapo = record({"dapo_minus_grpo_points": -2.46, "budget_seconds": 40.0}, bench="dapo", seeds=[0, 1, 2], settings={})
+    results = stored(tmp_path, "dapo", dapo)
+    text = "DAPO: <!-- bench:dapo -->old figure<!-- /bench -->; spurious: <!-- bench:spurious --><!-- /bench -->"
+    assert readme_figures.with_headlines(text, results) == (
+        "DAPO: <!-- bench:dapo -->DAPO − GRPO -2.5 points at 40 s each (`0123456`, 3 seeds)<!-- /bench -->; "
+        f"spurious: <!-- bench:spurious -->{readme_figures.UNMEASURED}<!-- /bench -->"
+    )
+    assert readme_figures.headline_differences(text, results) == [
+        "README.md dapo: 'old figure' should be 'DAPO − GRPO -2.5 points at 40 s each (`0123456`, 3 seeds)'",
+        f"README.md spurious: '' should be {readme_figures.UNMEASURED!r}",
+    ]
+    with pytest.raises(SystemExit, match="bench:dapo_v2 --> names no headline; valid: quickstart"):
+        readme_figures.with_headlines("<!-- bench:dapo_v2 --><!-- /bench -->", results)
