@@ -73,13 +73,15 @@ def rollout_steps(trainer: Any) -> int:
 
 
 def checkpoint_interval(trainer: Any) -> int | None:
-    """`trainer.save_steps` rounded up to a whole number of rollout steps (None: no checkpoints)."""
-    if not trainer.save_steps:
+    """`trainer.checkpoints.every` rounded up to a whole number of rollout steps (None: no checkpoints)."""
+    if not trainer.checkpoints.every:
         return None
-    if trainer.save_steps < 0:
-        raise UserError(f"trainer.save_steps={trainer.save_steps} must be positive (or null for no checkpoints)")
+    if trainer.checkpoints.every < 0:
+        raise UserError(
+            f"trainer.checkpoints.every={trainer.checkpoints.every} must be positive (or null for no checkpoints)"
+        )
     per_rollout = rollout_steps(trainer)
-    return -(-trainer.save_steps // per_rollout) * per_rollout
+    return -(-trainer.checkpoints.every // per_rollout) * per_rollout
 
 
 TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # name -> module

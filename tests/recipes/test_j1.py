@@ -168,8 +168,8 @@ def test_both_orders_share_a_batch_on_two_processes(tmp_path):
         2,
         *TOY_JUDGE,
         "recipe.reward=consistency",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"run_dir={tmp_path / 'run'}",
         cwd=tmp_path,
     )
