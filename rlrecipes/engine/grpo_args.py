@@ -126,7 +126,7 @@ def scheduler_horizon(trainer: Any) -> int | None:
     return steps
 
 
-def training_arguments(cfg: Any, run_dir: Path, save_steps: int | None) -> dict[str, Any]:
+def training_arguments(cfg: Any, run_dir: Path, checkpoint_every: int | None) -> dict[str, Any]:
     """The `transformers.TrainingArguments` fields every rlrecipes trainer sets the same way
     (GRPO here, SFT in `training/sft_plan.py`): folders, seed, tracking, logging, checkpoints
     (rlrecipes keeps them: `engine/checkpoints.py`), optimizer, schedule, precision."""
@@ -137,8 +137,8 @@ def training_arguments(cfg: Any, run_dir: Path, save_steps: int | None) -> dict[
         **tracking_args(cfg, run_dir),
         disable_tqdm=True,
         logging_steps=t.logging_steps,
-        save_strategy="steps" if save_steps else "no",
-        save_steps=save_steps or 500,
+        save_strategy="steps" if checkpoint_every else "no",
+        save_steps=checkpoint_every or 500,  # TRL's name for trainer.checkpoints.every
         save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
         save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
         max_steps=t.max_steps,
@@ -168,7 +168,7 @@ def build_grpo_config(
     t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
     plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
-        **training_arguments(cfg, run_dir, save_steps=checkpoint_interval(t)),
+        **training_arguments(cfg, run_dir, checkpoint_every=checkpoint_interval(t)),
         scheduler_steps=scheduler_horizon(t),
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.grad_accum,
