@@ -207,13 +207,15 @@ class DataConfig:
 
 @dataclass
 class HeldoutEvalConfig:
-    """`trainer.eval.*`: greedy accuracy on the held-out split (data.eval_path), measured
-    during training and logged; `rlrecipes eval` is the full evaluation of a model."""
+    """`trainer.eval.*`: greedy accuracy on the held-out split (data.eval_path, or the synthetic
+    task's eval split) measured around and during training; `rlrecipes eval` is the full
+    evaluation of a model."""
 
-    before: bool = True  # before the first step (summary.json accuracy_before)
-    after: bool = True  # after the last step (accuracy_after)
-    every: Optional[int] = None  # also every N optimizer steps (metrics.jsonl heldout_accuracy); null: none
-    batch_size: int = 128  # problems per generation batch
+    before: bool = True  # held-out accuracy before the first step (summary.json accuracy_before)
+    after: bool = True  # held-out accuracy after the last step (accuracy_after)
+    # held-out accuracy also every N optimizer steps (metrics.jsonl heldout_accuracy); null: before and after only
+    every: Optional[int] = None
+    batch_size: int = 128  # held-out problems per generation batch
 
 
 @dataclass
@@ -222,8 +224,9 @@ class CheckpointConfig:
     scheduler, RNG, data position, engine state) in RUN/checkpoints/, and the one it may start
     its optimizer from."""
 
-    # every N optimizer steps, rounded up to a whole rollout step; `resume=true run_dir=RUN`
-    # continues from the last complete one. null: none (SIGINT/SIGTERM still save one before stopping)
+    # a full checkpoint every N optimizer steps, rounded up to a whole rollout step; `resume=true
+    # run_dir=RUN` continues from the last complete one. null: none (SIGINT/SIGTERM still save one
+    # before stopping)
     every: Optional[int] = None
     keep_last: Optional[int] = 2  # complete checkpoints kept; null = all
     best_metric: Optional[str] = None  # also keep the best by this metrics.jsonl key (higher is better)
@@ -242,8 +245,8 @@ class RewardGuardConfig:
     out of time gives that completion `fallback` and is counted (reward_failures/<name> per step);
     past `max_failure_rate` of its completions the run stops with one line."""
 
-    fallback: float = 0.0
-    max_failure_rate: float = 0.05
+    fallback: float = 0.0  # the reward a failed completion gets (0.0: graded wrong)
+    max_failure_rate: float = 0.05  # share of a reward's completions that may fail before the run stops
     timeout_s: Optional[float] = 300.0  # CPU seconds per reward call (one batch); null = no limit
 
 
