@@ -138,7 +138,7 @@ def training_arguments(cfg: Any, run_dir: Path, checkpoint_every: int | None) ->
         disable_tqdm=True,
         logging_steps=t.logging_steps,
         save_strategy="steps" if checkpoint_every else "no",
-        save_steps=checkpoint_every or 500,  # TRL's name for trainer.checkpoints.every
+        save_steps=checkpoint_every or 500,  # transformers' name for trainer.checkpoints.every
         save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
         save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
         max_steps=t.max_steps,
