@@ -59,7 +59,7 @@ MODES = {
     "quick": {"seeds": [0]},
     "smoke": {"seeds": [0], "warmup_steps": 3, "phase1_steps": 2, "phase2_steps": 2},
 }
-QUIET = ["trainer.progress=false", "trainer.save_steps=null"]
+QUIET = ["trainer.progress=false", "trainer.checkpoints.every=null"]
 
 
 def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
@@ -72,7 +72,7 @@ def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
             *extra,
             f"warmup.trainer.max_steps={args.warmup_steps}",
             f"phase1.trainer.max_steps={args.phase1_steps}",
-            f"phase1.trainer.save_steps={args.phase1_steps}",  # its last step: phase 2's optimizer state
+            f"phase1.trainer.checkpoints.every={args.phase1_steps}",  # its last step: phase 2's optimizer state
             f"phase2.trainer.max_steps={args.phase2_steps}",
         ]
     )

@@ -88,9 +88,9 @@ def plain_run(model_dir: str, files: tuple[Path, Path], threads: int, out: Path,
 def rlrecipes_run(overrides: list[str], steps: int, run_dir: Path, warmup: int) -> tuple[list, list]:
     command = [sys.executable, "-m", "rlrecipes.cli", "train", *overrides, f"trainer.max_steps={steps}"]
     command += [
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
-        "trainer.save_steps=null",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
+        "trainer.checkpoints.every=null",
         f"run_dir={run_dir}",
     ]
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "120"})

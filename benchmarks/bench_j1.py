@@ -56,9 +56,9 @@ MODES = {
 }
 SETTINGS = [
     "experiment=j1_toy",  # recipe=j1, compact prompt, 60 steps, 64 tokens: the worked sum, then the verdict
-    "trainer.eval_before=false",  # the bench measures with the judge metrics below
-    "trainer.eval_after=false",
-    "trainer.save_steps=null",
+    "trainer.eval.before=false",  # the bench measures with the judge metrics below
+    "trainer.eval.after=false",
+    "trainer.checkpoints.every=null",
     "trainer.progress=false",
 ]
 METRICS = ("consistent_accuracy", "accuracy_mean_order", "flip_rate", "tie_rate", "unparseable_rate")

@@ -52,7 +52,7 @@ KS = PASS_KS
 # one the stored result was measured on (its cache key includes it).
 DATA = ["data=countdown", "trainer.max_completion_length=128", "model.toy.sft_max_new_tokens=24"]
 # The RL run measures the primed model's accuracy before it starts: the SFT run need not.
-SFT = ["trainer.learning_rate=1.0e-3", "trainer.eval_before=false", "trainer.eval_after=false"]
+SFT = ["trainer.learning_rate=1.0e-3", "trainer.eval.before=false", "trainer.eval.after=false"]
 RL = ["recipe.rewards=[{name: accuracy, weight: 1.0}, {name: behaviours, weight: 0.0}]"]
 MODES = {
     "full": {

@@ -178,7 +178,7 @@ def main() -> None:
     extra = [o for o in args.overrides if not o.startswith("model.toy.")]
     args.overrides = extra = [*(SMOKE if args.mode == "smoke" else []), *extra]  # what the record lists
     extra = [f"trainer.max_steps={args.steps}", *extra]
-    extra += ["trainer.eval_before=false", "trainer.eval_after=false"]
+    extra += ["trainer.eval.before=false", "trainer.eval.after=false"]
     from rlrecipes.data.problems import load_problem_set
 
     cfg = compose_config("train", [PRESET, *extra])

@@ -83,7 +83,7 @@ def main() -> None:
             for seed in args.seeds:
                 measure_before = before is None
                 summary = train_in_scratch(
-                    [*overrides, f"seed={seed}", f"trainer.eval_before={str(measure_before).lower()}"]
+                    [*overrides, f"seed={seed}", f"trainer.eval.before={str(measure_before).lower()}"]
                 )
                 if measure_before:
                     before = summary["accuracy_before"]

@@ -73,7 +73,7 @@ def by_hops(overrides: list[str]):
         prompts = [render_prompt(it["problem"], cfg.data.template, tok) for it in problems.eval]
         if retrieve is not None:
             prompts = [retrieve(p, it["problem"]) for p, it in zip(prompts, problems.eval)]
-        rows = greedy_tool_rows(model, tok, rollout, prompts, batch_size=cfg.trainer.eval_batch_size)
+        rows = greedy_tool_rows(model, tok, rollout, prompts, batch_size=cfg.trainer.eval.batch_size)
         out = {}
         for hops in (1, 2):
             pairs = [(row, it) for row, it in zip(rows, problems.eval) if it["hops"] == hops]

@@ -126,10 +126,10 @@ def select_settings(args, settings: list[str], selection: list[dict], verify) ->
                 "seed=0",
                 f"trainer.learning_rate={lr}",
                 f"trainer.max_steps={args.max_steps}",
-                f"trainer.save_steps={args.save_every}",
-                "trainer.save_keep_last=null",
-                "trainer.eval_before=false",
-                "trainer.eval_after=false",
+                f"trainer.checkpoints.every={args.save_every}",
+                "trainer.checkpoints.keep_last=null",
+                "trainer.eval.before=false",
+                "trainer.eval.after=false",
             ],
         )
         with tempfile.TemporaryDirectory() as tmp:

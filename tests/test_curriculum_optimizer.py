@@ -1,4 +1,4 @@
-"""A curriculum phase starts from the previous phase's optimizer state: `trainer.init_optimizer_from`
+"""A curriculum phase starts from the previous phase's optimizer state: `trainer.checkpoints.init_optimizer_from`
 is checked before anything loads (one line), loads AdamW's moments only (this run's learning
 rate stays), refuses an optimizer of other parameters in one line naming both runs, and
 `rlrecipes stages` passes phase 1's last checkpoint to phase 2 unless `phase.carry_optimizer`
@@ -71,24 +71,28 @@ def test_init_optimizer_from_is_checked_before_anything_loads(tmp_path):
 
     missing = tmp_path / "nowhere"
     with pytest.raises(ConfigError) as error:
-        check_run(compose(f"trainer.init_optimizer_from={missing}"))
+        check_run(compose(f"trainer.checkpoints.init_optimizer_from={missing}"))
     assert str(error.value) == (
-        f"trainer.init_optimizer_from={missing}: no optimizer.pt there; give a checkpoint folder of an earlier "
-        "run (RUN/checkpoints/checkpoint-N, saved with trainer.save_steps set)"
+        f"trainer.checkpoints.init_optimizer_from={missing}: no optimizer.pt there; give a checkpoint folder of an earlier "
+        "run (RUN/checkpoints/checkpoint-N, saved with trainer.checkpoints.every set)"
     )
 
     _, optimizer = _adamw()
     torn = _checkpoint(tmp_path / "torn", optimizer, marker=False)  # a save cut short: no marker
-    with pytest.raises(ConfigError, match=r"^trainer.init_optimizer_from=.*/torn: not a complete checkpoint \(no "):
-        check_run(compose(f"trainer.init_optimizer_from={torn}"))
+    with pytest.raises(
+        ConfigError, match=r"^trainer.checkpoints.init_optimizer_from=.*/torn: not a complete checkpoint \(no "
+    ):
+        check_run(compose(f"trainer.checkpoints.init_optimizer_from={torn}"))
 
     damaged = _checkpoint(tmp_path / "damaged")
     (damaged / "optimizer.pt").write_bytes(b"not a torch file")
-    with pytest.raises(ConfigError, match=r"^trainer.init_optimizer_from=.*/damaged: optimizer.pt is damaged \("):
-        check_run(compose(f"trainer.init_optimizer_from={damaged}"))
+    with pytest.raises(
+        ConfigError, match=r"^trainer.checkpoints.init_optimizer_from=.*/damaged: optimizer.pt is damaged \("
+    ):
+        check_run(compose(f"trainer.checkpoints.init_optimizer_from={damaged}"))
 
     good = _checkpoint(tmp_path / "checkpoint-2", optimizer)
-    assert check_run(compose(f"trainer.init_optimizer_from={good}")) is not None
+    assert check_run(compose(f"trainer.checkpoints.init_optimizer_from={good}")) is not None
 
 
 def test_only_the_moments_are_loaded_and_a_mismatch_names_both_runs(tmp_path):
@@ -112,7 +116,7 @@ def test_only_the_moments_are_loaded_and_a_mismatch_names_both_runs(tmp_path):
     with pytest.raises(UserError) as error:
         load_optimizer_moments(other, folder, "/runs/phase2")
     assert str(error.value) == (
-        f"trainer.init_optimizer_from={folder}: parameter 0's exp_avg has shape (3, 2) there, (4, 2) in this run "
+        f"trainer.checkpoints.init_optimizer_from={folder}: parameter 0's exp_avg has shape (3, 2) there, (4, 2) in this run "
         "(/runs/phase2); both runs must train the same model"
     )
     two = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(3, 2)), torch.nn.Parameter(torch.zeros(1))])
@@ -130,21 +134,21 @@ def test_a_phase_from_a_phase_carries_its_optimizer_unless_switched_off(tmp_path
     (tmp_path / "2-phase1").mkdir()
     (tmp_path / "2-phase1" / "summary.json").write_text(json.dumps({"steps": 60}))
     argv = phase2.argv(tmp_path, [warmup, phase1, phase2])
-    assert f"trainer.init_optimizer_from={tmp_path / '2-phase1' / 'checkpoints' / 'checkpoint-60'}" in argv
+    assert f"trainer.checkpoints.init_optimizer_from={tmp_path / '2-phase1' / 'checkpoints' / 'checkpoint-60'}" in argv
     # checked before phase 1 ran: its checkpoint is left out, as its model is
     checked = stage_config(phase2, tmp_path, [warmup, phase1, phase2], for_check=True)
-    assert checked.trainer.init_optimizer_from is None
+    assert checked.trainer.checkpoints.init_optimizer_from is None
 
     off = plan(compose_pipeline(["pipeline=toy_length_curriculum", "pipeline.stages.2.phase.carry_optimizer=false"]))
     assert off[2].optimizer_from is None
-    assert not any(a.startswith("trainer.init_optimizer_from=") for a in off[2].argv(tmp_path, off))
+    assert not any(a.startswith("trainer.checkpoints.init_optimizer_from=") for a in off[2].argv(tmp_path, off))
 
-    steps = plan(compose_pipeline(["pipeline=toy_length_curriculum", "phase1.trainer.save_steps=null"]))
+    steps = plan(compose_pipeline(["pipeline=toy_length_curriculum", "phase1.trainer.checkpoints.every=null"]))
     with pytest.raises(ConfigError) as error:
         stage_config(steps[1], tmp_path, steps, for_check=True)
     assert str(error.value) == (
-        "stage phase1: trainer.save_steps=null saves no checkpoint, but phase2 starts from its optimizer state; "
-        "set phase1.trainer.save_steps, or phase.carry_optimizer: false in phase2"
+        "stage phase1: trainer.checkpoints.every=null saves no checkpoint, but phase2 starts from its optimizer state; "
+        "set phase1.trainer.checkpoints.every, or phase.carry_optimizer: false in phase2"
     )
 
 

@@ -314,3 +314,22 @@ def test_a_run_from_before_a_key_moved_shares_the_new_keys_column():
     }
     new = {"recipe.dynamic_sampling.enabled": False}
     assert with_moved_keys(new) == new
+    old = {"trainer.save_steps": 20, "trainer.eval_every": 10, "trainer.reward_timeout_s": 60.0}
+    assert with_moved_keys(old) == {
+        "trainer.checkpoints.every": 20,
+        "trainer.eval.every": 10,
+        "trainer.reward_guard.timeout_s": 60.0,
+    }
+
+
+def test_a_run_from_before_the_trainer_keys_moved_is_reported_under_the_new_names(tmp_path):
+    """An old run's config.yaml (flat `trainer.save_steps`) and command line sit in the same
+    column as a new run's `trainer.checkpoints.every`: the report compares them."""
+    old_config = config(1e-4, 0).replace("  max_steps: 3\n", "  max_steps: 3\n  save_steps: 20\n")
+    new_config = config(1e-4, 0).replace("  max_steps: 3\n", "  max_steps: 3\n  checkpoints:\n    every: 40\n")
+    rows = [{"step": 1, "reward_mean": 0.1, "accuracy": 0.2}]
+    fake_run(tmp_path / "old", ["trainer.save_steps=20"], old_config, rows, summary(0.3, 0.5, 0))
+    fake_run(tmp_path / "new", ["trainer.checkpoints.every=40"], new_config, rows, summary(0.3, 0.5, 0))
+    report = build_report(load_runs([tmp_path / "old", tmp_path / "new"]))
+    assert [c for c in report.columns if report.kinds[c] == "param"] == ["trainer.checkpoints.every"]
+    assert [(r["run"], r["trainer.checkpoints.every"]) for r in report.rows] == [("old", 20), ("new", 40)]

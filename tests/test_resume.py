@@ -23,10 +23,10 @@ SETTINGS = [
     "recipe.dynamic_sampling.filter=scripted_groups",
     "recipe.dynamic_sampling.max_rounds=30",
     "trainer.max_steps=6",
-    "trainer.save_steps=2",
-    "trainer.save_keep_last=2",
-    "trainer.eval_before=false",
-    "trainer.eval_after=false",
+    "trainer.checkpoints.every=2",
+    "trainer.checkpoints.keep_last=2",
+    "trainer.eval.before=false",
+    "trainer.eval.after=false",
 ]
 TIMING = ("step_time", "tokens_per_second")
 
@@ -213,9 +213,9 @@ EPOCHS = [
     *TINY,
     "data.max_examples=8",
     "trainer.max_steps=6",
-    "trainer.save_steps=2",
-    "trainer.eval_before=false",
-    "trainer.eval_after=false",
+    "trainer.checkpoints.every=2",
+    "trainer.eval.before=false",
+    "trainer.eval.after=false",
 ]
 
 

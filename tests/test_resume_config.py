@@ -123,3 +123,46 @@ def test_a_run_written_before_the_dynamic_sampling_keys_moved_resumes_with_its_v
     assert changes == [] and cfg.trainer.max_steps == 7
     reopen_run_dir(cfg, log=lambda _: None)  # the saved settings, compared after the same move: no change
     assert OLD_DYNAMIC_SAMPLING in (saved_run / "config.yaml").read_text()  # the file itself is kept
+
+
+def old_trainer_layout(text: str) -> str:
+    """A config.yaml as versions before the trainer's nodes wrote it: the `trainer.eval`,
+    `trainer.checkpoints` and `trainer.reward_guard` nodes' values as flat `trainer.*` keys."""
+    saved = OmegaConf.create(text)
+    t = saved.trainer
+    eval_, ckpt, guard = t.pop("eval"), t.pop("checkpoints"), t.pop("reward_guard")
+    t.eval_before, t.eval_after, t.eval_every, t.eval_batch_size = False, eval_.after, 5, 32
+    t.save_steps, t.save_keep_last, t.save_best_metric = 3, None, "heldout_accuracy"
+    t.init_optimizer_from = ckpt.init_optimizer_from
+    t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s = -1.0, 0.5, 60.0
+    assert guard.fallback == 0.0 and ckpt.every != 3  # the values above differ from the run's own
+    return OmegaConf.to_yaml(saved)
+
+
+def test_a_config_written_before_the_trainer_keys_moved_reads_as_the_new_nodes():
+    from rlrecipes.training.resume import with_moved_keys
+
+    old = OmegaConf.create({"trainer": {"save_steps": 3, "eval_every": 5, "reward_timeout_s": 60.0, "max_steps": 7}})
+    assert OmegaConf.to_container(with_moved_keys(old)) == {
+        "trainer": {
+            "max_steps": 7,
+            "checkpoints": {"every": 3},
+            "eval": {"every": 5},
+            "reward_guard": {"timeout_s": 60.0},
+        }
+    }
+
+
+@pytest.mark.integration
+def test_a_run_written_before_the_trainer_keys_moved_resumes_with_its_values(saved_run):
+    (saved_run / "config.yaml").write_text(old_trainer_layout((saved_run / "config.yaml").read_text()))
+    kept = (saved_run / "config.yaml").read_text()
+    overrides = ["resume=true", f"run_dir={saved_run}"]
+    cfg, changes = resumed_config(compose(*overrides), overrides)
+    t = cfg.trainer
+    assert (t.eval.before, t.eval.after, t.eval.every, t.eval.batch_size) == (False, True, 5, 32)
+    assert (t.checkpoints.every, t.checkpoints.keep_last, t.checkpoints.best_metric) == (3, None, "heldout_accuracy")
+    assert (t.reward_guard.fallback, t.reward_guard.max_failure_rate, t.reward_guard.timeout_s) == (-1.0, 0.5, 60.0)
+    assert changes == [] and "eval_before" not in t
+    reopen_run_dir(cfg, log=lambda _: None)  # the saved settings, compared after the same move: no change
+    assert (saved_run / "config.yaml").read_text() == kept  # the file itself is kept

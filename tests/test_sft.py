@@ -95,7 +95,7 @@ def test_sft_lowers_the_completion_loss_of_its_training_rows(toy_model_dir, tmp_
         "trainer.micro_batch_size=8",
         "trainer.max_steps=4",
         "trainer.learning_rate=1e-4",
-        "trainer.save_steps=null",
+        "trainer.checkpoints.every=null",
     )
     run = tmp_path / "run"
     run.mkdir()
@@ -117,12 +117,12 @@ def test_a_lora_sft_model_starts_rl_training(toy_model_dir, tmp_path):
 
     run = tmp_path / "sft"
     run.mkdir()
-    sft(sft_cfg("model.lora.r=4", "trainer.max_steps=2", "trainer.save_steps=null"), run, log=QUIET)
+    sft(sft_cfg("model.lora.r=4", "trainer.max_steps=2", "trainer.checkpoints.every=null"), run, log=QUIET)
     adapter = json.loads((run / "model" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(toy_model_dir)
     rl = tmp_path / "rl"
     rl.mkdir()
-    summary = train(compose(f"model.name_or_path={run / 'model'}", "trainer.eval_before=false"), rl, log=QUIET)
+    summary = train(compose(f"model.name_or_path={run / 'model'}", "trainer.eval.before=false"), rl, log=QUIET)
     assert summary["steps"] == 2 and summary["model"] == str(run / "model")
     assert summary["saved_model"]["adapter"] is False  # full fine-tuning of the merged model
 
@@ -164,11 +164,11 @@ def test_resume_continues_an_interrupted_run_exactly(toy_model_dir, tmp_path, ca
         "sft.batch_size=4",
         "trainer.micro_batch_size=4",
         "trainer.max_steps=4",
-        "trainer.save_steps=2",
-        "trainer.save_keep_last=null",
+        "trainer.checkpoints.every=2",
+        "trainer.checkpoints.keep_last=null",
         "trainer.learning_rate=1e-3",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     ]
     whole = tmp_path / "whole"
     code, out = _cli(capsys, "sft", f"run_dir={whole}", *TINY, *settings)
@@ -324,7 +324,7 @@ def test_an_epochs_run_trains_ceil_epochs_x_rows_over_batch_steps(toy_model_dir,
         "sft.batch_size=2",
         "trainer.micro_batch_size=2",
         "trainer.max_steps=50",
-        "trainer.save_steps=null",
+        "trainer.checkpoints.every=null",
     )
     run = tmp_path / "run"
     run.mkdir()

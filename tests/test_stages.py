@@ -16,7 +16,7 @@ import pytest
 from rlrecipes.errors import ConfigError
 from tests.conftest import TINY
 
-SETTINGS = [*TINY, "trainer.cpu_threads=1", "prime.trainer.max_steps=4", "rl.trainer.save_steps=1"]
+SETTINGS = [*TINY, "trainer.cpu_threads=1", "prime.trainer.max_steps=4", "rl.trainer.checkpoints.every=1"]
 
 
 def stages(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -157,9 +157,9 @@ def test_cognitive_behaviors_primes_on_the_chosen_condition_then_runs_the_author
     assert (rl.data.path, rl.data.problem_field, rl.data.template) == ("countdown/train.parquet", "prompt", "plain")
 
 
-def test_a_pipeline_saved_before_the_dynamic_sampling_keys_moved_resumes_its_stage_lines(tmp_path):
+def test_a_pipeline_saved_before_keys_moved_resumes_its_stage_lines(tmp_path):
     """A parent run's config.yaml holds each stage's command line as written then; the old flat
-    keys are read as the `recipe.dynamic_sampling` node's, with their values."""
+    keys are read as the `recipe.dynamic_sampling` and `trainer.eval` nodes', with their values."""
     from rlrecipes.compose import compose_config
     from rlrecipes.rundir import write_manifest
     from rlrecipes.training.stages import saved_pipeline
@@ -171,6 +171,8 @@ def test_a_pipeline_saved_before_the_dynamic_sampling_keys_moved_resumes_its_sta
         ("recipe.dynamic_sampling.filter=", "recipe.dynamic_sampling_filter="),
         ("recipe.dynamic_sampling.prompts_per_round=", "recipe.prompts_per_generation_round="),
         ("recipe.dynamic_sampling.max_rounds=", "recipe.max_generation_rounds="),
+        ("trainer.eval.before=", "trainer.eval_before="),
+        ("trainer.eval.after=", "trainer.eval_after="),
     ]:
         assert new in text
         text = text.replace(new, old)
@@ -185,3 +187,6 @@ def test_a_pipeline_saved_before_the_dynamic_sampling_keys_moved_resumes_its_sta
             "recipe.dynamic_sampling.max_rounds=10",
         } <= set(stage.overrides)
         assert not any("generation_round" in ov or "sampling_filter" in ov for ov in stage.overrides)
+    phase1 = next(s for s in saved if s.name == "phase1")
+    assert {"trainer.eval.before=false", "trainer.eval.after=false"} <= set(phase1.overrides)
+    assert not any(ov.startswith(("trainer.eval_before", "trainer.eval_after")) for ov in phase1.overrides)

@@ -67,8 +67,8 @@ def test_tensorboard_events_hold_the_logged_scalars_and_wandb_runs_offline(toy_m
     cfg = compose(
         f"report_to=[{','.join(trackers)}]",
         f"model.name_or_path={toy_model_dir}",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     run = tmp_path / "0-grpo-arithmetic"
     run.mkdir()

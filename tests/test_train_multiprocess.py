@@ -89,8 +89,8 @@ def test_dynamic_sampling_fills_the_global_batch_as_one_process_does(toy_model_d
         "recipe.dynamic_sampling.filter=scripted_groups",
         "recipe.dynamic_sampling.max_rounds=20",
         "trainer.max_steps=3",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     ]
     keys = (
         "dynamic_sampling/rounds",
@@ -116,8 +116,8 @@ def test_ttrl_votes_over_whole_groups_as_one_process_does(tmp_path):
         "data.max_examples=4",
         "recipe=ttrl",
         "trainer.max_steps=2",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     ]
     keys = ("ttrl/label_accuracy", "ttrl/majority_ratio", "ttrl/reward_accuracy")
     seen = metrics_on_one_and_two_processes(settings, keys, tmp_path)
@@ -135,7 +135,7 @@ def test_ttrl_votes_over_whole_groups_as_one_process_does(tmp_path):
     ids=["intuitor", "one_shot", "spurious"],
 )
 def test_the_other_recipes_train_on_two_processes(recipe, toy_model_dir, tmp_path):
-    out = launch(2, *recipe, "trainer.eval_before=false", f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
+    out = launch(2, *recipe, "trainer.eval.before=false", f"run_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 2

@@ -38,10 +38,13 @@ MISTAKES = [
     (["recipe.epsilon_high=0.1"], "recipe.epsilon_high=0.1 is below recipe.epsilon=0.2"),
     (['final_eval=["benchmark=aime2x"]'], "final_eval: unknown benchmark 'aime2x'; valid: aime24"),
     (["trainer.top_k=-1"], "trainer.top_k=-1 must be at least 0"),
-    (["trainer.eval_batch_size=0"], "trainer.eval_batch_size=0 must be at least 1"),
-    (["trainer.eval_every=0"], "trainer.eval_every=0 must be at least 1"),
-    (["trainer.save_keep_last=0"], "trainer.save_keep_last=0 must be at least 1 (or null to keep every checkpoint)"),
-    (["trainer.save_steps=0"], "trainer.save_steps=0 must be at least 1 (or null for no checkpoints)"),
+    (["trainer.eval.batch_size=0"], "trainer.eval.batch_size=0 must be at least 1"),
+    (["trainer.eval.every=0"], "trainer.eval.every=0 must be at least 1"),
+    (
+        ["trainer.checkpoints.keep_last=0"],
+        "trainer.checkpoints.keep_last=0 must be at least 1 (or null to keep every checkpoint)",
+    ),
+    (["trainer.checkpoints.every=0"], "trainer.checkpoints.every=0 must be at least 1 (or null for no checkpoints)"),
     (
         ["recipe=dapo", "recipe.dynamic_sampling.max_rounds=0"],
         "recipe.dynamic_sampling.max_rounds=0 must be at least 1",
@@ -60,8 +63,8 @@ MISTAKES = [
     (["trainer.top_p=0"], "trainer.top_p=0.0 must be in (0, 1]"),
     (["trainer.warmup_ratio=1.5"], "trainer.warmup_ratio=1.5 must be in [0, 1]"),
     (["trainer.max_grad_norm=-1"], "trainer.max_grad_norm=-1.0 must be in [0, infinity)"),
-    (["trainer.reward_max_failure_rate=2"], "trainer.reward_max_failure_rate=2.0 must be in [0, 1]"),
-    (["trainer.reward_timeout_s=0"], "trainer.reward_timeout_s=0.0 must be in (0, infinity)"),
+    (["trainer.reward_guard.max_failure_rate=2"], "trainer.reward_guard.max_failure_rate=2.0 must be in [0, 1]"),
+    (["trainer.reward_guard.timeout_s=0"], "trainer.reward_guard.timeout_s=0.0 must be in (0, infinity)"),
     (["rollout.vllm_gpu_memory_utilization=0"], "rollout.vllm_gpu_memory_utilization=0.0 must be in (0, 1]"),
     (["trainer.cpu_threads=-2"], "trainer.cpu_threads=-2 must be at least 1 (or null: torch's default)"),
     # reward names, before the recipe builds anything

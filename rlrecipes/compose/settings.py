@@ -29,7 +29,9 @@ from rlrecipes.eval.config import EvalConfig
 
 
 @dataclass(frozen=True)
-class Group:
+class ConfigGroup:
+    """A Hydra config group of a command (`model=`, `recipe=` ...) with its options."""
+
     name: str  # a folder of conf/: recipe, model, benchmark ...
     default: str | None  # the option the command composes without `group=`
     options: tuple[str, ...]
@@ -55,7 +57,7 @@ def _root_yaml(config_name: str) -> Any:
     return OmegaConf.load(conf_dir() / f"{config_name}.yaml")
 
 
-def command_groups(config_name: str) -> list[Group]:
+def command_groups(config_name: str) -> list[ConfigGroup]:
     """The groups of `conf/<config_name>.yaml`'s defaults list, in its order."""
     groups = []
     for entry in OmegaConf.to_container(_root_yaml(config_name)).get("defaults", []):
@@ -64,7 +66,7 @@ def command_groups(config_name: str) -> list[Group]:
         (name, default), *_ = entry.items()
         if name.startswith("override ") or not (conf_dir() / name).is_dir():
             continue
-        groups.append(Group(name, default, tuple(group_options(name))))
+        groups.append(ConfigGroup(name, default, tuple(group_options(name))))
     return groups
 
 

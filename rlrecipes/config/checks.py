@@ -47,7 +47,7 @@ def check_train_values(cfg: Any) -> None:
         ("recipe.beta", r.beta, 0),
         ("recipe.epsilon", r.epsilon, 0),
         ("trainer.top_k", t.top_k, 0),
-        ("trainer.eval_batch_size", t.eval_batch_size, 1),
+        ("trainer.eval.batch_size", t.eval.batch_size, 1),
         ("trainer.logging_steps", t.logging_steps, 1),
     ]
     for key, value, low in at_least:
@@ -59,15 +59,17 @@ def check_train_values(cfg: Any) -> None:
             f"trainer.temperature={t.temperature} must be positive (sampling needs it; "
             "greedy rollouts would make every group's rewards equal)"
         )
-    if t.save_keep_last is not None and t.save_keep_last < 1:
+    if t.checkpoints.keep_last is not None and t.checkpoints.keep_last < 1:
         raise ConfigError(
-            f"trainer.save_keep_last={t.save_keep_last} must be at least 1 (or null to keep every "
+            f"trainer.checkpoints.keep_last={t.checkpoints.keep_last} must be at least 1 (or null to keep every "
             "checkpoint): a resume needs the last one"
         )
-    if t.save_steps is not None and t.save_steps < 1:
-        raise ConfigError(f"trainer.save_steps={t.save_steps} must be at least 1 (or null for no checkpoints)")
-    if t.eval_every is not None and t.eval_every < 1:
-        raise ConfigError(f"trainer.eval_every={t.eval_every} must be at least 1 (or null: before and after only)")
+    if t.checkpoints.every is not None and t.checkpoints.every < 1:
+        raise ConfigError(
+            f"trainer.checkpoints.every={t.checkpoints.every} must be at least 1 (or null for no checkpoints)"
+        )
+    if t.eval.every is not None and t.eval.every < 1:
+        raise ConfigError(f"trainer.eval.every={t.eval.every} must be at least 1 (or null: before and after only)")
     ds = r.dynamic_sampling
     if ds.enabled and ds.max_rounds < 1:
         raise ConfigError(f"recipe.dynamic_sampling.max_rounds={ds.max_rounds} must be at least 1")
@@ -114,13 +116,13 @@ def check_ranges(cfg: Any) -> None:
         ("trainer.warmup_ratio", t.warmup_ratio, 0, 1, True, True),
         ("trainer.weight_decay", t.weight_decay, 0, math.inf, True, False),
         ("trainer.max_grad_norm", t.max_grad_norm, 0, math.inf, True, False),
-        ("trainer.reward_max_failure_rate", t.reward_max_failure_rate, 0, 1, True, True),
+        ("trainer.reward_guard.max_failure_rate", t.reward_guard.max_failure_rate, 0, 1, True, True),
         ("rollout.vllm_gpu_memory_utilization", cfg.rollout.vllm_gpu_memory_utilization, 0, 1, False, True),
     ]
     if t.max_train_seconds is not None:
         intervals.append(("trainer.max_train_seconds", t.max_train_seconds, 0, math.inf, False, False))
-    if t.reward_timeout_s is not None:
-        intervals.append(("trainer.reward_timeout_s", t.reward_timeout_s, 0, math.inf, False, False))
+    if t.reward_guard.timeout_s is not None:
+        intervals.append(("trainer.reward_guard.timeout_s", t.reward_guard.timeout_s, 0, math.inf, False, False))
     for key, value, low, high, low_in, high_in in intervals:
         above = value >= low if low_in else value > low
         below = value <= high if high_in else value < high

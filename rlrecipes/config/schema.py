@@ -206,6 +206,51 @@ class DataConfig:
 
 
 @dataclass
+class HeldoutEvalConfig:
+    """`trainer.eval.*`: greedy accuracy on the held-out split (data.eval_path, or the synthetic
+    task's eval split) measured around and during training; `rlrecipes eval` is the full
+    evaluation of a model."""
+
+    before: bool = True  # held-out accuracy before the first step (summary.json accuracy_before)
+    after: bool = True  # held-out accuracy after the last step (accuracy_after)
+    # held-out accuracy also every N optimizer steps (metrics.jsonl heldout_accuracy); null: before and after only
+    every: Optional[int] = None
+    batch_size: int = 128  # held-out problems per generation batch
+
+
+@dataclass
+class CheckpointConfig:
+    """`trainer.checkpoints.*`: the full checkpoints a run writes (weights, optimizer,
+    scheduler, RNG, data position, engine state) in RUN/checkpoints/, and the one it may start
+    its optimizer from."""
+
+    # a full checkpoint every N optimizer steps, rounded up to a whole rollout step; `resume=true
+    # run_dir=RUN` continues from the last complete one. null: none (SIGINT/SIGTERM still save one
+    # before stopping)
+    every: Optional[int] = None
+    keep_last: Optional[int] = 2  # complete checkpoints kept; null = all
+    best_metric: Optional[str] = None  # also keep the best by this metrics.jsonl key (higher is better)
+    # A complete checkpoint folder of an earlier run (RUN/checkpoints/checkpoint-N): its optimizer
+    # state (AdamW moments) is loaded into this run's optimizer at train start; only that, not its
+    # step, schedule, RNG or data position. A curriculum phase gets it from the phase before it.
+    # It lives here, not beside the optimizer's settings, because its value is a folder the
+    # `every` above writes and it is read by the checkpoint code, with the same completeness rule
+    # (the marker written last, engine/checkpoints.py).
+    init_optimizer_from: Optional[str] = None
+
+
+@dataclass
+class RewardGuardConfig:
+    """`trainer.reward_guard.*` (engine/guards.py): a reward that raises, returns NaN/inf or runs
+    out of time gives that completion `fallback` and is counted (reward_failures/<name> per step);
+    past `max_failure_rate` of its completions the run stops with one line."""
+
+    fallback: float = 0.0  # the reward a failed completion gets (0.0: graded wrong)
+    max_failure_rate: float = 0.05  # share of a reward's completions that may fail before the run stops
+    timeout_s: Optional[float] = 300.0  # CPU seconds per reward call (one batch); null = no limit
+
+
+@dataclass
 class TrainerConfig:
     """Optimisation and batching, in the papers' vocabulary.
 
@@ -243,32 +288,16 @@ class TrainerConfig:
     top_p: float = 1.0
     top_k: int = 0
     logging_steps: int = 1
-    # Full checkpoints (weights, optimizer, scheduler, RNG, data position, engine state) every
-    # N optimizer steps, rounded up to a whole rollout step; `resume=true run_dir=RUN` continues
-    # from the last complete one. null: none (SIGINT/SIGTERM still save one before stopping).
-    save_steps: Optional[int] = None
-    save_keep_last: Optional[int] = 2  # complete checkpoints kept; null = all
-    save_best_metric: Optional[str] = None  # also keep the best by this metrics.jsonl key (higher is better)
-    # a complete checkpoint folder of an earlier run (RUN/checkpoints/checkpoint-N): its optimizer
-    # state (AdamW moments) is loaded into this run's optimizer at train start; only that, not its
-    # step, schedule, RNG or data position. A curriculum phase gets it from the phase before it.
-    init_optimizer_from: Optional[str] = None
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     bf16: bool = False
     gradient_checkpointing: bool = False
     use_cpu: bool = True
     cpu_threads: Optional[int] = None  # torch intra-op threads; None = torch's default
-    eval_before: bool = True
-    eval_after: bool = True
-    eval_every: Optional[int] = None  # also measure held-out accuracy every N steps (logged)
-    eval_batch_size: int = 128
+    eval: HeldoutEvalConfig = field(default_factory=HeldoutEvalConfig)
     # record each training example's accuracy (fraction of its group correct) every time
     # it is sampled, keyed by its id, to accuracy_history.json (one-shot RLVR's selection)
     record_accuracy_history: bool = False
-    # a reward that raises or returns NaN/inf gives that completion this value and is counted
-    # (reward_failures/<name> per step); past this share of completions the run stops with one line
-    reward_fallback: float = 0.0
-    reward_max_failure_rate: float = 0.05
-    reward_timeout_s: Optional[float] = 300.0  # CPU seconds per reward call (one batch); null = no limit
+    reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display
 
 
@@ -363,14 +392,27 @@ class DynamicSamplingConfig:
 
 
 # Keys that moved, old -> new: an old key on the command line is refused with a line naming
-# the new one (rlrecipes.compose), and a run directory written before the move resumes with
-# its config.yaml mapped (rlrecipes.training.resume).
+# the new one (rlrecipes.compose), a run directory written before the move resumes with its
+# config.yaml mapped (rlrecipes.training.resume), a pipeline's saved stage command lines are
+# mapped (rlrecipes.training.stages) and `rlrecipes report` shows old runs under the new names
+# (rlrecipes.runs.discover). The trainer's keys hold for `rlrecipes sft` too (same trainer node).
 MOVED_KEYS = {
     "recipe.dynamic_sampling": "recipe.dynamic_sampling.enabled",
     "recipe.dynamic_sampling_filter": "recipe.dynamic_sampling.filter",
     "recipe.max_generation_rounds": "recipe.dynamic_sampling.max_rounds",
     "recipe.prompts_per_generation_round": "recipe.dynamic_sampling.prompts_per_round",
     "recipe.max_generation_batches": "recipe.dynamic_sampling.max_batches",
+    "trainer.eval_before": "trainer.eval.before",
+    "trainer.eval_after": "trainer.eval.after",
+    "trainer.eval_every": "trainer.eval.every",
+    "trainer.eval_batch_size": "trainer.eval.batch_size",
+    "trainer.save_steps": "trainer.checkpoints.every",
+    "trainer.save_keep_last": "trainer.checkpoints.keep_last",
+    "trainer.save_best_metric": "trainer.checkpoints.best_metric",
+    "trainer.init_optimizer_from": "trainer.checkpoints.init_optimizer_from",
+    "trainer.reward_fallback": "trainer.reward_guard.fallback",
+    "trainer.reward_max_failure_rate": "trainer.reward_guard.max_failure_rate",
+    "trainer.reward_timeout_s": "trainer.reward_guard.timeout_s",
 }
 
 
@@ -498,7 +540,7 @@ class PhaseConfig:
     max_input_tokens: Optional[int] = None
     retrospective: RetrospectiveConfig = field(default_factory=RetrospectiveConfig)
     # start from the optimizer state of `model_from` too, when that stage is an earlier phase
-    # (its last checkpoint, trainer.init_optimizer_from): phases continue one optimisation
+    # (its last checkpoint, trainer.checkpoints.init_optimizer_from): phases continue one optimisation
     carry_optimizer: bool = True
 
 

@@ -123,7 +123,7 @@ def load_optimizer_moments(optimizer: Any, checkpoint: Path, this_run: str) -> N
     mine = optimizer.state_dict()
     theirs = [len(group["params"]) for group in saved["param_groups"]]
     ours = [len(group["params"]) for group in mine["param_groups"]]
-    where = f"trainer.init_optimizer_from={checkpoint}"
+    where = f"trainer.checkpoints.init_optimizer_from={checkpoint}"
     if theirs != ours:
         raise UserError(
             f"{where}: its optimizer has parameter groups of {theirs} parameters, this run ({this_run}) has "
@@ -153,7 +153,7 @@ class CheckpointKeeper(TrainerCallback):
         latest_metrics: Callable[[], dict[str, Any]] = dict,
     ):
         if keep_last is not None and keep_last < 1:  # 0 would delete the checkpoint a resume needs
-            raise UserError(f"trainer.save_keep_last={keep_last} must be at least 1 (or null to keep all)")
+            raise UserError(f"trainer.checkpoints.keep_last={keep_last} must be at least 1 (or null to keep all)")
         self.folder, self.job_state = folder, job_state
         self.keep_last, self.best_metric, self.latest_metrics = keep_last, best_metric, latest_metrics
         self.trainer: Any = None

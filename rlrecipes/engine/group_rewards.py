@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from accelerate.utils import gather_object
 
 from rlrecipes.engine.guards import RewardGuard
-from rlrecipes.rewards import Group, GroupReward
+from rlrecipes.rewards import CompletionGroup, GroupReward
 
 # keywords TRL passes to reward functions that are not dataset columns
 _TRL_KEYWORDS = ("completion_ids", "trainer_state", "log_extra", "log_metric", "environments")
@@ -27,17 +27,19 @@ _TRL_KEYWORDS = ("completion_ids", "trainer_state", "log_extra", "log_metric", "
 
 def split_groups(
     prompts: Sequence[Any], completions: Sequence[str], columns: dict[str, list[Any]], size: int
-) -> list[Group]:
+) -> list[CompletionGroup]:
     """The batch cut into consecutive groups of `size` completions (TRL's generation order)."""
     if size < 1 or len(completions) % size:
         raise ValueError(f"{len(completions)} completions do not split into groups of {size}")
     return [
-        Group(prompts[i], list(completions[i : i + size]), {k: list(v[i : i + size]) for k, v in columns.items()})
+        CompletionGroup(
+            prompts[i], list(completions[i : i + size]), {k: list(v[i : i + size]) for k, v in columns.items()}
+        )
         for i in range(0, len(completions), size)
     ]
 
 
-def flatten_scores(scores: Sequence[Sequence[float]], groups: Sequence[Group]) -> list[float]:
+def flatten_scores(scores: Sequence[Sequence[float]], groups: Sequence[CompletionGroup]) -> list[float]:
     """One score per completion, checking the reward returned one per completion of each group."""
     if len(scores) != len(groups) or any(len(s) != len(g.completions) for s, g in zip(scores, groups)):
         raise ValueError("a group reward must return one list of scores per group, one score per completion")

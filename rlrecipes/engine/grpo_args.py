@@ -73,13 +73,15 @@ def rollout_steps(trainer: Any) -> int:
 
 
 def checkpoint_interval(trainer: Any) -> int | None:
-    """`trainer.save_steps` rounded up to a whole number of rollout steps (None: no checkpoints)."""
-    if not trainer.save_steps:
+    """`trainer.checkpoints.every` rounded up to a whole number of rollout steps (None: no checkpoints)."""
+    if not trainer.checkpoints.every:
         return None
-    if trainer.save_steps < 0:
-        raise UserError(f"trainer.save_steps={trainer.save_steps} must be positive (or null for no checkpoints)")
+    if trainer.checkpoints.every < 0:
+        raise UserError(
+            f"trainer.checkpoints.every={trainer.checkpoints.every} must be positive (or null for no checkpoints)"
+        )
     per_rollout = rollout_steps(trainer)
-    return -(-trainer.save_steps // per_rollout) * per_rollout
+    return -(-trainer.checkpoints.every // per_rollout) * per_rollout
 
 
 TRACKERS = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}  # name -> module
@@ -124,7 +126,7 @@ def scheduler_horizon(trainer: Any) -> int | None:
     return steps
 
 
-def training_arguments(cfg: Any, run_dir: Path, save_steps: int | None) -> dict[str, Any]:
+def training_arguments(cfg: Any, run_dir: Path, checkpoint_every: int | None) -> dict[str, Any]:
     """The `transformers.TrainingArguments` fields every rlrecipes trainer sets the same way
     (GRPO here, SFT in `training/sft_plan.py`): folders, seed, tracking, logging, checkpoints
     (rlrecipes keeps them: `engine/checkpoints.py`), optimizer, schedule, precision."""
@@ -135,8 +137,8 @@ def training_arguments(cfg: Any, run_dir: Path, save_steps: int | None) -> dict[
         **tracking_args(cfg, run_dir),
         disable_tqdm=True,
         logging_steps=t.logging_steps,
-        save_strategy="steps" if save_steps else "no",
-        save_steps=save_steps or 500,
+        save_strategy="steps" if checkpoint_every else "no",
+        save_steps=checkpoint_every or 500,  # transformers' name for trainer.checkpoints.every
         save_only_model=False,  # every checkpoint can be resumed from (optimizer, scheduler, RNG)
         save_total_limit=None,  # retention is the engine's (engine/checkpoints.py): last K + best
         max_steps=t.max_steps,
@@ -166,7 +168,7 @@ def build_grpo_config(
     t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
     plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
-        **training_arguments(cfg, run_dir, save_steps=checkpoint_interval(t)),
+        **training_arguments(cfg, run_dir, checkpoint_every=checkpoint_interval(t)),
         scheduler_steps=scheduler_horizon(t),
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.grad_accum,

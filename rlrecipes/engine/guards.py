@@ -40,9 +40,9 @@ class RewardTimeout(Exception):
 class RewardGuard(EngineHook):
     def __init__(self, fallback: float = 0.0, max_failure_rate: float = 0.05, timeout_s: float | None = None):
         if not 0 <= max_failure_rate <= 1:
-            raise UserError(f"trainer.reward_max_failure_rate={max_failure_rate} must be between 0 and 1")
+            raise UserError(f"trainer.reward_guard.max_failure_rate={max_failure_rate} must be between 0 and 1")
         if timeout_s is not None and timeout_s <= 0:
-            raise UserError(f"trainer.reward_timeout_s={timeout_s} must be positive (or null for no limit)")
+            raise UserError(f"trainer.reward_guard.timeout_s={timeout_s} must be positive (or null for no limit)")
         self.fallback, self.max_failure_rate, self.timeout_s = float(fallback), max_failure_rate, timeout_s
         self.calls: Counter = Counter()  # completions scored, per reward (this process, since the last step)
         self.failures: Counter = Counter()
@@ -70,7 +70,7 @@ class RewardGuard(EngineHook):
             with cpu_time_limit(self.timeout_s):
                 return compute()
         except RewardTimeout:
-            self._failed(name, count, f"used more than trainer.reward_timeout_s={self.timeout_s} s of CPU time")
+            self._failed(name, count, f"used more than trainer.reward_guard.timeout_s={self.timeout_s} s of CPU time")
         except Exception as exc:  # the reward's own bug or bad input: never the run's end by itself
             self._failed(name, count, f"{type(exc).__name__}: {str(exc)[:200]}")
         return None
@@ -125,7 +125,7 @@ class RewardGuard(EngineHook):
                 first = self.first_error.get(name, "on another process")
                 raise UserError(
                     f"reward {name!r} failed on {failed} of {called} completions "
-                    f"({failed / called:.1%} > trainer.reward_max_failure_rate={self.max_failure_rate}); "
+                    f"({failed / called:.1%} > trainer.reward_guard.max_failure_rate={self.max_failure_rate}); "
                     f"first failure: {first}"
                 )
 

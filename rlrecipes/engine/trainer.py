@@ -46,11 +46,11 @@ class RecipeGRPOTrainer(GRPOTrainer):
                 self.add_callback(GenerationBudget(self.dynamic_sampling))
         for hook in self.hooks:
             hook.bind(self)
-        # a checkpoint whose optimizer state this run starts from (trainer.init_optimizer_from)
+        # a checkpoint whose optimizer state this run starts from (trainer.checkpoints.init_optimizer_from)
         self.init_optimizer_from = init_optimizer_from
         if init_optimizer_from and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
             raise UserError(
-                f"trainer.init_optimizer_from={init_optimizer_from}: DeepSpeed and FSDP shard the optimizer "
+                f"trainer.checkpoints.init_optimizer_from={init_optimizer_from}: DeepSpeed and FSDP shard the optimizer "
                 "state in their own format; it can be loaded only without them (one process or DDP)"
             )
         for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator

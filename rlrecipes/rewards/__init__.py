@@ -6,7 +6,7 @@ and returns `list[float | None]` (None = "does not apply", TRL excludes it).
 
 A group reward (`scope="group"`) scores whole groups at once, because what one completion
 earns depends on the others of its prompt (TTRL's majority vote, J1's position
-consistency): `fn(groups: Sequence[Group], log) -> list[list[float]]`. The engine gathers
+consistency): `fn(groups: Sequence[CompletionGroup], log) -> list[list[float]]`. The engine gathers
 every process's completions so each group is whole (`rlrecipes.engine.group_rewards`).
 
 Recipes refer to rewards by name (`recipe.rewards: [{name: accuracy, weight: 1}]`); a
@@ -30,7 +30,7 @@ MetricLog = Callable[[str, float], None]
 
 
 @dataclass(frozen=True)
-class Group:
+class CompletionGroup:
     """One prompt's completions with their dataset columns (one entry per completion)."""
 
     prompt: Any
@@ -38,7 +38,7 @@ class Group:
     columns: dict[str, list[Any]]
 
 
-GroupRewardFn = Callable[[Sequence[Group], MetricLog], list[list[float]]]
+GroupRewardFn = Callable[[Sequence[CompletionGroup], MetricLog], list[list[float]]]
 
 
 @dataclass(frozen=True)

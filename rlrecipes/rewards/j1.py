@@ -24,7 +24,7 @@ from rlrecipes.judge import rewards as j1_rewards
 from rlrecipes.judge.pairs import ORDERS, ROLES, split_row_id
 from rlrecipes.judge.prompts import JudgeFormat
 from rlrecipes.judge.verdicts import STATUSES, Judgement, parse
-from rlrecipes.rewards import Group, GroupRewardFn, MetricLog, RewardContext, register_reward
+from rlrecipes.rewards import CompletionGroup, GroupRewardFn, MetricLog, RewardContext, register_reward
 
 
 class VerdictReward(Choice):  # `recipe.reward` of J1: what a right verdict earns
@@ -74,7 +74,7 @@ def row_format(judge: str, kind: str) -> str:
 def pair_reward(judge: str, consistency: bool = False, wrong: float = 0.0) -> GroupRewardFn:
     """The scoring function of J1's `verdict` column (see the module doc)."""
 
-    def score(groups: Sequence[Group], log: MetricLog) -> list[list[float]]:
+    def score(groups: Sequence[CompletionGroup], log: MetricLog) -> list[list[float]]:
         sides: dict[str, dict[str, tuple[int, list[Judgement]]]] = {}
         for index, group in enumerate(groups):
             pair, kind = split_row_id(group.columns["id"][0])

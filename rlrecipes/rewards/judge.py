@@ -15,7 +15,7 @@ Settings come from the reward's `options` (conf/reward/judge.yaml):
     timeout_s      wall-clock seconds per reward call: rows whose judging has not started by
                    then get no reward (None), as do rows whose judgement does not parse; the
                    engine's reward guard counts them (reward_failures/<name>) and stops the run
-                   past trainer.reward_max_failure_rate
+                   past trainer.reward_guard.max_failure_rate
     threshold      judge_hybrid only: the judge's reward counts as a match when >= threshold
 
 Every judged row is logged with the policy's sample to RUN/judge_verdicts.jsonl (one file

@@ -37,7 +37,7 @@ from rlrecipes.choice import Choice
 from rlrecipes.errors import UserError
 from rlrecipes.grading import extract_answer, normalize_answer
 from rlrecipes.grading.vote import majority_vote
-from rlrecipes.rewards import Group, GroupRewardFn, MetricLog, RewardContext, Verifier, register_reward
+from rlrecipes.rewards import CompletionGroup, GroupRewardFn, MetricLog, RewardContext, Verifier, register_reward
 
 
 @dataclass
@@ -140,7 +140,7 @@ def _majority_vote(ctx: RewardContext) -> GroupRewardFn:
         raise UserError(f"recipe.vote={ctx.params.vote!r}; valid: {VoteRule.valid()}")
     exact = ctx.params.vote == "exact"
 
-    def score(groups: Sequence[Group], log: MetricLog) -> list[list[float]]:
+    def score(groups: Sequence[CompletionGroup], log: MetricLog) -> list[list[float]]:
         votes = [
             vote_rewards(
                 g.completions,

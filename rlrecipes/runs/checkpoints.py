@@ -117,7 +117,7 @@ def find_checkpoints(
     if not found:
         raise UserError(
             f"{run} has no saved model yet (checkpoints/checkpoint-N or model/); "
-            "train with trainer.save_steps=N to keep intermediate checkpoints"
+            "train with trainer.checkpoints.every=N to keep intermediate checkpoints"
         )
     ckpts = [Checkpoint(step, path) for step, path in sorted(found.items())]
     return ([Checkpoint(0, None)] if include_base and 0 not in found else []) + ckpts

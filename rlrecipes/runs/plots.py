@@ -10,7 +10,7 @@ the sweep folder, or the folder the runs share.
 One-shot RLVR's "post-saturation generalisation" is a picture: training accuracy on the
 single example saturates early while held-out accuracy keeps rising. `rlrecipes plot
 RUN_DIR` draws both from the run's `metrics.jsonl` (`accuracy` every logged step,
-`heldout_accuracy` every `trainer.eval_every` steps), with the held-out accuracy before
+`heldout_accuracy` every `trainer.eval.every` steps), with the held-out accuracy before
 and after training from `summary.json` as its first and last points.
 """
 

@@ -134,7 +134,7 @@ def build_report(runs: Sequence[Run]) -> Report:
         percent |= set(metrics) - {"steps", "reward_final", "reward_best"} if run.kind == "eval" else TRAIN_PERCENT
         row.update(metrics)
         rows.append(row)
-    # a metric no run has (e.g. held-out accuracy with eval_after=false) is no column
+    # a metric no run has (e.g. held-out accuracy with trainer.eval.after=false) is no column
     metric_cols = [k for k in metric_cols if any(r.get(k) is not None for r in rows)]
     id_cols = ["run", "state", *IDENTITY] + (["protocol"] if has_eval else [])
     id_cols = [c for c in id_cols if c in ("run", "state") or any(r.get(c) is not None for r in rows)]

@@ -22,7 +22,8 @@ from typing import Any, Callable, Optional, Sequence
 from rlrecipes.data.loader import get_field, read_records
 from rlrecipes.errors import UserError
 
-History = dict[str, list[float]]
+# accuracy_history.json: example id -> its accuracy (share of its group correct) each time it was sampled
+AccuracyHistory = dict[str, list[float]]
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -62,7 +63,7 @@ class Ranked:
     samples: int  # how many accuracies the history holds for this example
 
 
-def load_history(path: str | Path) -> History:
+def load_history(path: str | Path) -> AccuracyHistory:
     """Read a history file, checking its shape: a JSON object of lists of numbers."""
     file = Path(path).expanduser()
     if not file.is_file():
@@ -73,7 +74,7 @@ def load_history(path: str | Path) -> History:
         raise UserError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or not data:
         raise UserError(f"{file}: expected a non-empty JSON object {{id: [accuracy, ...]}}")
-    history: History = {}
+    history: AccuracyHistory = {}
     for key, values in data.items():
         if not isinstance(values, list) or not all(
             v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values
@@ -83,7 +84,7 @@ def load_history(path: str | Path) -> History:
     return history
 
 
-def rank(history: History, method: str = "variance") -> list[Ranked]:
+def rank(history: AccuracyHistory, method: str = "variance") -> list[Ranked]:
     """All examples, highest score first; equal scores keep the history's order."""
     if method not in METHODS:
         raise UserError(f"--method {method!r} is unknown; valid: {', '.join(METHODS)}")
@@ -96,7 +97,7 @@ def rank(history: History, method: str = "variance") -> list[Ranked]:
     return [Ranked(key, s, i + 1, n) for i, (key, _, s, n) in enumerate(ordered)]
 
 
-def ranking_problem(history: History, ranked: Sequence[Ranked]) -> str | None:
+def ranking_problem(history: AccuracyHistory, ranked: Sequence[Ranked]) -> str | None:
     """Why `ranked` says nothing about which examples are informative, or None: every example
     scored at most once (a variance needs two accuracies), or every score the same (the order
     is then the file's)."""
@@ -117,7 +118,7 @@ def ranking_problem(history: History, ranked: Sequence[Ranked]) -> str | None:
     return None
 
 
-def select(history: History, top: int, method: str = "variance") -> list[Ranked]:
+def select(history: AccuracyHistory, top: int, method: str = "variance") -> list[Ranked]:
     if top < 1:
         raise UserError(f"--top must be at least 1, got {top}")
     return rank(history, method)[:top]

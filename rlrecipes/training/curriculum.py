@@ -27,7 +27,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-History = dict[str, list[Optional[float]]]
+# a phase's accuracy_history.json, read as QwenLong-L1's rewards: example id -> its reward each time it
+# was sampled (None: not scored)
+PhaseRewardHistory = dict[str, list[Optional[float]]]
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Carried:
     copies: int
 
 
-def mean_rewards(history: History) -> dict[str, float]:
+def mean_rewards(history: PhaseRewardHistory) -> dict[str, float]:
     """Each example's mean over its finite entries; an example never scored is left out
     (its difficulty is unknown, not high)."""
     means = {}
@@ -75,7 +77,7 @@ def mean_rewards(history: History) -> dict[str, float]:
 
 
 def retrospective_selection(
-    phases: Sequence[tuple[str, History]],
+    phases: Sequence[tuple[str, PhaseRewardHistory]],
     hard_below: float,
     reward_floor: float,
     max_copies: int,

@@ -207,10 +207,10 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         job.problems.verify,
         job.tokenizer,
         max_new_tokens=t.max_completion_length,
-        batch_size=t.eval_batch_size,
-        before=t.eval_before,
-        after=t.eval_after,
-        every=t.eval_every,
+        batch_size=t.eval.batch_size,
+        before=t.eval.before,
+        after=t.eval.after,
+        every=t.eval.every,
     )
     hooks = job.recipe.hooks(job.reward_context)
     replay = ReplaySettings.from_recipe(cfg.recipe, cfg.seed)
@@ -218,13 +218,13 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         hooks.insert(0, ExperienceReplay(replay))
     if t.record_accuracy_history:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
-    guard = RewardGuard(t.reward_fallback, t.reward_max_failure_rate, t.reward_timeout_s)
+    guard = RewardGuard(t.reward_guard.fallback, t.reward_guard.max_failure_rate, t.reward_guard.timeout_s)
     hooks.append(guard)  # last: it checks the advantages every other hook has written
     keeper = CheckpointKeeper(
         job.run_dir / "checkpoints",
         lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},
-        keep_last=t.save_keep_last,
-        best_metric=t.save_best_metric,
+        keep_last=t.checkpoints.keep_last,
+        best_metric=t.checkpoints.best_metric,
         latest_metrics=lambda: writer.rows[-1] if writer.rows else {},
     )
     stop = GracefulStop(rollout_steps(t), notify=job.log)
@@ -240,7 +240,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         callbacks=[*callbacks, heldout, stop, keeper],
         hooks=hooks,
         dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
-        init_optimizer_from=t.init_optimizer_from,  # checked by the plan before the model loaded
+        init_optimizer_from=t.checkpoints.init_optimizer_from,  # checked by the plan before the model loaded
         **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
     )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
@@ -254,7 +254,7 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
     """RL (from the last complete checkpoint when resuming), with held-out accuracy measured by
     `heldout` at its start and end. A SIGINT/SIGTERM ends it with a checkpoint: TrainingInterrupted."""
     cfg = job.cfg
-    if not job.problems.eval and (cfg.trainer.eval_before or cfg.trainer.eval_after):
+    if not job.problems.eval and (cfg.trainer.eval.before or cfg.trainer.eval.after):
         job.log("no held-out problems (set data.eval_path): accuracy_before/after are not measured (null)")
     _say_if_sharding_is_ignored(trainer, job.log)
     checkpoint = _resume(job, trainer, writer, heldout) if cfg.resume else None

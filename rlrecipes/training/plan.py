@@ -78,7 +78,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     `hardware=False` skips what depends on this machine, not on the config (vLLM installed,
     bf16 on a GPU), so a GPU preset can be checked anywhere."""
     check_train_values(cfg)
-    check_optimizer_source(cfg.trainer.init_optimizer_from)
+    check_optimizer_source(cfg.trainer.checkpoints.init_optimizer_from)
     recipe_cls = get_recipe(cfg.recipe.name)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
@@ -110,16 +110,16 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
 
 
 def check_optimizer_source(source: Any) -> None:
-    """`trainer.init_optimizer_from`: a complete checkpoint (its marker written last) whose
+    """`trainer.checkpoints.init_optimizer_from`: a complete checkpoint (its marker written last) whose
     optimizer.pt reads back with `weights_only=True`; checked before any model loads."""
     if not source:
         return
     folder = Path(str(source)).expanduser()
-    where = f"trainer.init_optimizer_from={source}"
+    where = f"trainer.checkpoints.init_optimizer_from={source}"
     if not (folder / OPTIMIZER_FILE).is_file():
         raise ConfigError(
             f"{where}: no {OPTIMIZER_FILE} there; give a checkpoint folder of an earlier run "
-            "(RUN/checkpoints/checkpoint-N, saved with trainer.save_steps set)"
+            "(RUN/checkpoints/checkpoint-N, saved with trainer.checkpoints.every set)"
         )
     if not (folder / CHECKPOINT_MARKER).is_file():
         raise ConfigError(

@@ -90,11 +90,11 @@ def sft(cfg: DictConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
     accuracy = _heldout_accuracy(cfg, data, tokenizer)
     checkpoint = _resume(cfg, run_dir, trainer, writer, before, log) if cfg.resume else None
     if checkpoint is None:
-        before.update(loss_before=_heldout_loss(trainer), accuracy_before=accuracy(trainer, cfg.trainer.eval_before))
+        before.update(loss_before=_heldout_loss(trainer), accuracy_before=accuracy(trainer, cfg.trainer.eval.before))
     _train(cfg, run_dir, trainer, stop, checkpoint)
     summary.update(before)
     summary["loss_after"] = _heldout_loss(trainer)
-    summary["accuracy_after"] = accuracy(trainer, cfg.trainer.eval_after)
+    summary["accuracy_after"] = accuracy(trainer, cfg.trainer.eval.after)
     summary["steps"] = trainer.state.global_step
     try:
         summary["saved_model"] = lora.save_trained_model(trainer, tokenizer, run_dir / "model", cfg.model)
@@ -137,7 +137,7 @@ def build_trainer(
     keeper = CheckpointKeeper(
         run_dir / "checkpoints",
         lambda: job_values,
-        keep_last=cfg.trainer.save_keep_last,
+        keep_last=cfg.trainer.checkpoints.keep_last,
         latest_metrics=lambda: writer.rows[-1] if writer.rows else {},
     )
     trainer = SFTTrainer(
@@ -178,7 +178,7 @@ def _heldout_accuracy(cfg: DictConfig, data: SFTData, tokenizer: Any) -> Callabl
             [ex["answer"] for ex in rows],
             verify,
             max_new_tokens=cfg.trainer.max_completion_length,
-            batch_size=cfg.trainer.eval_batch_size,
+            batch_size=cfg.trainer.eval.batch_size,
         )
 
     return measure

@@ -53,7 +53,7 @@ def _check_values(cfg: DictConfig) -> None:
         ("trainer.max_steps", t.max_steps, 1),
         ("trainer.micro_batch_size", t.micro_batch_size, 1),
         ("trainer.logging_steps", t.logging_steps, 1),
-        ("trainer.eval_batch_size", t.eval_batch_size, 1),
+        ("trainer.eval.batch_size", t.eval.batch_size, 1),
         ("trainer.learning_rate", t.learning_rate, 0),
         ("trainer.weight_decay", t.weight_decay, 0),
         ("trainer.max_grad_norm", t.max_grad_norm, 0),
@@ -63,7 +63,10 @@ def _check_values(cfg: DictConfig) -> None:
     ):
         if value < low:
             raise ConfigError(f"{key}={value} must be at least {low}")
-    for key, value in (("trainer.save_steps", t.save_steps), ("trainer.save_keep_last", t.save_keep_last)):
+    for key, value in (
+        ("trainer.checkpoints.every", t.checkpoints.every),
+        ("trainer.checkpoints.keep_last", t.checkpoints.keep_last),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{key}={value} must be at least 1 (or null)")
     for key, value in (("trainer.adam_beta1", t.adam_beta1), ("trainer.adam_beta2", t.adam_beta2)):
@@ -120,9 +123,9 @@ def build_sft_config(cfg: DictConfig, run_dir: Path, hardware: bool = True) -> A
     t = cfg.trainer
     per_device, accumulation = batch_plan(cfg, int(os.environ.get("WORLD_SIZE", "1")))
     args: dict[str, Any] = dict(
-        **training_arguments(cfg, run_dir, save_steps=t.save_steps),
+        **training_arguments(cfg, run_dir, checkpoint_every=t.checkpoints.every),
         per_device_train_batch_size=per_device,
-        per_device_eval_batch_size=t.eval_batch_size,
+        per_device_eval_batch_size=t.eval.batch_size,
         gradient_accumulation_steps=accumulation,
         eval_strategy="no",  # held-out loss is measured before and after, not by HF's schedule
         completion_only_loss=cfg.sft.completion_only_loss,
@@ -166,7 +169,12 @@ def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
             f"{cfg.sft.batch_size} sequences per optimizer step ({args.per_device_train_batch_size} per device x "
             f"{args.gradient_accumulation_steps} accumulation x {world} process(es))",
         ),
-        ("checkpoints", f"every {t.save_steps} steps, last {t.save_keep_last} kept" if t.save_steps else "none"),
+        (
+            "checkpoints",
+            f"every {t.checkpoints.every} steps, last {t.checkpoints.keep_last} kept"
+            if t.checkpoints.every
+            else "none",
+        ),
         ("precision", f"bf16={args.bf16} use_cpu={args.use_cpu}"),
     ]
 

@@ -13,9 +13,9 @@ A `train` stage with a `phase` block is a curriculum phase (QwenLong-L1,
 (prompts over its input-length limit left out, earlier phases' hard examples carried in) and
 the stage trains on those files.
 A phase whose `model_from` is an earlier phase also starts from that phase's optimizer state
-(`trainer.init_optimizer_from=` its final checkpoint: AdamW's moments, not its step, schedule
+(`trainer.checkpoints.init_optimizer_from=` its final checkpoint: AdamW's moments, not its step, schedule
 or data position), so the phases continue one optimisation; `phase.carry_optimizer: false`
-restarts the optimizer. The earlier phase must save checkpoints (`trainer.save_steps` set:
+restarts the optimizer. The earlier phase must save checkpoints (`trainer.checkpoints.every` set:
 HF's Trainer then also saves at the last step).
 
 A stage is *finished* when its run directory has `summary.json`, *started* when it has
@@ -43,7 +43,7 @@ from rlrecipes.rundir import MARKER, read_config, write_json
 from rlrecipes.training.phase_data import phase_overrides
 from rlrecipes.training.phase_data import prepare as prepare_phase
 
-OPTIMIZER_KEY = "trainer.init_optimizer_from"
+OPTIMIZER_KEY = "trainer.checkpoints.init_optimizer_from"
 ROOT_KEYS = ("pipeline", "run_dir", "resume", "output_root", "launcher")
 Log = Callable[[str], None]
 
@@ -210,12 +210,12 @@ def final_checkpoint(run_dir: Path) -> Path:
 
 def _check_saves_optimizer(stage: Stage, cfg: DictConfig, plan: Sequence[Stage]) -> None:
     """A phase a later phase takes its optimizer state from must save checkpoints: with
-    trainer.save_steps set, HF's Trainer also saves one at the last step."""
+    trainer.checkpoints.every set, HF's Trainer also saves one at the last step."""
     takers = [s.name for s in plan if s.optimizer_from == stage.name]
-    if takers and cfg.trainer.save_steps is None:
+    if takers and cfg.trainer.checkpoints.every is None:
         raise ConfigError(
-            f"stage {stage.name}: trainer.save_steps=null saves no checkpoint, but {takers[0]} starts from its "
-            f"optimizer state; set {stage.name}.trainer.save_steps, or phase.carry_optimizer: false in {takers[0]}"
+            f"stage {stage.name}: trainer.checkpoints.every=null saves no checkpoint, but {takers[0]} starts from its "
+            f"optimizer state; set {stage.name}.trainer.checkpoints.every, or phase.carry_optimizer: false in {takers[0]}"
         )
 
 

@@ -209,12 +209,46 @@ def test_a_comma_list_stays_a_sweep():
             "recipe.max_generation_batches=5",
             "recipe.max_generation_batches moved: write recipe.dynamic_sampling.max_batches=5",
         ),
+        ("trainer.eval_before=false", "trainer.eval_before moved: write trainer.eval.before=false"),
+        ("trainer.eval_after=false", "trainer.eval_after moved: write trainer.eval.after=false"),
+        ("trainer.eval_every=10", "trainer.eval_every moved: write trainer.eval.every=10"),
+        ("trainer.eval_batch_size=32", "trainer.eval_batch_size moved: write trainer.eval.batch_size=32"),
+        ("trainer.save_steps=20", "trainer.save_steps moved: write trainer.checkpoints.every=20"),
+        ("trainer.save_keep_last=null", "trainer.save_keep_last moved: write trainer.checkpoints.keep_last=null"),
+        (
+            "trainer.save_best_metric=heldout_accuracy",
+            "trainer.save_best_metric moved: write trainer.checkpoints.best_metric=heldout_accuracy",
+        ),
+        (
+            "trainer.init_optimizer_from=R/checkpoints/checkpoint-4",
+            "trainer.init_optimizer_from moved: write trainer.checkpoints.init_optimizer_from=R/checkpoints/checkpoint-4",
+        ),
+        ("trainer.reward_fallback=-1", "trainer.reward_fallback moved: write trainer.reward_guard.fallback=-1"),
+        (
+            "trainer.reward_max_failure_rate=0.5",
+            "trainer.reward_max_failure_rate moved: write trainer.reward_guard.max_failure_rate=0.5",
+        ),
+        ("trainer.reward_timeout_s=60", "trainer.reward_timeout_s moved: write trainer.reward_guard.timeout_s=60"),
     ],
 )
 def test_a_moved_key_names_its_new_home(override, expected):
     with pytest.raises(ConfigError) as err:
         compose_config("train", ["recipe=dapo", override])
     assert str(err.value) == f"{expected} (see README, Changes)"
+
+
+def test_every_moved_key_is_tested_above():
+    """A key added to MOVED_KEYS gets its line in the table above."""
+    from rlrecipes.config.schema import MOVED_KEYS
+
+    params = test_a_moved_key_names_its_new_home.pytestmark[0].args[1]
+    assert {override.split("=", 1)[0] for override, _ in params} == set(MOVED_KEYS)
+
+
+def test_sft_refuses_the_trainers_moved_keys_too():
+    """`rlrecipes sft` shares the trainer node, so its old keys name the same new ones."""
+    with pytest.raises(ConfigError, match=r"^trainer.save_steps moved: write trainer.checkpoints.every=5 \(see README"):
+        compose_config("sft", ["trainer.save_steps=5"])
 
 
 def test_the_command_line_names_a_moved_key_in_one_line_in_a_sweep_too(capsys):

@@ -51,16 +51,17 @@ def test_retention_never_touches_an_incomplete_checkpoint_and_null_keeps_all(tmp
     for step in (2, 4, 6):
         make(tmp_path, step)
     make(tmp_path, 8, complete=False)
-    CheckpointKeeper(tmp_path, dict, keep_last=None).prune()  # save_keep_last=null
+    CheckpointKeeper(tmp_path, dict, keep_last=None).prune()  # trainer.checkpoints.keep_last=null
     assert [s for s, _, _ in checkpoints(tmp_path)] == [2, 4, 6, 8]
     CheckpointKeeper(tmp_path, dict, keep_last=1).prune()
     assert [s for s, _, _ in checkpoints(tmp_path)] == [6, 8]
-    with pytest.raises(UserError, match="save_keep_last=0 must be at least 1"):
+    with pytest.raises(UserError, match="trainer.checkpoints.keep_last=0 must be at least 1"):
         CheckpointKeeper(tmp_path, dict, keep_last=0)
 
 
-def trainer(save_steps, updates=1, iterations=1):
-    return SimpleNamespace(save_steps=save_steps, updates_per_rollout=updates, num_iterations=iterations)
+def trainer(every, updates=1, iterations=1):
+    checkpoints = SimpleNamespace(every=every)
+    return SimpleNamespace(checkpoints=checkpoints, updates_per_rollout=updates, num_iterations=iterations)
 
 
 def test_checkpoints_fall_on_rollout_boundaries():
@@ -68,7 +69,7 @@ def test_checkpoints_fall_on_rollout_boundaries():
     assert checkpoint_interval(trainer(40)) == 40
     assert checkpoint_interval(trainer(10, updates=4)) == 12  # rounded up to whole rollout steps
     assert checkpoint_interval(trainer(8, updates=2, iterations=2)) == 8
-    with pytest.raises(UserError, match="trainer.save_steps=-1 must be positive"):
+    with pytest.raises(UserError, match="trainer.checkpoints.every=-1 must be positive"):
         checkpoint_interval(trainer(-1))
 
 
@@ -119,7 +120,7 @@ def test_a_run_past_its_time_budget_ends_as_a_finished_run(toy_model_dir, tmp_pa
     from rlrecipes.training.job import train
     from tests.conftest import compose
 
-    cfg = compose("trainer.max_steps=6", "trainer.max_train_seconds=0.001", "trainer.eval_before=false")
+    cfg = compose("trainer.max_steps=6", "trainer.max_train_seconds=0.001", "trainer.eval.before=false")
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
     assert summary["steps"] == 1  # any step takes longer than a millisecond: stopped after the first
     assert summary["stopped_by"] == "trainer.max_train_seconds=0.001 after step 1"

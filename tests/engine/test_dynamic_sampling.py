@@ -307,8 +307,8 @@ def test_any_recipe_can_switch_it_on(toy_model_dir, tmp_path):
         "recipe.dynamic_sampling.enabled=true",
         "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: scripted_groups, weight: 1.0}]",
         "recipe.dynamic_sampling.filter=scripted_groups",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -65,7 +65,7 @@ def test_a_hung_reward_is_cut_off_by_its_cpu_budget():
     started = time.process_time()
     assert guard.wrap(named(spins, "spins"))(prompts=["p"] * 3, completions=["a"] * 3) == [0.0, 0.0, 0.0]
     assert time.process_time() - started < 5
-    assert guard.failures["spins"] == 3 and "reward_timeout_s=0.3" in guard.first_error["spins"]
+    assert guard.failures["spins"] == 3 and "trainer.reward_guard.timeout_s=0.3" in guard.first_error["spins"]
     # the timer is gone afterwards: a later slow-but-finite call is not cut off
     fine = guard.wrap(named(lambda prompts, completions, **kw: [1.0] * len(completions), "fine"))
     assert fine(prompts=["p"], completions=["a"]) == [1.0]
@@ -80,7 +80,7 @@ def test_past_the_rate_the_run_stops_with_one_line():
     with pytest.raises(
         UserError,
         match=r"reward 'half' failed on 2 of 6 completions \(33.3% > "
-        r"trainer.reward_max_failure_rate=0.25\); first failure: returned nan",
+        r"trainer.reward_guard.max_failure_rate=0.25\); first failure: returned nan",
     ):
         guard.after_scoring(fake_trainer(), {"advantages": torch.zeros(2)}, None)
 
@@ -112,8 +112,8 @@ def entry(*overrides, cwd):
             str(ROOT / "tests" / "helpers" / "multiprocess_entry.py"),
             "train",
             *TINY,
-            "trainer.eval_before=false",
-            "trainer.eval_after=false",
+            "trainer.eval.before=false",
+            "trainer.eval.after=false",
             *overrides,
         ],
         capture_output=True,
@@ -128,7 +128,7 @@ def entry(*overrides, cwd):
 def test_a_run_survives_occasional_failures_and_stops_on_constant_ones(toy_model_dir, tmp_path):
     ok = entry(
         "recipe.rewards=[{name: accuracy, weight: 1.0}, {name: first_is_nan, weight: 1.0}]",
-        "trainer.reward_max_failure_rate=0.5",
+        "trainer.reward_guard.max_failure_rate=0.5",
         f"run_dir={tmp_path / 'ok'}",
         cwd=tmp_path,
     )

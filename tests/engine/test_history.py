@@ -40,8 +40,8 @@ def test_history_across_epochs_matches_logged_accuracy(toy_model_dir, tmp_path):
         "data.max_examples=4",
         "trainer.max_steps=3",
         "trainer.record_accuracy_history=true",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"model.name_or_path={toy_model_dir}",
     )
     train(cfg, tmp_path, log=lambda _: None)

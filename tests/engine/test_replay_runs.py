@@ -32,8 +32,8 @@ REPLAY = [
     "recipe.rewards=[{name: scripted_replay, weight: 1.0}]",
     "recipe.replay.enabled=true",
     "recipe.replay.reward=scripted_replay",
-    "trainer.eval_before=false",
-    "trainer.eval_after=false",
+    "trainer.eval.before=false",
+    "trainer.eval.after=false",
 ]
 KEYS = ("replay/uses", "replay/failed_groups", "replay/buffered_tasks")
 SCHEDULE = {1: (0, 1, 3), 2: (3, 3, 4), 3: (4, 4, 4), 4: (4, 4, 4)}  # step: KEYS, by hand (docstring)
@@ -73,8 +73,8 @@ DAPO = [
     "recipe.dynamic_sampling.filter=scripted_replay",
     "recipe.dynamic_sampling.max_rounds=4",
     "trainer.max_steps=4",
-    "trainer.save_steps=2",
-    "trainer.save_keep_last=2",
+    "trainer.checkpoints.every=2",
+    "trainer.checkpoints.keep_last=2",
 ]
 DAPO_ROUNDS = {1: (2, 2), 2: (1, 0), 3: (1, 0), 4: (1, 0)}  # step: rounds, surplus discarded
 # replay/uses and replay/failed_groups count every round of a step: step 1 scores the odd group

@@ -143,7 +143,7 @@ def test_a_training_run_follows_the_longer_schedule(toy_model_dir, tmp_path):
     # 2 steps of a 4-step cosine without warm-up: the rate logged at step 2 is the one its
     # update used, lr(1) = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + cos(pi / 4))) = 8.681981e-4
     # (a schedule ending with the run: 1e-3 * (0.1 + 0.9 * 0.5 * (1 + cos(pi / 2))) = 5.5e-4)
-    cfg = compose(*COSINE, "trainer.learning_rate=1e-3", "trainer.scheduler_steps=4", "trainer.eval_before=false")
+    cfg = compose(*COSINE, "trainer.learning_rate=1e-3", "trainer.scheduler_steps=4", "trainer.eval.before=false")
     train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     logged = [r["learning_rate"] for r in rows if "learning_rate" in r]

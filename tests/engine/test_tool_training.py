@@ -151,8 +151,8 @@ def test_tiny_run_with_tools_logs_the_tool_metrics(tmp_path):
     cfg = compose(
         "rollout.tools=[search,calculator]",
         f"+rollout.tool_kwargs.search.corpus={corpus}",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     run_dir = tmp_path / "run"
     summary = train(cfg, run_dir, log=lambda _: None)
@@ -181,8 +181,8 @@ def test_two_processes_make_the_same_generate_calls(tmp_path):
 
     entry = str(Path(__file__).parents[1] / "helpers" / "tool_multiprocess_entry.py")
     launcher = accelerate_launcher(2)
-    overrides = ["trainer.max_steps=1", "trainer.max_completion_length=64", "trainer.eval_before=false"]
-    overrides += ["trainer.eval_after=false"]
+    overrides = ["trainer.max_steps=1", "trainer.max_completion_length=64", "trainer.eval.before=false"]
+    overrides += ["trainer.eval.after=false"]
     overrides += ["rollout.tools=[calculator]", f"run_dir={tmp_path / 'run'}"]
     env = {
         **os.environ,

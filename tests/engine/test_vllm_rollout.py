@@ -74,8 +74,8 @@ def test_colocated_grpo_run_keeps_vllm_and_trainer_in_step(toy_vllm_dir, tmp_pat
         "reward=random",
         "trainer.max_steps=3",
         "trainer.learning_rate=1e-3",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"run_dir={run}",
         cwd=tmp_path,
     )
@@ -106,8 +106,8 @@ def test_lora_adapters_are_merged_into_what_vllm_samples_from(toy_vllm_dir, tmp_
         "model.lora.r=8",
         "trainer.max_steps=3",
         "trainer.learning_rate=1e-2",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"run_dir={run}",
         cwd=tmp_path,
     )

@@ -90,9 +90,9 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
 
     cfg = compose(
         "trainer.max_steps=1",
-        "trainer.save_steps=1",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.checkpoints.every=1",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"model.name_or_path={toy_model_dir}",
     )
     run = tmp_path / "run"
@@ -121,7 +121,7 @@ def test_eval_checkpoints_on_a_real_run(toy_model_dir, tmp_path):
 def test_final_eval_scores_the_trained_model_into_the_run(toy_model_dir, tmp_path):
     from rlrecipes.training.job import train
 
-    cfg = compose("trainer.max_steps=1", "trainer.eval_before=false", 'final_eval=["benchmark=arithmetic","limit=6"]')
+    cfg = compose("trainer.max_steps=1", "trainer.eval.before=false", 'final_eval=["benchmark=arithmetic","limit=6"]')
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
     evaluated = json.loads((tmp_path / "run" / "eval" / "summary.json").read_text())
     assert evaluated["model"] == str(tmp_path / "run" / "model")

@@ -9,7 +9,7 @@ the CLI as users run it):
 - LoRA on the GPU (`model.lora.r=4`): the adapter is saved and its B matrices, which peft
   starts at zero, are no longer zero;
 - transformers generation on CUDA (the model on the GPU, greedy twice gives the same text),
-  and the held-out callback during training (`trainer.eval_every=1`);
+  and the held-out callback during training (`trainer.eval.every=1`);
 - resume: a run killed after step 3 resumes from checkpoint-2 and finishes steps 3-4 once;
 - `rlrecipes eval generation.backend=hf`: the backend the eval recorded in summary.json.
 
@@ -55,7 +55,7 @@ ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")  # the CLI wit
 TIMEOUT_S = float(os.environ.get("RLRECIPES_GPU_TEST_TIMEOUT_S", "600"))
 GPU = ["model=toy_vllm", "trainer.use_cpu=false", "trainer.bf16=true"]
 SCRIPTED = ["recipe.rewards=[{name: scripted_groups, weight: 1.0}]"]
-NO_EVAL = ["trainer.eval_before=false", "trainer.eval_after=false"]
+NO_EVAL = ["trainer.eval.before=false", "trainer.eval.after=false"]
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 
 
@@ -143,7 +143,7 @@ def test_transformers_generation_runs_on_cuda():
 
 def test_heldout_callback_on_gpu(tmp_path):
     run = tmp_path / "h"
-    out = scripted_train("trainer.eval_every=1", "trainer.max_steps=2", f"run_dir={run}", cwd=tmp_path)
+    out = scripted_train("trainer.eval.every=1", "trainer.max_steps=2", f"run_dir={run}", cwd=tmp_path)
     assert out.returncode == 0, tail(out)
     rows = metrics(run)
     assert [r["step"] for r in rows] == [1, 2]
@@ -155,7 +155,7 @@ def test_heldout_callback_on_gpu(tmp_path):
 
 def test_killed_gpu_run_resumes_from_its_checkpoint(tmp_path):
     run = tmp_path / "k"
-    settings = [*NO_EVAL, "trainer.max_steps=4", "trainer.save_steps=2", f"run_dir={run}"]
+    settings = [*NO_EVAL, "trainer.max_steps=4", "trainer.checkpoints.every=2", f"run_dir={run}"]
     died = scripted_train(*settings, cwd=tmp_path, fault="kill_after_step:3")
     assert died.returncode == -9, tail(died)
     resumed = scripted_train(*settings, "resume=true", cwd=tmp_path)

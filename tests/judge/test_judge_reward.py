@@ -153,8 +153,8 @@ def test_tiny_policy_trained_against_a_tiny_judge_logs_its_verdicts(toy_model_di
         "recipe.rewards.0.options.prompt=compact",
         "recipe.rewards.0.options.format=pairwise",
         "recipe.rewards.0.options.max_new_tokens=24",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     summary = train(cfg, tmp_path, log=lambda _: None)
     assert summary["steps"] == 2

@@ -159,8 +159,8 @@ def test_tiny_lora_run_trains_only_the_adapter_and_saves_it(family, toy_model_di
         "model.lora.r=4",
         "trainer.max_steps=2",
         "trainer.learning_rate=1e-3",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     summary = train(cfg, run, log=lambda _: None)
     [trainer] = built_trainers
@@ -197,8 +197,8 @@ def test_saved_adapter_evaluates_and_merged_copy_on_request(toy_model_dir, tmp_p
         "model.lora.r=4",
         "model.lora.save_merged=true",
         "trainer.max_steps=1",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     summary = train(cfg, run, log=lambda _: None)
     merged = run / "model_merged"
@@ -286,7 +286,7 @@ def test_the_command_line_switches_lora_on_and_off(toy_model_dir, tmp_path):
     """`rlrecipes train model.lora.r=4` trains an adapter; `model.lora=null` a full model."""
     from tests.conftest import TINY
 
-    common = [*TINY, "trainer.max_steps=1", "trainer.eval_before=false", "trainer.eval_after=false"]
+    common = [*TINY, "trainer.max_steps=1", "trainer.eval.before=false", "trainer.eval.after=false"]
     for switch, saved in (("model.lora.r=4", "adapter_config.json"), ("model.lora=null", "model.safetensors")):
         run = tmp_path / switch.replace("=", "_")
         out = rlrecipes("train", *common, switch, f"run_dir={run}", cwd=tmp_path)

@@ -49,8 +49,8 @@ def test_smollm2_trains_a_step(tmp_path):
         "trainer.prompts_per_rollout=2",
         "trainer.num_generations=2",
         "trainer.max_completion_length=4",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     path = resolve_model_path(cfg.model, log=lambda _: None)
     with open(f"{path}/config.json") as f:

@@ -135,8 +135,8 @@ def test_tiny_dapo_run_refills_the_batch(toy_model_dir, tmp_path):
         "recipe=dapo",
         *SCRIPTED_FILTER,
         "trainer.max_steps=3",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         "trainer.max_completion_length=16",
         "recipe.overlong_buffer_length=4",
     )

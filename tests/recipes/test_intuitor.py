@@ -98,8 +98,8 @@ def test_tiny_run_trains_on_self_certainty_alone(scorer, tmp_path):
         "recipe=intuitor",
         f"recipe.scorer={scorer}",
         "trainer.max_steps=2",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         "recipe.score_batch_size=3",
         "recipe.score_chunk_tokens=5",
     )
@@ -158,8 +158,8 @@ def test_one_step_makes_the_more_certain_completions_more_likely(tmp_path, monke
         f"model.name_or_path={model}",
         "recipe=intuitor",
         "trainer.max_steps=1",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         "trainer.learning_rate=1e-3",
         "recipe.beta=0.0",
     )

@@ -8,7 +8,7 @@ import pytest
 
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes.j1 import J1
-from rlrecipes.rewards import Group
+from rlrecipes.rewards import CompletionGroup
 from rlrecipes.rewards.j1 import pair_reward
 from tests.conftest import compose
 
@@ -70,7 +70,7 @@ def test_choices_are_the_judge_packages():
 def score(reward, outputs: dict[str, list[str]]):
     """The column `reward` scores for groups {row id: completions}, and what it logged."""
     logged = {}
-    groups = [Group(row, texts, {"id": [row] * len(texts)}) for row, texts in outputs.items()]
+    groups = [CompletionGroup(row, texts, {"id": [row] * len(texts)}) for row, texts in outputs.items()]
     return reward(groups, logged.__setitem__), logged
 
 
@@ -168,8 +168,8 @@ def test_both_orders_share_a_batch_on_two_processes(tmp_path):
         2,
         *TOY_JUDGE,
         "recipe.reward=consistency",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"run_dir={tmp_path / 'run'}",
         cwd=tmp_path,
     )

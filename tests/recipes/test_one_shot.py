@@ -71,7 +71,7 @@ def test_presets_carry_the_papers_numbers(name, size, model, steps):
         1.0,
     )
     assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout, t.num_iterations) == (128, 8, 1, 1)
-    assert (t.temperature, t.top_p, t.max_completion_length, t.save_steps) == (0.6, 1.0, 3072, 20)
+    assert (t.temperature, t.top_p, t.max_completion_length, t.checkpoints.every) == (0.6, 1.0, 3072, 20)
     assert (list(r.examples) if r.examples is not None else None) == PRESETS_1_5B[name]
     assert r.rows == 128 and cfg.data.name == "dsr_sub" and cfg.model.dtype == "float32"
     reward = "format" if "format" in name else "accuracy"
@@ -167,8 +167,8 @@ def test_one_example_run_makes_every_row_a_copy_and_its_own_group(toy_model_dir,
         "trainer.max_steps=2",
         "trainer.prompts_per_rollout=4",
         "trainer.record_accuracy_history=true",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
         f"model.name_or_path={toy_model_dir}",
     )
     example = load_problem_set(cfg.data).train[0]["id"]

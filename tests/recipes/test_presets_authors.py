@@ -145,7 +145,7 @@ def test_spurious_presets_follow_the_script(size):
     assert (r.loss_type, t.micro_batch_size) == ("bnpo", 4)
     assert (t.prompts_per_rollout, t.num_generations) == (64, 16)  # l.51-52
     assert plan_batches(t).completions_per_update == 128  # l.42 --train_batch_size 128
-    assert (t.save_steps, t.save_keep_last) == (50 * t.updates_per_rollout, 1)  # l.46, l.75
+    assert (t.checkpoints.every, t.checkpoints.keep_last) == (50 * t.updates_per_rollout, 1)  # l.46, l.75
     assert (t.lr_scheduler_type, t.warmup_ratio, t.learning_rate) == ("constant", 0.0, 5e-7)  # l.44-45, l.3
 
 
@@ -180,7 +180,7 @@ def test_intuitor_grpo_baselines_follow_the_open_r1_configs(size, lr, beta, prom
     assert (t.lr_scheduler_type, t.warmup_ratio, t.max_completion_length) == ("cosine", 0.1, 3072)  # l.29, 51, 31
     # TRL 1bca495 (the fork's pin): loss_type default bnpo (grpo_config.py l.345-346), temperature 0.9
     assert (r.loss_type, t.temperature, cfg.seed) == ("bnpo", 0.9, 7)  # seed: l.50
-    assert (t.save_steps, t.save_keep_last) == (10, 6)  # l.49, l.48
+    assert (t.checkpoints.every, t.checkpoints.keep_last) == (10, 6)  # l.49, l.48
 
 
 def test_intuitor_grpo_baseline_differs_from_intuitor_only_in_the_reward():
@@ -214,9 +214,9 @@ def test_intuitor_grpo_reward_grades_against_the_answer_boxed_in_the_solution():
 def test_one_shot_presets_keep_what_model_selection_needs(name):
     t = preset(name).trainer
     # scripts/train/training_1.5b_pi1_r128.sh l.47-48: save_freq=20, test_freq=20 (MATH500)
-    assert (t.save_steps, t.eval_every) == (20, 20)
+    assert (t.checkpoints.every, t.eval.every) == (20, 20)
     # not all ~100 checkpoints: the best held-out MATH500 one and the last
-    assert (t.save_keep_last, t.save_best_metric) == (1, "heldout_accuracy")
+    assert (t.checkpoints.keep_last, t.checkpoints.best_metric) == (1, "heldout_accuracy")
 
 
 def test_one_shot_full_set_baseline_is_the_pi1_run_on_all_of_dsr_sub():
@@ -235,7 +235,7 @@ def test_dapo_paper_budget_and_checkpoints():
     # max_steps is only the ceiling when every rollout step fills from one batch
     assert cfg.recipe.dynamic_sampling.max_batches == 1_791_700 // 1536 == 1166  # verl drops the last, partial batch
     assert t.updates_per_rollout == 16 and t.max_steps == 1166 * 16
-    assert (t.save_steps, t.save_keep_last) == (50 * 16, 1)  # the final model is what the paper scores
+    assert (t.checkpoints.every, t.checkpoints.keep_last) == (50 * 16, 1)  # the final model is what the paper scores
 
 
 def test_dapo_naive_grpo_row_switches_every_technique_off():

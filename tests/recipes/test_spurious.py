@@ -137,8 +137,8 @@ def test_tiny_run_on_majority_labels_built_from_the_model(tmp_path):
         f"recipe.labels={labels}",
         *few,
         "trainer.max_steps=1",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     recipe = Spurious(cfg.recipe)
     assert len(recipe.training_rows([{"id": r["id"], "prompt": "p", "answer": "a"} for r in rows])) == 4
@@ -168,8 +168,8 @@ def test_tiny_random_reward_run_without_clipping(toy_model_dir, tmp_path):
         "recipe.clip=false",
         "trainer.max_steps=4",
         "trainer.updates_per_rollout=2",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -119,7 +119,7 @@ def test_tiny_toy_run_logs_the_tool_metrics_and_measures_through_the_tools(prese
     and after, and the warm-start's dev accuracy was measured through the tool loop."""
     from rlrecipes.training.job import train
 
-    cfg = compose(f"experiment={preset}", "data.synthetic.num_eval=32", "trainer.eval_batch_size=32")
+    cfg = compose(f"experiment={preset}", "data.synthetic.num_eval=32", "trainer.eval.batch_size=32")
     summary = train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "tools/turns" in r]

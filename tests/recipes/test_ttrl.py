@@ -176,8 +176,8 @@ def test_tiny_label_free_run_logs_the_diagnostics(tmp_path):
         "data.max_examples=4",
         "recipe=ttrl",
         "recipe.n_train=2",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     assert [it["answer"] for it in load_problem_set(cfg.data).train] == ["110", "142", "33", "124"]
     summary = train(cfg, tmp_path / "run", log=lambda _: None)

@@ -86,11 +86,11 @@ def test_diagnostics_average_over_groups_and_skip_unlabelled_ones():
 
 
 def test_majority_vote_is_a_group_reward_with_the_recipe_vote_rule():
-    from rlrecipes.rewards import Group, GroupReward, RewardContext, build_reward, reward_scope
+    from rlrecipes.rewards import CompletionGroup, GroupReward, RewardContext, build_reward, reward_scope
 
     assert reward_scope("majority_vote") == "group"
     # "1/2" and "0.5" split the exact vote (the TTRL code's Counter) but not the equivalence one
-    group = Group("p", ["\\boxed{1/2}", "\\boxed{0.5}", "\\boxed{3}", "\\boxed{3}"], {"answer": ["3"] * 4})
+    group = CompletionGroup("p", ["\\boxed{1/2}", "\\boxed{0.5}", "\\boxed{3}", "\\boxed{3}"], {"answer": ["3"] * 4})
     logged = {}
     exact = build_reward("majority_vote", RewardContext(verify=VERIFY, answer_style="boxed", recipe={"vote": "exact"}))
     assert isinstance(exact, GroupReward) and exact.__name__ == "majority_vote"

@@ -82,8 +82,8 @@ def test_tiny_runs_with_rag_once_and_replay(tmp_path):
         "rollout.tools=[calculator]",
         "rollout.tool_mode=rag_once",
         "recipe.replay.enabled=true",
-        "trainer.eval_before=false",
-        "trainer.eval_after=false",
+        "trainer.eval.before=false",
+        "trainer.eval.after=false",
     )
     summary = train(cfg, tmp_path / "run", log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
