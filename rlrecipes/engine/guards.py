@@ -38,7 +38,8 @@ class RewardTimeout(Exception):
 
 
 class RewardGuard(EngineHook):
-    def __init__(self, fallback: float = 0.0, max_failure_rate: float = 0.05, timeout_s: float | None = None):
+    # no defaults here: the settings' one home is the trainer config (trainer.reward_guard)
+    def __init__(self, fallback: float, max_failure_rate: float, timeout_s: float | None):
         if not 0 <= max_failure_rate <= 1:
             raise UserError(f"trainer.reward_guard.max_failure_rate={max_failure_rate} must be between 0 and 1")
         if timeout_s is not None and timeout_s <= 0:

@@ -36,7 +36,7 @@ def named(fn, name):
 
 
 def test_a_raising_reward_gives_the_fallback_and_is_counted():
-    guard = RewardGuard(fallback=-1.0, max_failure_rate=1.0)
+    guard = RewardGuard(fallback=-1.0, max_failure_rate=1.0, timeout_s=None)
     broken = guard.wrap(named(lambda prompts, completions, **kw: 1 / 0, "broken"))
     assert broken.__name__ == "broken"  # TRL logs rewards/<name>
     assert broken(prompts=["p", "p"], completions=["a", "b"]) == [-1.0, -1.0]
@@ -47,7 +47,7 @@ def test_a_raising_reward_gives_the_fallback_and_is_counted():
 
 
 def test_non_finite_values_are_failures_but_none_means_not_applicable():
-    guard = RewardGuard(fallback=0.0, max_failure_rate=1.0)
+    guard = RewardGuard(fallback=0.0, max_failure_rate=1.0, timeout_s=None)
     fn = guard.wrap(named(lambda prompts, completions, **kw: [math.nan, None, math.inf, 0.5], "r"))
     assert fn(prompts=["p"] * 4, completions=["a"] * 4) == [0.0, None, 0.0, 0.5]
     assert guard.failures["r"] == 2 and guard.calls["r"] == 4
@@ -72,7 +72,7 @@ def test_a_hung_reward_is_cut_off_by_its_cpu_budget():
 
 
 def test_past_the_rate_the_run_stops_with_one_line():
-    guard = RewardGuard(fallback=0.0, max_failure_rate=0.25)
+    guard = RewardGuard(fallback=0.0, max_failure_rate=0.25, timeout_s=None)
     fn = guard.wrap(named(lambda prompts, completions, **kw: [math.nan] + [1.0] * (len(completions) - 1), "half"))
     fn(prompts=["p"] * 4, completions=["a"] * 4)  # 1 of 4 = 25%: allowed
     guard.after_scoring(fake_trainer(), {"advantages": torch.zeros(4)}, None)
@@ -91,7 +91,7 @@ def test_the_graders_timeouts_and_errors_are_logged_per_step(monkeypatch):
 
     counts = iter([GradingCounts(errors=2, timeouts=1), GradingCounts(errors=0, timeouts=0)])
     monkeypatch.setattr(guards, "take_grading_counts", lambda: next(counts))
-    guard, trainer = RewardGuard(), fake_trainer()
+    guard, trainer = RewardGuard(fallback=0.0, max_failure_rate=0.05, timeout_s=None), fake_trainer()
     guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)
     assert (trainer.logged["grading/errors"], trainer.logged["grading/timeouts"]) == (2, 1)
     guard.after_scoring(trainer, {"advantages": torch.zeros(2)}, None)  # counts since the last step

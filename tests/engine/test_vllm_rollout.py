@@ -141,7 +141,7 @@ def test_tool_rollouts_through_colocated_vllm(toy_vllm_dir, tmp_path):
     ]
     command += ["rollout.tools=[calculator]", "+rollout.tool_kwargs.calculator.open='1'"]
     command += ["+rollout.tool_kwargs.calculator.close='1'", "rollout.max_turns=2", "rollout.max_tool_result_tokens=4"]
-    command += ["trainer.eval_before=false", "trainer.eval_after=false", f"run_dir={run}"]
+    command += ["trainer.eval.before=false", "trainer.eval.after=false", f"run_dir={run}"]
     env = {
         **os.environ,
         "COLUMNS": "200",
