@@ -7,10 +7,10 @@ person's passage and `n` distractor passages about other people of the same worl
 (`data.synthetic.distractors`, a list: every person is asked once per count) sets the input
 length, 22 characters (the toy's tokens) per passage:
 
+    Where is Kalo Remuta from?
     Nuta Bokesi: Kadopan.
     Kalo Remuta: Pelimon.
-    Dasi Kelomu: Tavisen.
-    Where is Kalo Remuta from?          ->  Answer: Pelimon
+    Dasi Kelomu: Tavisen.               ->  Answer: Pelimon
 
 The passage is a name and a city rather than the fact base's `Person.contents`: that one also
 names the person's teacher, so other people's names would sit in the distractors, and its ~64
@@ -53,9 +53,9 @@ def question(name: str) -> str:
 
 
 def document(asked: Person, distractors: Sequence[Person], position: int) -> str:
-    """The prompt: the passages, the asked person's at `position`, then the question."""
+    """The prompt: the question, then the passages, the asked person's at `position`."""
     people = [*distractors[:position], asked, *distractors[position:]]
-    return "\n".join([*map(passage, people), question(asked.name)])
+    return "\n".join([question(asked.name), *map(passage, people)])
 
 
 def check_counts(counts: Sequence[int]) -> list[int]:

@@ -43,7 +43,16 @@ def test_gains_are_after_minus_before_in_points_per_seed():
     assert out["after"]["greedy_accuracy"]["max"] == 0.5
 
 
-ARGS = SimpleNamespace(warmup_steps=5, phase1_steps=7, phase2_steps=11, short_tokens=6, long_tokens=7)
+ARGS = SimpleNamespace(
+    warmup_steps=5,
+    phase1_steps=7,
+    phase2_steps=11,
+    short_tokens=6,
+    long_tokens=7,
+    distractors=[0, 3],
+    num_train=60,
+    num_eval=30,
+)
 
 
 @pytest.mark.parametrize("arm", bench_curriculum.ARMS)
@@ -56,6 +65,7 @@ def test_every_arm_has_the_same_warm_up_and_total_rl_steps(arm):
     assert stages[0].name == "warmup" and steps(stages[0]) == 5
     assert sum(steps(s) for s in stages[1:]) == 18
     assert all("seed=3" in s.overrides for s in stages)
+    assert all("data.synthetic.distractors=[0,3]" in s.overrides for s in stages)
     assert stages[-1].phase.max_input_tokens == 7
 
 

@@ -24,17 +24,17 @@ def task(**kw):
 
 def parse(item):
     """(passages as (name, city), the asked name) of a document."""
-    *lines, asked = item["problem"].split("\n")
+    asked, *lines = item["problem"].split("\n")
     return [PASSAGE.match(line).groups() for line in lines], re.fullmatch(r"Where is (.+) from\?", asked).group(1)
 
 
-def test_document_is_the_passages_then_the_question():
+def test_document_is_the_question_then_the_passages():
     kalo, dasi, nuta = (Person("Kalo Remuta", "Pelimon", ""), Person("Dasi Kelomu", "Tavisen", ""),
                         Person("Nuta Bokesi", "Kadopan", ""))  # fmt: skip
     assert document(kalo, [dasi, nuta], 1) == (
-        "Dasi Kelomu: Tavisen.\nKalo Remuta: Pelimon.\nNuta Bokesi: Kadopan.\nWhere is Kalo Remuta from?"
+        "Where is Kalo Remuta from?\nDasi Kelomu: Tavisen.\nKalo Remuta: Pelimon.\nNuta Bokesi: Kadopan."
     )
-    assert document(kalo, [], 0) == "Kalo Remuta: Pelimon.\nWhere is Kalo Remuta from?"
+    assert document(kalo, [], 0) == "Where is Kalo Remuta from?\nKalo Remuta: Pelimon."
 
 
 def test_the_answers_passage_is_in_every_document_exactly_once_at_its_position():
@@ -60,7 +60,7 @@ def test_lengths_are_as_requested():
     for item in t.train + t.eval:
         passages, _ = parse(item)
         assert len(passages) == item["distractors"] + 1
-        # 22 characters a passage and its newline ("Kalo Remuta: Pelimon.\n"), 26 the question
+        # 22 characters a passage and the newline before it ("\nKalo Remuta: Pelimon."), 26 the question
         assert len(item["problem"]) == 22 * (item["distractors"] + 1) + 26
         counts[item["distractors"]] = counts.get(item["distractors"], 0) + 1
     assert counts == {0: 66, 3: 66, 6: 66}  # 100 // 3 = 33 people a world, once per count, both worlds
@@ -119,4 +119,4 @@ def test_questions_draw_distractors_from_their_own_world_only():
     world = [Person(f"Abcd Efghi{c}", f"City{i:03d}", "") for i, c in enumerate("klmn")]
     items = questions(world, [3], seed=0)
     for item in items:
-        assert sorted(item["problem"].split("\n")[:-1]) == sorted(f"{p.name}: {p.city}." for p in world)
+        assert sorted(item["problem"].split("\n")[1:]) == sorted(f"{p.name}: {p.city}." for p in world)
