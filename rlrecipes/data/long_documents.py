@@ -2,7 +2,7 @@
 curriculum of QwenLong-L1 (Wan et al. 2025, arXiv 2505.17667: phases of growing input length).
 
 The people of the fact base (rlrecipes/data/factbase.py: invented names, each with a home city)
-each get a one-line passage. A question about one person follows a document made of that
+each get a one-line passage. A question about one person comes first, then a document made of that
 person's passage and `n` distractor passages about other people of the same world, so `n`
 (`data.synthetic.distractors`, a list: every person is asked once per count) sets the input
 length, 22 characters (the toy's tokens) per passage:
@@ -17,6 +17,10 @@ names the person's teacher, so other people's names would sit in the distractors
 characters would put nine passages past the toy's 512 positions (rlrecipes/models/toy.py).
 With these, a document with 8 distractors is 227 tokens under the chat template, and the toy's
 cost per step grows with the tokens.
+
+The question comes first, as document-QA prompts often state the task before the document; the
+toy (conf/model/toy_long_documents.yaml) learned the same thing with it last: the lazy reader's
+rule below, not the reading.
 
 What the generator guarantees (tests/data/test_long_documents.py):
 - the asked person's passage is in the document exactly once, at position `k % (n + 1)` for

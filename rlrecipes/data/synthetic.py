@@ -150,7 +150,7 @@ def _word_problems(cfg: Any) -> SyntheticTask:
 
 # ----------------------------------------------------------------------- long documents
 def _long_documents(cfg: Any) -> SyntheticTask:
-    """A question after a document of its passage and distractors (rlrecipes/data/long_documents.py):
+    """A question, then a document of its passage and distractors (rlrecipes/data/long_documents.py):
     every person of each world asked once per count in `distractors`; the training questions
     shuffled, the held-out ones in order of count."""
     from rlrecipes.data import long_documents as ld  # imported here: it reads the fact base, which imports this module
