@@ -76,3 +76,19 @@ def test_the_arms_differ_in_phases_and_retrospective_sampling_only():
     assert not plain[2].phase.retrospective.enabled and retro[2].phase.retrospective.enabled
     assert [s.name for s in longest] == ["warmup", "phase2"] and longest[1].model_from == "warmup"
     assert not longest[1].phase.retrospective.enabled
+
+
+def test_the_phase_limits_are_the_longest_documents_of_each_phase_in_the_toys_tokens():
+    args = SimpleNamespace(distractors=[0, 1, 2, 4, 8], short_distractors=2, num_train=100, num_eval=50)
+    # <|user|> <|assistant|>, the question's 26 characters, 22 a passage with its newline: 50 + 22 n
+    assert bench_curriculum.phase_limits(args) == (94, 226)
+
+
+def test_differences_are_points_seed_by_seed_at_a_distractor_count():
+    runs = {
+        "curriculum": [{"overall": 0.5, "by_distractors": {"8": 0.25}}, {"overall": 0.6, "by_distractors": {"8": 0.5}}],
+        "longest": [{"overall": 0.4, "by_distractors": {"8": 0.25}}, {"overall": 0.4, "by_distractors": {"8": 0.25}}],
+    }
+    assert bench_curriculum.difference(runs, "curriculum", "longest", "8")["mean"] == 12.5  # (0 + 25) / 2
+    assert bench_curriculum.difference(runs, "curriculum", "longest", None)["mean"] == 15.0  # (10 + 20) / 2
+    assert bench_curriculum.difference(runs, "curriculum_retro", "curriculum", "8") is None  # an arm not run
