@@ -31,10 +31,10 @@ most distractors and overall; each arm's CPU seconds. Sampled pass@k is left out
 documents of ~140 tokens on average, 8 samples of every held-out document for 13 models would
 cost as much as the training.
 
-What the toy brings (measured 2026-12-05, 600 warm-start steps): the lazy reader's rule rather
-than the reading. It answers 0.98 of the documents without distractors and about 1 / (n + 1)
-with n (0.44, 0.28, 0.24, 0.06 for 1, 2, 4, 8): it takes the first passage's city. What RL is
-left to teach is finding the asked name; 40 GRPO steps on documents of at most 2 distractors
+What the toy brings (measured 2026-12-05, 600 warm-start steps): not the reading, whatever the
+teacher (rlrecipes/data/long_documents.py lists three). It answers 0.98 of the documents without
+distractors and about 1 / (n + 1) with n (0.44, 0.28, 0.24, 0.06 for 1, 2, 4, 8): a guess among
+the document's cities. What RL is left to teach is finding the asked name; 40 GRPO steps on documents of at most 2 distractors
 from that toy moved held-out accuracy there from 0.567 to 0.587 (lr 2e-4; 1e-3: 0.527).
 
 Cost: see the estimate above MODES.
