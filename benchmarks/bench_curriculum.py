@@ -55,13 +55,14 @@ from benchkit import parse_bench_args, save_result, stats
 from rlrecipes.training.stages import compose_pipeline, plan, stage_config, state
 
 ARMS = ["curriculum", "curriculum_retro", "longest"]
-# Full mode (`python benchmarks/bench_curriculum.py`) is about 24 minutes on an idle 2-core machine
-# (one process, one thread), extrapolated from step times measured 2026-12-05 at a load average
-# of 3 on this machine: the toy's warm-start, 600 steps of 32 documents, ~8 minutes once (cached
-# after: ~16 minutes); per seed ~5 minutes: 10 warm-up SFT steps, GRPO at 0.85 s a step on
-# phase 1's documents (<= 2 distractors) and 1.95 s on all of them (8 prompts x 8 samples),
-# 25 + 25 steps in each curriculum arm and 50 in `longest`, and 1.9 s per greedy pass over the
-# 250 held-out documents (each train stage's before/after and this bench's). --smoke: ~1 minute.
+# Full mode (`python benchmarks/bench_curriculum.py`) is about 22 minutes on an idle 2-core machine
+# (one process, one thread; measured 2026-12-05 as this process's CPU time at a load average of 4,
+# extrapolated): the toy's warm-start, 600 steps of 32 documents, ~7 minutes once (cached after:
+# ~15 minutes in all); per seed ~5 minutes: 10 warm-up SFT steps, GRPO at 0.85 s a step on phase
+# 1's documents (<= 2 distractors) and 1.95 s on all of them (8 prompts x 8 samples), 25 + 25
+# steps in each curriculum arm and 50 in `longest`, ~10 s a stage to set up and to read the 250
+# held-out documents greedily before and after. A --quick run with 2 + 3 + 3 steps took 467 s of
+# CPU, 410 of them the toy's warm-start. --smoke: under a minute.
 MODES = {
     "full": {
         "seeds": [0, 1, 2],
