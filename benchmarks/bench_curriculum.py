@@ -1,34 +1,43 @@
-"""A length curriculum for RL (QwenLong-L1, Wan et al. 2025, arXiv 2505.17667 §3) against training at the
-longest length from the start, same total RL steps, 3 seeds.
+"""A length curriculum for RL (QwenLong-L1, Wan et al. 2025, arXiv 2505.17667 §3) on long
+documents with the answer hidden among distractors, against training at the longest length from
+the start, same total RL steps, 3 seeds.
 
-The toy analogue of the paper's progressive context scaling (`pipeline=toy_length_curriculum`):
-synthetic arithmetic, whose prompt length in the toy tokenizer's tokens (chat template
-included) grows with the operands' digits ("7+5" 5 tokens, "17+5" 6, "37+48" 7). Every arm
-starts from the same warm-up SFT (one per seed, `warmup_steps` on the correct solutions) and
-takes `phase1_steps + phase2_steps` GRPO steps:
+The task (`pipeline=toy_long_documents`, rlrecipes/data/long_documents.py): a question about
+one invented person of the fact base, then a document of that person's one-line passage and
+0, 1, 2, 4 or 8 distractor passages about other people, so the prompt grows from 50 to 226 of
+the toy's tokens. The toy is warm-started on a lazy reader that answers with the first
+passage's city on `teacher_error_rate` of its demonstrations (right without distractors, right
+with probability 1 - e + e / (n + 1) with n); held-out people are never seen in training. Every
+arm starts from the same warm-up SFT (one per seed, `warmup_steps` on the correct answers, the
+paper's warm-up stage) and takes `phase1_steps + phase2_steps` GRPO steps:
 
-  curriculum:       phase 1 on prompts of at most `short_tokens` tokens, then phase 2 on all
-                    prompts up to `long_tokens`, from phase 1's model and optimizer state;
-  curriculum_retro: the same, with phase 1's hard examples (mean accuracy below 0.5 there)
-                    carried into phase 2, each repeated round(1 / mean accuracy) times
+  curriculum:       phase 1 on the documents of at most `short_distractors` distractors, then
+                    phase 2 on all of them, from phase 1's model and optimizer state;
+  curriculum_retro: the same, with phase 1's hard examples (mean reward below 0.5 there)
+                    carried into phase 2, each repeated round(1 / mean reward) times
                     (retrospective sampling, rlrecipes/training/curriculum.py);
-  longest:          one phase on all prompts up to `long_tokens` from the start.
+  longest:          one phase on all documents from the start.
 
-The phases run as `rlrecipes stages` runs them (each phase's data prepared by
-rlrecipes.training.phase_data, then `rlrecipes train` on it), in this process. Measured:
-greedy accuracy on every held-out problem, overall and per prompt length in tokens, for the
-warm-up model and each arm's final model; the phases' data counts (kept by the limit, carried).
+The phases' limits are in tokens, as `rlrecipes stages` counts them: the longest prompt with
+`short_distractors` distractors, then the longest of all. The phases run as `rlrecipes stages`
+runs them (each phase's data prepared by rlrecipes.training.phase_data, then `rlrecipes train`
+on it), in this process. Measured: greedy accuracy on every held-out document, overall and per
+distractor count, for the toy (the flawed teacher's imitation, before any stage; one toy for
+every seed), the warm-up model and each arm's final model; the phases' data counts.
 
 Records (benchkit.save_result): per arm, accuracy per seed and mean ± sample stdev overall and
-per length bucket; the warm-up model's; `retro_minus_plain_points` and
-`curriculum_minus_longest_points` on the longest bucket and overall; each arm's CPU seconds.
+per distractor count; `retro_minus_plain_points` and `curriculum_minus_longest_points` on the
+most distractors and overall; each arm's CPU seconds. Sampled pass@k is left out: with
+documents of ~140 tokens on average, 8 samples of every held-out document for 13 models would
+cost as much as the training.
 
-The toy's prompts are short (5-7 tokens) and its short prompts are not the easy ones, so this
-tests the schedule's mechanics at the same budget, not long-document reading. Cost (measured
-2026-12-04 with the process's CPU time, the wall time on an idle core): 89 s per seed (the
-warm-up and three arms of 120 RL steps); full mode (`python benchmarks/bench_curriculum.py`)
-is about 5 minutes on an idle 2-core machine (the arithmetic toy is the quick-start's, usually
-cached already), 22 at a load average of 10.
+What the toy brings (measured 2026-12-05, 600 warm-start steps): not the reading, whatever the
+teacher (rlrecipes/data/long_documents.py lists three). It answers 0.98 of the documents without
+distractors and about 1 / (n + 1) with n (0.44, 0.28, 0.24, 0.06 for 1, 2, 4, 8): a guess among
+the document's cities. What RL is left to teach is finding the asked name; 40 GRPO steps on documents of at most 2 distractors
+from that toy moved held-out accuracy there from 0.567 to 0.587 (lr 2e-4; 1e-3: 0.527).
+
+Cost: see the estimate above MODES.
 """
 
 from __future__ import annotations
@@ -46,30 +55,80 @@ from benchkit import parse_bench_args, save_result, stats
 from rlrecipes.training.stages import compose_pipeline, plan, stage_config, state
 
 ARMS = ["curriculum", "curriculum_retro", "longest"]
+# Full mode (`python benchmarks/bench_curriculum.py`) is about 22 minutes on an idle 2-core machine
+# (one process, one thread; measured 2026-12-05 as this process's CPU time at a load average of 4,
+# extrapolated): the toy's warm-start, 600 steps of 32 documents, ~7 minutes once (cached after:
+# ~15 minutes in all); per seed ~5 minutes: 10 warm-up SFT steps, GRPO at 0.85 s a step on phase
+# 1's documents (<= 2 distractors) and 1.95 s on all of them (8 prompts x 8 samples), 25 + 25
+# steps in each curriculum arm and 50 in `longest`, ~10 s a stage to set up and to read the 250
+# held-out documents greedily before and after. A --quick run with 2 + 3 + 3 steps took 467 s of
+# CPU, 410 of them the toy's warm-start. --smoke: under a minute.
 MODES = {
     "full": {
         "seeds": [0, 1, 2],
         "arms": ARMS,
-        "warmup_steps": 60,
-        "phase1_steps": 60,
-        "phase2_steps": 60,
-        "short_tokens": 6,
-        "long_tokens": 7,
+        "warmup_steps": 10,
+        "phase1_steps": 25,
+        "phase2_steps": 25,
+        "distractors": [0, 1, 2, 4, 8],
+        "short_distractors": 2,
+        "num_train": 2000,
+        "num_eval": 250,
     },
     "quick": {"seeds": [0]},
-    "smoke": {"seeds": [0], "warmup_steps": 3, "phase1_steps": 2, "phase2_steps": 2},
+    # the smoke toy (benchkit.SMOKE_MODEL) on 12 training and 10 held-out people
+    "smoke": {
+        "seeds": [0],
+        "warmup_steps": 2,
+        "phase1_steps": 2,
+        "phase2_steps": 2,
+        "distractors": [0, 1, 4],
+        "short_distractors": 1,
+        "num_train": 36,
+        "num_eval": 30,
+    },
 }
 QUIET = ["trainer.progress=false", "trainer.checkpoints.every=null"]
+# on top of benchkit.SMOKE_MODEL: its 300 warm-start steps on documents are minutes, not seconds
+SMOKE_TOY = ["model.toy.sft_max_steps=40", "model.toy.sft_eval_every=20"]
+
+
+def phase_limits(args: Any) -> tuple[int, int]:
+    """The phases' input-length limits in the toy's tokens: the longest held-out prompt with at
+    most `short_distractors` distractors, and the longest of all (every name and city has the
+    same length, so these are every document's lengths too)."""
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.models.toy import build_tokenizer
+
+    cfg = compose_pipeline(["pipeline=toy_long_documents", *task_overrides(args)])
+    warmup_cfg = stage_config(plan(cfg)[0], Path(tempfile.gettempdir()), plan(cfg))
+    task, tok = make_task(warmup_cfg.data.synthetic), build_tokenizer()
+
+    def tokens(item: dict[str, Any]) -> int:
+        return len(tok(render_prompt(item["problem"], "chat", tok), add_special_tokens=False)["input_ids"])
+
+    short = max(tokens(it) for it in task.eval if it["distractors"] <= args.short_distractors)
+    return short, max(tokens(it) for it in task.eval)
+
+
+def task_overrides(args: Any) -> list[str]:
+    return [
+        f"data.synthetic.distractors=[{','.join(map(str, args.distractors))}]",
+        f"data.synthetic.num_train={args.num_train}",
+        f"data.synthetic.num_eval={args.num_eval}",
+    ]
 
 
 def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
-    """The toy_length_curriculum pipeline changed into `arm` (a composed stages config)."""
+    """The toy_long_documents pipeline changed into `arm` (a composed stages config)."""
     cfg = compose_pipeline(
         [
-            "pipeline=toy_length_curriculum",
+            "pipeline=toy_long_documents",
             f"seed={seed}",
             *QUIET,
             *extra,
+            *task_overrides(args),
             f"warmup.trainer.max_steps={args.warmup_steps}",
             f"phase1.trainer.max_steps={args.phase1_steps}",
             f"phase1.trainer.checkpoints.every={args.phase1_steps}",  # its last step: phase 2's optimizer state
@@ -107,33 +166,32 @@ def run_pipeline(cfg: Any, parent: Path, warmup: Path | None) -> list[Any]:
     return stages
 
 
-def accuracy_by_length(model_dir: Path, cfg: Any, stage_name: str) -> dict[str, Any]:
-    """Greedy accuracy on every held-out problem of `cfg` (a phase's config), overall and per
-    prompt length in tokens (counted as the phases count them)."""
+def accuracy_by_distractors(model_dir: Path, cfg: Any) -> dict[str, Any]:
+    """Greedy accuracy on every held-out document of `cfg`'s task (a stage's config on its
+    synthetic data), overall and per distractor count."""
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import generate_completions
     from rlrecipes.models import load_model
-    from rlrecipes.training.phase_data import prompt_tokens
 
     problems = load_problem_set(cfg.data)
-    tokens = prompt_tokens(cfg, stage_name)
     model, tok = load_model(str(model_dir), cfg.model)
     prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt) for it in problems.eval]
     outs = generate_completions(model, tok, prompts, max_new_tokens=cfg.trainer.max_completion_length)
     hits: dict[int, list[bool]] = {}
     for (text,), it in zip(outs, problems.eval):
-        hits.setdefault(tokens(it["problem"]), []).append(problems.verify(text, it["answer"]))
+        hits.setdefault(it["distractors"], []).append(problems.verify(text, it["answer"]))
     every = [h for hs in hits.values() for h in hs]
     return {
         "overall": round(sum(every) / len(every), 4),
-        "by_tokens": {str(n): round(sum(hs) / len(hs), 4) for n, hs in sorted(hits.items())},
-        "count_by_tokens": {str(n): len(hs) for n, hs in sorted(hits.items())},
+        "by_distractors": {str(n): round(sum(hs) / len(hs), 4) for n, hs in sorted(hits.items())},
+        "count_by_distractors": {str(n): len(hs) for n, hs in sorted(hits.items())},
     }
 
 
-def run_seed(seed: int, args: Any, extra: list[str], scratch: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def run_seed(seed: int, args: Any, extra: list[str], scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
+    """The seed's arms (and, the first time, the toy's accuracy into `out`)."""
+    runs: dict[str, Any] = {}
     warmup = None
     for arm in args.arms:
         parent = scratch / f"seed{seed}-{arm}"
@@ -141,10 +199,14 @@ def run_seed(seed: int, args: Any, extra: list[str], scratch: Path) -> dict[str,
         cfg = pipeline_for(arm, seed, args, extra)
         stages = run_pipeline(cfg, parent, warmup)
         warmup = stages[0].run_dir(parent)
-        last = stages[-1]
-        final_cfg = stage_config(last, parent, stages)
-        if "warmup" not in out:
-            out["warmup"] = accuracy_by_length(warmup / "model", final_cfg, last.name)
+        own_data = stage_config(stages[-1], parent, stages, phase_data=False)  # the synthetic task
+        if "toy" not in out:  # the model the warm-up started from: the cached toy, one for every seed
+            toy = toy_folder(stage_config(stages[0], parent, stages))
+            out["toy"] = accuracy_by_distractors(toy, own_data)
+            report = json.loads((toy / "warm_start.json").read_text())
+            out["toy_warm_start"] = {k: report[k] for k in ("steps", "dev_accuracy", "plateaued")}
+        if "warmup" not in runs:
+            runs["warmup"] = accuracy_by_distractors(warmup / "model", own_data)
         phases = {
             s.name: {
                 k: v
@@ -155,19 +217,29 @@ def run_seed(seed: int, args: Any, extra: list[str], scratch: Path) -> dict[str,
             if s.phase is not None
         }
         steps = sum(json.loads((s.run_dir(parent) / "summary.json").read_text())["steps"] for s in stages[1:])
-        out[arm] = {**accuracy_by_length(last.run_dir(parent) / "model", final_cfg, last.name)}
+        runs[arm] = accuracy_by_distractors(stages[-1].run_dir(parent) / "model", own_data)
         # this process's CPU time (all threads): the wall time on an otherwise idle core, whatever the load;
-        # the first arm's includes the seed's warm-up SFT
-        out[arm].update(phases=phases, rl_steps=steps, cpu_seconds=round(time.process_time() - cpu, 1))
-        print(f"seed {seed} {arm}: {out[arm]['overall']:.3f} {out[arm]['by_tokens']}", file=sys.stderr)
-    return out
+        # the first arm's includes the seed's warm-up SFT (and the first seed's the toy's build)
+        runs[arm].update(phases=phases, rl_steps=steps, cpu_seconds=round(time.process_time() - cpu, 1))
+        print(f"seed {seed} {arm}: {runs[arm]['overall']:.3f} {runs[arm]['by_distractors']}", file=sys.stderr)
+    return runs
+
+
+def toy_folder(warmup_cfg: Any) -> Path:
+    """The cached toy the warm-up stage started from (built by then: this only finds it)."""
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.models import resolve_model_path
+
+    synthetic = warmup_cfg.data.synthetic
+    path = resolve_model_path(warmup_cfg.model, make_task(synthetic), synthetic, warmup_cfg.cache_dir, lambda _: None)
+    return Path(path)
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    buckets = runs[0]["by_tokens"]
+    counts = runs[0]["by_distractors"]
     return {
         "overall": stats([r["overall"] for r in runs]),
-        "by_tokens": {n: stats([r["by_tokens"][n] for r in runs]) for n in buckets},
+        "by_distractors": {n: stats([r["by_distractors"][n] for r in runs]) for n in counts},
         "overall_per_seed": [r["overall"] for r in runs],
         **(
             {
@@ -178,15 +250,15 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if "rl_steps" in runs[0]
             else {}
         ),
-        "count_by_tokens": runs[0]["count_by_tokens"],
+        "count_by_distractors": runs[0]["count_by_distractors"],
     }
 
 
 def difference(runs: dict[str, list[dict]], a: str, b: str, key: str | None) -> dict[str, float] | None:
-    """Points of `a` minus `b`, seed by seed (same warm-up), on bucket `key` (None: overall)."""
+    """Points of `a` minus `b`, seed by seed (same warm-up), at distractor count `key` (None: overall)."""
     if a not in runs or b not in runs:
         return None
-    pick = (lambda r: r["overall"]) if key is None else (lambda r: r["by_tokens"][key])
+    pick = (lambda r: r["overall"]) if key is None else (lambda r: r["by_distractors"][key])
     return stats([100 * (pick(x) - pick(y)) for x, y in zip(runs[a], runs[b])], 2)
 
 
@@ -195,26 +267,39 @@ def main() -> None:
     unknown = sorted(set(args.arms) - set(ARMS))
     if unknown:
         raise SystemExit(f"--arms {unknown[0]} is unknown; valid: {', '.join(ARMS)}")
+    if args.short_distractors not in args.distractors or args.short_distractors == max(args.distractors):
+        raise SystemExit(
+            f"--short-distractors {args.short_distractors}: give one of --distractors {args.distractors} "
+            "below the largest (phase 1's documents)"
+        )
+    args.short_tokens, args.long_tokens = phase_limits(args)
+    if args.mode == "smoke":
+        args.overrides += SMOKE_TOY
     seeds: list[dict[str, Any]] = []
+    toy: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
-            seeds.append(run_seed(seed, args, args.overrides, Path(tmp)))
+            seeds.append(run_seed(seed, args, args.overrides, Path(tmp), toy))
     arms = {arm: [s[arm] for s in seeds] for arm in ["warmup", *args.arms]}
-    longest = max(seeds[0]["warmup"]["by_tokens"], key=int)
+    most = str(max(args.distractors))
     result = {
-        "data": "arithmetic",
+        "data": "long_documents",
+        "distractors": args.distractors,
+        "most_distractors": most,
         "warmup_steps": args.warmup_steps,
         "phase_steps": [args.phase1_steps, args.phase2_steps],
+        "phase_distractors": [args.short_distractors, max(args.distractors)],
         "input_tokens": [args.short_tokens, args.long_tokens],
-        "longest_bucket": longest,
+        "toy": toy["toy"],
+        "toy_warm_start": toy["toy_warm_start"],
         "arms": {arm: summarise(rs) for arm, rs in arms.items()},
         "retro_minus_plain_points": {
             "overall": difference(arms, "curriculum_retro", "curriculum", None),
-            "longest_bucket": difference(arms, "curriculum_retro", "curriculum", longest),
+            "most_distractors": difference(arms, "curriculum_retro", "curriculum", most),
         },
         "curriculum_minus_longest_points": {
             "overall": difference(arms, "curriculum", "longest", None),
-            "longest_bucket": difference(arms, "curriculum", "longest", longest),
+            "most_distractors": difference(arms, "curriculum", "longest", most),
         },
     }
     save_result(args, result)

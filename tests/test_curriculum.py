@@ -125,3 +125,22 @@ def test_a_phase_writes_its_data_and_refuses_a_limit_that_leaves_nothing(tmp_pat
         match=r"stage phase1: phase.max_input_tokens=4 leaves no training examples \(the shortest of 1200 prompts has 5 tokens\)",
     ):
         prepare(tight_steps[1], tmp_path / "other", tight_steps, cfg, lines.append)
+
+
+@pytest.mark.integration
+def test_a_long_documents_phase_keeps_the_documents_within_its_limit(tmp_path):
+    from rlrecipes.models.toy import build_tokenizer
+    from rlrecipes.training.phase_data import prepare
+    from rlrecipes.training.stages import compose_pipeline, plan, stage_config
+
+    build_tokenizer().save_pretrained(tmp_path / "model")
+    sizes = ["data.synthetic.num_train=100", "data.synthetic.num_eval=50"]  # 20 + 10 people, 5 counts each
+    steps = plan(compose_pipeline(["pipeline=toy_long_documents", f"run_dir={tmp_path}", *sizes]))
+    cfg = stage_config(steps[1], tmp_path, steps, phase_data=False)
+    cfg.model.name_or_path = str(tmp_path / "model")  # stands for model_from's folder: a tokenizer alone
+    record = prepare(steps[1], tmp_path, steps, cfg, lambda _: None)
+    # 50 + 22 n tokens with n distractors: the limit 94 keeps n = 0, 1, 2 (60 of 100), leaves out 4 and 8
+    assert (record["max_input_tokens"], record["kept"], record["left_out_by_length"]) == (94, 60, 40)
+    rows = [json.loads(x) for x in (tmp_path / "2-phase1-data" / "train.jsonl").read_text().splitlines()]
+    assert sorted({r["problem"].count("\n") - 1 for r in rows}) == [0, 1, 2]  # passages - 1 = distractors
+    assert len((tmp_path / "2-phase1-data" / "heldout.jsonl").read_text().splitlines()) == 50

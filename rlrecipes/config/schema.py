@@ -167,6 +167,8 @@ class SyntheticTaskConfig:
     operand_max: List[int] = field(default_factory=lambda: [99, 99])
     operations: str = "+"
     num_numbers: int = 3
+    # long_documents: the distractor passages around the answer's, one question per person and count
+    distractors: List[int] = field(default_factory=lambda: [0, 1, 2, 4, 8])
     # The supervised warm-start imitates a flawed teacher: on this fraction of its
     # demonstrations it makes the task's systematic error (arithmetic: forgets carries;
     # countdown: uses a wrong operator). RL with the verifier can undo what SFT copied.

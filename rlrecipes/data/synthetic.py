@@ -1,4 +1,5 @@
-"""Synthetic verifiable tasks generated in-process: arithmetic, Countdown and word problems.
+"""Synthetic verifiable tasks generated in-process: arithmetic, Countdown, word problems and
+long documents.
 
 Each task yields problems `{"id", "problem", "answer"}` split into disjoint train and
 held-out sets (split by problem identity, so no held-out problem is ever trained on),
@@ -31,6 +32,7 @@ class SyntheticTaskName(Choice):  # `data.synthetic.task`: the tasks `make_task`
     arithmetic = "arithmetic"
     countdown = "countdown"
     word_problems = "word_problems"  # rlrecipes/data/word_problems.py
+    long_documents = "long_documents"  # rlrecipes/data/long_documents.py
 
 
 @dataclass
@@ -49,6 +51,7 @@ def make_task(cfg: Any) -> SyntheticTask:
         SyntheticTaskName.arithmetic: _arithmetic,
         SyntheticTaskName.countdown: _countdown,
         SyntheticTaskName.word_problems: _word_problems,
+        SyntheticTaskName.long_documents: _long_documents,
     }
     if cfg.task not in makers:
         raise UserError(f"data.synthetic.task={cfg.task!r} is unknown; valid: {', '.join(makers)}")
@@ -143,6 +146,33 @@ def _word_problems(cfg: Any) -> SyntheticTask:
         wp.verify_answer,
         demonstration,
         wp.solution,
+    )
+
+
+# ----------------------------------------------------------------------- long documents
+def _long_documents(cfg: Any) -> SyntheticTask:
+    """A question, then a document of its passage and distractors (rlrecipes/data/long_documents.py):
+    every person of each world asked once per count in `distractors`; the training questions
+    shuffled, the held-out ones in order of count."""
+    from rlrecipes.data import long_documents as ld  # imported here: it reads the fact base, which imports this module
+
+    counts = ld.check_counts(cfg.distractors)
+    for key in ("num_train", "num_eval"):
+        if cfg[key] < 3 * len(counts):
+            raise UserError(
+                f"data.synthetic.{key}={cfg[key]}: long_documents asks each person once per distractor count "
+                f"({len(counts)}) and needs at least 3 people: give at least {3 * len(counts)}"
+            )
+    train_people, eval_people = ld.worlds(cfg.num_train, cfg.num_eval, counts, cfg.seed)
+    train = ld.questions(train_people, counts, cfg.seed + 1)
+    random.Random(cfg.seed + 2).shuffle(train)
+    return SyntheticTask(
+        "long_documents",
+        train,
+        ld.questions(eval_people, counts, cfg.seed + 3),
+        ld.verify,
+        ld.lazy_reader(cfg.teacher_error_rate),
+        ld.solution,
     )
 
 

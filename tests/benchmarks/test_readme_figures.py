@@ -115,3 +115,20 @@ def test_a_headline_is_rendered_between_its_markers_with_its_commit(tmp_path):
     ]
     with pytest.raises(SystemExit, match="bench:dapo_v2 --> names no headline; valid: quickstart"):
         readme_figures.with_headlines("<!-- bench:dapo_v2 --><!-- /bench -->", results)
+
+
+def test_the_curriculum_row_quotes_accuracy_overall_and_at_the_most_distractors():
+    s = lambda mean, stdev: {"mean": mean, "stdev": stdev}  # noqa: E731
+    arm = lambda a, b: {"overall": s(a, 0.01), "by_distractors": {"0": s(1.0, 0.0), "8": s(b, 0.02)}}  # noqa: E731
+    result = {
+        "most_distractors": "8",
+        "toy": {"overall": 0.4, "by_distractors": {"0": 1.0, "8": 0.06}},
+        "arms": {"warmup": arm(0.41, 0.07), "curriculum": arm(0.45, 0.1), "longest": arm(0.43, 0.09)},
+    }
+    rec = {**record(result), "bench": "curriculum", "seeds": [0, 1, 2]}
+    assert readme_figures.curriculum(rec) == (
+        "greedy accuracy all / 8 distractors: short → long 0.450 ± 0.010 / 0.100 ± 0.020; longest from the start "
+        "0.430 ± 0.010 / 0.090 ± 0.020; warm-up 0.410 ± 0.010 / 0.070 ± 0.020; toy 0.400 / 0.060 (3 seeds)"
+    )
+    arithmetic = {**rec, "result": {"longest_bucket": "7", "arms": {}}}  # the record before long documents
+    assert "not yet measured on long documents" in readme_figures.curriculum(arithmetic)

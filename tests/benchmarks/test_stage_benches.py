@@ -43,7 +43,16 @@ def test_gains_are_after_minus_before_in_points_per_seed():
     assert out["after"]["greedy_accuracy"]["max"] == 0.5
 
 
-ARGS = SimpleNamespace(warmup_steps=5, phase1_steps=7, phase2_steps=11, short_tokens=6, long_tokens=7)
+ARGS = SimpleNamespace(
+    warmup_steps=5,
+    phase1_steps=7,
+    phase2_steps=11,
+    short_tokens=6,
+    long_tokens=7,
+    distractors=[0, 3],
+    num_train=60,
+    num_eval=30,
+)
 
 
 @pytest.mark.parametrize("arm", bench_curriculum.ARMS)
@@ -56,6 +65,7 @@ def test_every_arm_has_the_same_warm_up_and_total_rl_steps(arm):
     assert stages[0].name == "warmup" and steps(stages[0]) == 5
     assert sum(steps(s) for s in stages[1:]) == 18
     assert all("seed=3" in s.overrides for s in stages)
+    assert all("data.synthetic.distractors=[0,3]" in s.overrides for s in stages)
     assert stages[-1].phase.max_input_tokens == 7
 
 
@@ -66,3 +76,19 @@ def test_the_arms_differ_in_phases_and_retrospective_sampling_only():
     assert not plain[2].phase.retrospective.enabled and retro[2].phase.retrospective.enabled
     assert [s.name for s in longest] == ["warmup", "phase2"] and longest[1].model_from == "warmup"
     assert not longest[1].phase.retrospective.enabled
+
+
+def test_the_phase_limits_are_the_longest_documents_of_each_phase_in_the_toys_tokens():
+    args = SimpleNamespace(distractors=[0, 1, 2, 4, 8], short_distractors=2, num_train=100, num_eval=50)
+    # <|user|> <|assistant|>, the question's 26 characters, 22 a passage with its newline: 50 + 22 n
+    assert bench_curriculum.phase_limits(args) == (94, 226)
+
+
+def test_differences_are_points_seed_by_seed_at_a_distractor_count():
+    runs = {
+        "curriculum": [{"overall": 0.5, "by_distractors": {"8": 0.25}}, {"overall": 0.6, "by_distractors": {"8": 0.5}}],
+        "longest": [{"overall": 0.4, "by_distractors": {"8": 0.25}}, {"overall": 0.4, "by_distractors": {"8": 0.25}}],
+    }
+    assert bench_curriculum.difference(runs, "curriculum", "longest", "8")["mean"] == 12.5  # (0 + 25) / 2
+    assert bench_curriculum.difference(runs, "curriculum", "longest", None)["mean"] == 15.0  # (10 + 20) / 2
+    assert bench_curriculum.difference(runs, "curriculum_retro", "curriculum", "8") is None  # an arm not run
