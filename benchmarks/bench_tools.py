@@ -115,9 +115,9 @@ def describe(runs: list[dict]) -> dict:
 
 
 MODES = {
-    # 9 arms x 3 seeds x 20 steps: about 35 min of RL and held-out checks on an idle 2-core machine
-    # (measured per step, smoke-size model, load ~10: search 20-27 s, rag_once 4-12 s, tir 3-3.5 s;
-    # 2026-12-04), plus each toy's warm-start once when it is not cached yet
+    # 9 arms x 3 seeds x 20 steps. Measured end to end (2026-12-05, c24d178, 2 cores at load 3-4):
+    # 109 minutes, of which 44 were the fact-base toy's warm-start (cached afterwards, as the tir
+    # toy's already was); the tir arms take ~1 minute per run, the search arms 3-10 minutes
     "full": {"seeds": [0, 1, 2], "steps": 20, "toys": list(ARMS)},
     "quick": {"seeds": [0]},
     "smoke": {"seeds": [0], "steps": 2},

@@ -486,13 +486,16 @@ def j1_headline(rec: dict) -> str:
 
 def search_headline(rec: dict) -> str:
     arms = rec["result"]["toys"]["search_r1_toy"]
-    two_hop = ", ".join(f"{arm.replace('_', ' ')} {m['em_2hop_stats']['mean']:.2f}" for arm, m in arms.items())
-    return f"2-hop exact match after RL: {two_hop}"
+    parts = ", ".join(
+        f"{arm.replace('_', ' ')} {pm_points(m)} (2-hop {m['em_2hop_stats']['mean']:.2f})" for arm, m in arms.items()
+    )
+    return f"held-out exact match gain in points (2-hop exact match after RL): {parts}"
 
 
 def tir_headline(rec: dict) -> str:
     arms = rec["result"]["toys"]["tir_toy"]
-    return ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items()) + " points"
+    gains = ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items())
+    return f"held-out accuracy gain in points: {gains}"
 
 
 HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (bench, headline)
