@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from rlrecipes.choice import Choice
 from rlrecipes.data.loader import LoadedProblems, read_records, to_problems
-from rlrecipes.data.synthetic import SyntheticTask, SyntheticTaskName, make_task
+from rlrecipes.data.synthetic import SyntheticTaskName, make_task
+from rlrecipes.data.task import SyntheticTask
 from rlrecipes.errors import UserError
 from rlrecipes.grading import grade
 

@@ -24,7 +24,8 @@ from typing import Any, Callable
 from rlrecipes.choice import Choice
 from rlrecipes.data.loader import get_field, gold_text, read_records
 from rlrecipes.data.priming import trace
-from rlrecipes.data.synthetic import SyntheticTask, make_task
+from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.task import SyntheticTask
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import ConfigError, DataError
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from rlrecipes.arithmetic import NotEvaluated, Numbers, evaluate_arithmetic
 from rlrecipes.choice import Choice
+from rlrecipes.data import long_documents as ld
 from rlrecipes.data import word_problems as wp
+from rlrecipes.data.task import SyntheticTask
 from rlrecipes.errors import UserError
 from rlrecipes.grading.extract import answer_line
 
@@ -33,16 +34,6 @@ class SyntheticTaskName(Choice):  # `data.synthetic.task`: the tasks `make_task`
     countdown = "countdown"
     word_problems = "word_problems"  # rlrecipes/data/word_problems.py
     long_documents = "long_documents"  # rlrecipes/data/long_documents.py
-
-
-@dataclass
-class SyntheticTask:
-    name: str
-    train: list[dict[str, Any]]
-    eval: list[dict[str, Any]]
-    verify: Callable[[str, Any], bool]
-    demonstration: Callable[[dict[str, Any], random.Random], str]  # flawed-teacher completion
-    solution: Callable[[dict[str, Any]], str]  # the correct completion
 
 
 def make_task(cfg: Any) -> SyntheticTask:
@@ -154,8 +145,6 @@ def _long_documents(cfg: Any) -> SyntheticTask:
     """A question, then a document of its passage and distractors (rlrecipes/data/long_documents.py):
     every person of each world asked once per count in `distractors`; the training questions
     shuffled, the held-out ones in order of count."""
-    from rlrecipes.data import long_documents as ld  # imported here: it reads the fact base, which imports this module
-
     counts = ld.check_counts(cfg.distractors)
     for key in ("num_train", "num_eval"):
         if cfg[key] < 3 * len(counts):

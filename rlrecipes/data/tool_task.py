@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rlrecipes.data.synthetic import SyntheticTask
+from rlrecipes.data.task import SyntheticTask
 from rlrecipes.grading.exact_match import exact_match
 from rlrecipes.tools import ToolSpec, call_tool
 

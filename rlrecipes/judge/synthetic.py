@@ -37,7 +37,8 @@ import random
 from collections import defaultdict
 from typing import Any, Callable
 
-from rlrecipes.data.synthetic import SyntheticTask, make_task
+from rlrecipes.data.synthetic import make_task
+from rlrecipes.data.task import SyntheticTask
 from rlrecipes.judge.pairs import ROLES, Pair, judge_rows, split_row_id
 from rlrecipes.judge.verdicts import verdict_verifier
 
