@@ -121,7 +121,11 @@ def test_pairwise_reward_votes_over_both_orders():
 
 def test_hybrid_asks_the_judge_only_where_the_rule_says_no(tmp_path, monkeypatch):
     import rlrecipes.rewards.judge as judge_module
+    from rlrecipes.rewards import reward_names
 
+    # every reward module imported before the patch: one first imported under it (the behaviour
+    # counter binds `Judge` by name) would keep the scripted judge for the rest of the session
+    reward_names()
     judge = ScriptedJudge(JudgeRewardSettings(model="x"), ["<score>7</score>", "<score>2</score>"])
     monkeypatch.setattr(judge_module, "Judge", lambda settings, seed: judge)
     verify = lambda completion, gold: completion.strip() == f"Answer: {gold}"  # noqa: E731
