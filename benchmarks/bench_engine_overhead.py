@@ -30,7 +30,9 @@ from benchkit import ci95_halfwidth, parse_bench_args, save_result, stats
 
 HERE = Path(__file__).resolve().parent
 MODES = {
-    "full": {"steps": 40, "pairs": 8, "warmup": 3},
+    # 16 pairs: on a quiet 2-core machine 8 pairs resolved the ratio to ±2.4% (0.994, 2026-12-05);
+    # the issue asks for ±2%, and the interval shrinks as 1/sqrt(pairs). About 16 minutes.
+    "full": {"steps": 40, "pairs": 16, "warmup": 3},
     "quick": {"steps": 20, "pairs": 4, "warmup": 3},
     "smoke": {"steps": 3, "pairs": 1, "warmup": 1},
 }
