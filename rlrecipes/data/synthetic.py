@@ -116,6 +116,7 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
         verify,
         demonstration,
         lambda it: f"Answer: {it['answer']}",
+        answer_line_graded=True,
     )
 
 
@@ -162,6 +163,7 @@ def _long_documents(cfg: Any) -> SyntheticTask:
         ld.verify,
         ld.lazy_reader(cfg.teacher_error_rate),
         ld.solution,
+        answer_line_graded=True,
     )
 
 

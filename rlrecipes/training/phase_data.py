@@ -26,9 +26,6 @@ from rlrecipes.rundir import write_json, write_lines
 from rlrecipes.training.curriculum import carried_rows, filter_by_length, retrospective_selection
 
 Log = Callable[[str], None]
-# synthetic tasks whose answers the phase's data files check as the answer line (answer_style
-# answer_line): their rows keep {id, problem, answer} and nothing else
-ANSWER_MATCHED = ("arithmetic", "long_documents")
 
 
 def data_dir(stage: Any, parent: Path) -> Path:
@@ -67,10 +64,11 @@ def prepare(stage: Any, parent: Path, stages: Sequence[Any], cfg: Any, log: Log)
     if not cfg.data.answer_field:
         raise ConfigError(f"stage {stage.name}: a phase needs gold answers (data.answer_field is null)")
     problems = load_problem_set(cfg.data)
-    if problems.task is not None and problems.task.name not in ANSWER_MATCHED:
+    if problems.task is not None and not problems.task.answer_line_graded:
         raise ConfigError(
             f"stage {stage.name}: data={problems.task.name} is checked by its own verifier, not by an "
-            f"answer match; a phase takes synthetic {' or '.join(ANSWER_MATCHED)} or a hub/file dataset"
+            "answer match; a phase takes a synthetic task graded by its answer line (arithmetic, "
+            "long_documents) or a hub/file dataset"
         )
     tokens = prompt_tokens(cfg, stage.name)
     limit = stage.phase.max_input_tokens
