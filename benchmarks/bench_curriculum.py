@@ -120,8 +120,9 @@ def task_overrides(args: Any) -> list[str]:
     ]
 
 
-def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
-    """The toy_long_documents pipeline changed into `arm` (a composed stages config)."""
+def pipeline_for(arm: str, seed: int, args: Any, extra: list[str], limits: tuple[int, int]) -> Any:
+    """The toy_long_documents pipeline changed into `arm` (a composed stages config), its phases'
+    input-length limits `limits` (phase_limits)."""
     cfg = compose_pipeline(
         [
             "pipeline=toy_long_documents",
@@ -136,8 +137,7 @@ def pipeline_for(arm: str, seed: int, args: Any, extra: list[str]) -> Any:
         ]
     )
     warmup, phase1, phase2 = cfg.pipeline.stages
-    phase1.phase.max_input_tokens = args.short_tokens
-    phase2.phase.max_input_tokens = args.long_tokens
+    phase1.phase.max_input_tokens, phase2.phase.max_input_tokens = limits
     phase2.phase.retrospective.enabled = arm == "curriculum_retro"
     if arm == "longest":  # one phase, all lengths, both phases' steps
         phase2.model_from = "warmup"
@@ -189,14 +189,16 @@ def accuracy_by_distractors(model_dir: Path, cfg: Any) -> dict[str, Any]:
     }
 
 
-def run_seed(seed: int, args: Any, extra: list[str], scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
+def run_seed(
+    seed: int, args: Any, extra: list[str], limits: tuple[int, int], scratch: Path, out: dict[str, Any]
+) -> dict[str, Any]:
     """The seed's arms (and, the first time, the toy's accuracy into `out`)."""
     runs: dict[str, Any] = {}
     warmup = None
     for arm in args.arms:
         parent = scratch / f"seed{seed}-{arm}"
         cpu = time.process_time()
-        cfg = pipeline_for(arm, seed, args, extra)
+        cfg = pipeline_for(arm, seed, args, extra, limits)
         stages = run_pipeline(cfg, parent, warmup)
         warmup = stages[0].run_dir(parent)
         own_data = stage_config(stages[-1], parent, stages, phase_data=False)  # the synthetic task
@@ -272,14 +274,14 @@ def main() -> None:
             f"--short-distractors {args.short_distractors}: give one of --distractors {args.distractors} "
             "below the largest (phase 1's documents)"
         )
-    args.short_tokens, args.long_tokens = phase_limits(args)
+    limits = phase_limits(args)
     if args.mode == "smoke":
         args.overrides += SMOKE_TOY
     seeds: list[dict[str, Any]] = []
     toy: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
-            seeds.append(run_seed(seed, args, args.overrides, Path(tmp), toy))
+            seeds.append(run_seed(seed, args, args.overrides, limits, Path(tmp), toy))
     arms = {arm: [s[arm] for s in seeds] for arm in ["warmup", *args.arms]}
     most = str(max(args.distractors))
     result = {
@@ -289,7 +291,7 @@ def main() -> None:
         "warmup_steps": args.warmup_steps,
         "phase_steps": [args.phase1_steps, args.phase2_steps],
         "phase_distractors": [args.short_distractors, max(args.distractors)],
-        "input_tokens": [args.short_tokens, args.long_tokens],
+        "input_tokens": list(limits),
         "toy": toy["toy"],
         "toy_warm_start": toy["toy_warm_start"],
         "arms": {arm: summarise(rs) for arm, rs in arms.items()},

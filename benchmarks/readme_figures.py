@@ -458,11 +458,13 @@ def ttrl_headline(rec: dict) -> str:
 
 
 def intuitor_headline(rec: dict) -> str:
-    name, m = next(iter(rec["result"]["models"].items()))
-    return (
-        f"greedy INTUITOR {gain(m['greedy_gain_points'])} vs gold-reward GRPO "
-        f"{gain(m['gold_grpo']['greedy_gain_points'])} ({name.replace('_', ' ')})"
-    )
+    """Every toy setting: the first alone (INTUITOR collapsing at lr 1e-4) would hide the others."""
+    parts = [
+        f"{name.replace('_', ' ')}: INTUITOR {pm(m['greedy_gain_points'])} vs GRPO "
+        f"{pm(m['gold_grpo']['greedy_gain_points'])}"
+        for name, m in rec["result"]["models"].items()
+    ]
+    return "greedy gain in points, " + "; ".join(parts)
 
 
 def one_shot_headline(rec: dict) -> str:

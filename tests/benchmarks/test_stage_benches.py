@@ -47,8 +47,6 @@ ARGS = SimpleNamespace(
     warmup_steps=5,
     phase1_steps=7,
     phase2_steps=11,
-    short_tokens=6,
-    long_tokens=7,
     distractors=[0, 3],
     num_train=60,
     num_eval=30,
@@ -57,7 +55,7 @@ ARGS = SimpleNamespace(
 
 @pytest.mark.parametrize("arm", bench_curriculum.ARMS)
 def test_every_arm_has_the_same_warm_up_and_total_rl_steps(arm):
-    stages = plan(bench_curriculum.pipeline_for(arm, 3, ARGS, []))
+    stages = plan(bench_curriculum.pipeline_for(arm, 3, ARGS, [], (6, 7)))
 
     def steps(stage) -> int:  # the last trainer.max_steps on its command line wins
         return int([o for o in stage.overrides if o.startswith("trainer.max_steps=")][-1].split("=")[1])
@@ -70,7 +68,7 @@ def test_every_arm_has_the_same_warm_up_and_total_rl_steps(arm):
 
 
 def test_the_arms_differ_in_phases_and_retrospective_sampling_only():
-    plain, retro, longest = (plan(bench_curriculum.pipeline_for(a, 0, ARGS, [])) for a in bench_curriculum.ARMS)
+    plain, retro, longest = (plan(bench_curriculum.pipeline_for(a, 0, ARGS, [], (6, 7))) for a in bench_curriculum.ARMS)
     assert [s.name for s in plain] == [s.name for s in retro] == ["warmup", "phase1", "phase2"]
     assert plain[1].phase.max_input_tokens == 6
     assert not plain[2].phase.retrospective.enabled and retro[2].phase.retrospective.enabled
