@@ -82,6 +82,11 @@ class VLLMBackend:
             max_model_len=max_model_len,
             trust_remote_code=trust_remote_code,
             revision=revision,
+            # Every request is seeded (see `generate`). When a prompt's prefill is split across
+            # engine steps, vLLM rewinds that request's generator, which a CPU generator cannot do
+            # ("CPU Generator does not use offset": any sampled eval of more than one step's
+            # tokens crashed); on CPU prompts are therefore prefilled whole.
+            enable_chunked_prefill=not cpu,
             use_tqdm_on_load=False,  # the eval plan and progress lines say what happens
         )
         self._chunk = chunk_problems

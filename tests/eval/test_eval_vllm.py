@@ -84,3 +84,20 @@ def test_vllm_backend_refuses_a_head_size_vllm_cpu_lacks(toy_model_dir, tmp_path
     assert out.returncode == 2
     errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "head sizes" in errors[0] and "is 16" in errors[0], out.stdout + out.stderr
+
+
+def test_seeded_sampling_of_many_long_prompts_runs_and_does_not_depend_on_the_batch(toy_vllm_dir):
+    """64 prompts of ~120 tokens x 8 samples is ~60k prompt tokens: more than one engine step
+    prefills, so some prompt's prefill would be split across steps. vLLM then rewinds that
+    seeded request's generator, which on CPU raised "CPU Generator does not use offset"."""
+    from rlrecipes.eval.backends import VLLMBackend, stable_seed
+    from rlrecipes.generation import Sampling
+
+    backend = VLLMBackend(str(toy_vllm_dir), dtype="float32", seed=0, gpu_memory_utilization=0.05)
+    prompts = [f"{i % 10}+{i % 7}=" * 24 for i in range(64)]
+    seeds = [stable_seed("test", i) for i in range(64)]
+    sampling = Sampling(n=8, temperature=1.0, max_new_tokens=4)
+    every = backend.generate(prompts, sampling, seeds)
+    assert [len(c) for c in every] == [8] * 64
+    alone = backend.generate(prompts[5:7], sampling, seeds[5:7])  # same seeds, another batch
+    assert [[c.text for c in g] for g in alone] == [[c.text for c in g] for g in every[5:7]]
