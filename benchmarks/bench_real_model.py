@@ -23,9 +23,8 @@ transformers `generate` ~10x vLLM's time per token (bench_vllm.py).
 first step left out) over that of GRPO steps with transformers rollouts on the same settings,
 run right after them (a ratio, so a busy machine slows both sides alike).
 
-Cost on 2 cores (2026-12-05, load ~2): 56 minutes in all; a GRPO step 47-64 s (the three runs
-~10.5 minutes each with the engine's start), an RFT step 22 s, each held-out scoring ~2.5
-minutes (32 problems, greedy + 8 samples of up to 128 tokens).
+Cost on 2 cores: the stored result's `wall_seconds` (3357 s at 13ce9b4) and the per-run median
+step times (`step_seconds`: GRPO 47-64 s, RFT 22 s); the three GRPO runs are most of it.
 
 Records (benchkit.save_result): per method and seed the before/after scores and the gains in
 points; the step-time ratio with both medians. Without vLLM or the GGUF model it says so and
@@ -97,14 +96,11 @@ class Sampler:
 
     def load(self, model: Any) -> None:
         """Give the engine `model`'s weights (a transformers model, or a PEFT one: merged first)."""
-        from rlrecipes.engine.vllm_sync import repack_tied_lm_head
+        from rlrecipes.engine.vllm_sync import reload_weights
 
         if hasattr(model, "merge_and_unload"):
             model = copy.deepcopy(model).merge_and_unload()
-        runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
-        runner.reload_weights(weights_iterator=iter(model.state_dict().items()))
-        repack_tied_lm_head(runner.get_model())
-        self.llm.reset_prefix_cache()
+        reload_weights(self.llm, iter(model.state_dict().items()))
 
     def generate(self, prompts: list[str], n: int, temperature: float, max_tokens: int, seeds: list[int]):
         from vllm import SamplingParams
@@ -155,10 +151,10 @@ def median_step(rows: list[dict]) -> float:
 
 
 def trained_model(cfg, adapter: Path):
-    from peft import PeftModel
+    """A GRPO run's RUN/model (a LoRA adapter) on its base, as `rlrecipes eval` loads it."""
+    from rlrecipes.models import load_model
 
-    model, _ = base_model(cfg)
-    return PeftModel.from_pretrained(model, str(adapter))
+    return load_model(str(adapter), cfg.model)[0]
 
 
 def rft_run(seed: int, extra: list[str], sampler: Sampler, train_items, verify):
@@ -167,6 +163,7 @@ def rft_run(seed: int, extra: list[str], sampler: Sampler, train_items, verify):
     from bench_quickstart import sft_step
     from peft import get_peft_model
 
+    from rlrecipes.eval.backends import stable_seed
     from rlrecipes.models.lora import peft_config
 
     cfg = compose_config("train", [PRESET, f"seed={seed}", *extra])
@@ -186,7 +183,7 @@ def rft_run(seed: int, extra: list[str], sampler: Sampler, train_items, verify):
         batch = rng.sample(train_items, t.prompts_per_rollout)
         prompts = [prompt(it, cfg, tok) for it in batch]
         sampler.load(model)
-        seeds = [seed * 1_000_003 + step * 1009 + i for i in range(len(batch))]
+        seeds = [stable_seed("rft", seed, step, i) for i in range(len(batch))]
         groups = sampler.generate(prompts, t.num_generations, t.temperature, t.max_completion_length, seeds)
         pairs = [(p, c) for p, it, g in zip(prompts, batch, groups) for c in g if verify(c, it["answer"])]
         kept += len(pairs)

@@ -15,6 +15,7 @@ recipe's reward, including DAPO's, reads them the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
@@ -36,6 +37,10 @@ class SyntheticTaskName(Choice):  # `data.synthetic.task`: the tasks `make_task`
     long_documents = "long_documents"  # rlrecipes/data/long_documents.py
 
 
+# graded by the answer line (SyntheticTask.answer_line_graded); the others need their own verifier
+ANSWER_LINE_TASKS = (SyntheticTaskName.arithmetic, SyntheticTaskName.long_documents)
+
+
 def make_task(cfg: Any) -> SyntheticTask:
     """Build the task described by a `SyntheticTaskConfig` node."""
     makers = {
@@ -46,7 +51,7 @@ def make_task(cfg: Any) -> SyntheticTask:
     }
     if cfg.task not in makers:
         raise UserError(f"data.synthetic.task={cfg.task!r} is unknown; valid: {', '.join(makers)}")
-    return makers[cfg.task](cfg)
+    return dataclasses.replace(makers[cfg.task](cfg), answer_line_graded=cfg.task in ANSWER_LINE_TASKS)
 
 
 def _split(keys: list[Any], cfg: Any) -> tuple[list[Any], list[Any]]:
@@ -116,7 +121,6 @@ def _arithmetic(cfg: Any) -> SyntheticTask:
         verify,
         demonstration,
         lambda it: f"Answer: {it['answer']}",
-        answer_line_graded=True,
     )
 
 
@@ -163,7 +167,6 @@ def _long_documents(cfg: Any) -> SyntheticTask:
         ld.verify,
         ld.lazy_reader(cfg.teacher_error_rate),
         ld.solution,
-        answer_line_graded=True,
     )
 
 

@@ -58,10 +58,16 @@ def colocated_engine_dtype(args: Any, model: Any) -> Iterator[None]:
 def sync_weights(generation: Any) -> None:
     """Copy the trained weights into TRL's colocated vLLM-CPU engine (``generation`` is
     TRL's ``VLLMGeneration``): vLLM's reload path, then the tied ``lm_head`` re-packed."""
-    runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
-    runner.reload_weights(weights_iterator=generation._iter_named_params())
+    reload_weights(generation.llm, generation._iter_named_params())
+
+
+def reload_weights(llm: Any, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
+    """Load checkpoint-named `weights` into an in-process vLLM-CPU engine ``llm``: vLLM's reload
+    path, the tied ``lm_head`` re-packed, cached prefixes dropped."""
+    runner = llm.llm_engine.model_executor.driver_worker.model_runner
+    runner.reload_weights(weights_iterator=weights)
     repack_tied_lm_head(runner.get_model())
-    generation.llm.reset_prefix_cache()  # cached prefixes hold keys/values of the old weights
+    llm.reset_prefix_cache()  # cached prefixes hold keys/values of the old weights
 
 
 def repack_tied_lm_head(vllm_model: Any) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rlrecipes.data.problems import load_problem_set
+from rlrecipes.data.synthetic import ANSWER_LINE_TASKS
 from rlrecipes.data.templates import render_prompt
 from rlrecipes.errors import ConfigError, UserError
 from rlrecipes.models import lora
@@ -67,8 +68,8 @@ def prepare(stage: Any, parent: Path, stages: Sequence[Any], cfg: Any, log: Log)
     if problems.task is not None and not problems.task.answer_line_graded:
         raise ConfigError(
             f"stage {stage.name}: data={problems.task.name} is checked by its own verifier, not by an "
-            "answer match; a phase takes a synthetic task graded by its answer line (arithmetic, "
-            "long_documents) or a hub/file dataset"
+            f"answer match; a phase takes a synthetic task graded by its answer line "
+            f"({', '.join(ANSWER_LINE_TASKS)}) or a hub/file dataset"
         )
     tokens = prompt_tokens(cfg, stage.name)
     limit = stage.phase.max_input_tokens
