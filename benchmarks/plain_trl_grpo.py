@@ -3,7 +3,8 @@
 Same model folder, rendered prompts, answers and GRPOConfig values as the `rlrecipes train`
 run it is compared with (the bench writes them to a JSON file from the resolved config),
 but no rlrecipes engine, hooks or callbacks; the reward is a plain "Answer: X" match.
-Prints the per-step wall times and mean completion lengths as one JSON line.
+Prints the per-step wall times, when each step ended (unix seconds) and the mean completion
+lengths as one JSON line.
 
 Usage: plain_trl_grpo.py MODEL_DIR ROWS.json GRPO_ARGS.json OUT_DIR THREADS
 """
@@ -40,7 +41,7 @@ class StepTimer(TrainerCallback):
     """Wall time between consecutive step ends: the same span rlrecipes' step_time covers."""
 
     def __init__(self):
-        self.times, self.last, self.lengths = [], None, []
+        self.times, self.ends, self.last, self.lengths = [], [], None, []
 
     def on_train_begin(self, args, state, control, **kw):
         self.last = time.perf_counter()
@@ -48,6 +49,7 @@ class StepTimer(TrainerCallback):
     def on_step_end(self, args, state, control, **kw):
         now = time.perf_counter()
         self.times.append(now - self.last)
+        self.ends.append(time.time())  # the clock the rlrecipes run's metrics.jsonl records (wall_time)
         self.last = now
 
     def on_log(self, args, state, control, logs=None, **kw):
@@ -79,4 +81,4 @@ trainer = GRPOTrainer(
     callbacks=[timer],
 )
 trainer.train()
-print(json.dumps({"step_times": timer.times, "completion_lengths": timer.lengths}))
+print(json.dumps({"step_times": timer.times, "step_ends": timer.ends, "completion_lengths": timer.lengths}))

@@ -95,8 +95,9 @@ def engine_overhead(rec: dict) -> str:
     ci = r["ratio_ci95_halfwidth"]  # None for a single pair: no spread
     spread = f" ± {ci:.3f} (95% interval" if ci is not None else " (no spread: one pair"
     return (
-        f"{r['ratio']['mean']:.3f}{spread} over {s['pairs']} interleaved "
-        f"pairs of {s['steps']}-step runs; per completion token {r['ratio_per_completion_token']['mean']:.3f}; "
+        f"{r['ratio']['mean']:.3f}{spread} over {s['pairs']} pairs of {s['steps']}-step runs, "
+        f"{r['layout']}, {r['compared_steps_per_pair']['mean']:.0f} steps compared per pair; "
+        f"per completion token {r['ratio_per_completion_token']['mean']:.3f}; "
         f"{r['median_step_seconds_rlrecipes']:.3f} vs {r['median_step_seconds_plain_trl']:.3f} s per step)"
     )
 
@@ -318,8 +319,8 @@ ROWS = (
     Row(
         "engine_overhead",
         "`bench_engine_overhead`",
-        "median step time, `rlrecipes train` / plain TRL `GRPOTrainer` script, same GRPOConfig values, runs "
-        "interleaved in pairs of alternating order",
+        "median step time, `rlrecipes train` / plain TRL `GRPOTrainer` script, same GRPOConfig values, each pair "
+        "of runs side by side on its own cores (swapped every pair), over the steps they trained at the same time",
         engine_overhead,
     ),
     Row(

@@ -93,8 +93,11 @@ def test_train_writes_a_complete_run_directory(tmp_path):
         "completion_length_mean",
         "step_time",
         "tokens_per_second",
+        "wall_time",
     ):
         assert key in rows[0], key
+    # when each step ended, on the clock: the second step's end is the first's plus its duration
+    assert abs(rows[1]["wall_time"] - rows[0]["wall_time"] - rows[1]["step_time"]) < 0.002
     versions = json.loads((run / "versions.json").read_text())
     assert versions["trl"] and versions["torch"] and "git_commit" in versions
     assert " train " in versions["command"] and f"run_dir={run}" in versions["job_overrides"]  # rerunnable

@@ -28,7 +28,7 @@ SETTINGS = [
     "trainer.eval.before=false",
     "trainer.eval.after=false",
 ]
-TIMING = ("step_time", "tokens_per_second")
+TIMING = ("step_time", "training_step_time", "tokens_per_second", "wall_time")
 
 
 def train(*overrides: str, cwd: Path, fault: str | None = None, bare: bool = False) -> subprocess.CompletedProcess:

@@ -30,6 +30,10 @@ _RENAMES = {
     "grad_norm": "grad_norm",
     "learning_rate": "learning_rate",
     "loss": "loss",
+    # TRL's own step_time is the time inside training_step only (generation, rewards, loss,
+    # backward; not the optimizer step or the callbacks): kept under its own name, so it never
+    # replaces this row's step_time, the wall time from one logged step to the next
+    "step_time": "training_step_time",
 }
 
 
@@ -89,6 +93,9 @@ class MetricsWriter(TrainerCallback):
         row: dict[str, Any] = {
             "step": state.global_step,
             "step_time": round(step_time, 4),
+            # when the step ended (unix seconds): lines steps up against the clock, e.g. two
+            # runs measured side by side (benchmarks/bench_engine_overhead.py)
+            "wall_time": round(now, 3),
             "tokens_per_second": round((tokens - self._last_tokens) / max(now - self._last_time, 1e-9), 1),
         }
         for key, value in logs.items():
