@@ -44,8 +44,9 @@ HERE = Path(__file__).resolve().parent
 MODES = {
     # A quick-start step takes a fraction of a second on one core and a run seconds to start:
     # runs long enough that most of their steps overlap the other side's (the result records
-    # how many steps each pair compared). Side by side, a pair's ratio still spread by ~3% (sd)
-    # over 16 pairs, with one pair at 1.29 (ad19398): 24 pairs, about 15 minutes.
+    # how many steps each pair compared). Side by side a pair's ratio still spreads by ~3% (sd;
+    # the stored result's ratio_per_pair), so 24 pairs resolve the mean to about +-1.5%; about
+    # 15 minutes.
     "full": {"steps": 150, "pairs": 24, "warmup": 3},
     "quick": {"steps": 60, "pairs": 4, "warmup": 3},
     "smoke": {"steps": 30, "pairs": 1, "warmup": 1},  # enough steps to overlap after the start-ups

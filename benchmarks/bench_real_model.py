@@ -21,7 +21,10 @@ transformers `generate` ~10x vLLM's time per token (bench_vllm.py).
 
 `rollout_step_ratio_vllm_vs_hf` is the median step time of the GRPO runs (vLLM rollouts, the
 first step left out) over that of GRPO steps with transformers rollouts on the same settings,
-run right after them (a ratio, so a busy machine slows both sides alike).
+run right after them (a ratio, so a busy machine slows both sides alike). A step's time is
+metrics.jsonl's `step_time`, the wall time from one step to the next; the stored result at
+13ce9b4 read TRL's time inside the training step (generation, weight sync and backward, not
+the optimizer step), which had replaced it in metrics.jsonl then.
 
 Cost on 2 cores: the stored result's `wall_seconds` (3357 s at 13ce9b4) and the per-run median
 step times (`step_seconds`: GRPO 47-64 s, RFT 22 s); the three GRPO runs are most of it.
