@@ -77,11 +77,12 @@ def check_counts(counts: Sequence[int]) -> list[int]:
 def questions(world: list[Person], counts: Sequence[int], seed: int) -> list[dict[str, Any]]:
     """Every person of `world` asked once per distractor count, distractors drawn from `world`."""
     rng = random.Random(seed)
+    # per city, the people from other cities: the answer's word is then in the right passage only
+    other_cities = {city: [p for p in world if p.city != city] for city in sorted({p.city for p in world})}
     items = []
     for n in counts:
         for k, asked in enumerate(world):
-            # others from another city: the answer's word is in the right passage only
-            others = [p for p in world if p.city != asked.city]
+            others = other_cities[asked.city]
             if len(others) < n:
                 raise UserError(
                     f"data.synthetic.distractors: {n} distractors need more people from other cities "

@@ -42,8 +42,10 @@ def resolve_model_path(
                 "model=toy is warm-started on a synthetic task; use a synthetic data=... "
                 "(arithmetic, countdown) or set model.name_or_path"
             )
+        # unset options (null) left out: a new option does not rebuild every toy already cached
+        toy_key = {k: v for k, v in OmegaConf.to_container(model_cfg.toy).items() if v is not None}
         key = {
-            "toy": OmegaConf.to_container(model_cfg.toy),
+            "toy": toy_key,
             "task": OmegaConf.to_container(synthetic_cfg),
             "version": TOY_BUILD_VERSION,
         }

@@ -108,10 +108,25 @@ def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[s
         torch.set_num_threads(threads)
 
 
-def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None]) -> dict[str, Any]:
+def warm_start_split(task: Any, tokenizer: Any, cfg: Any) -> tuple[list[dict], list[dict]]:
+    """The warm-start's (dev, training) problems: the task's training problems whose prompt fits
+    `cfg.sft_max_prompt_tokens` (all of them when null), the last `cfg.sft_dev_size` held back."""
+    items = task.train
+    if cfg.sft_max_prompt_tokens is not None:
+        items = [
+            it for it in items if len(_encode(tokenizer, it["problem"], as_prompt=True)) <= cfg.sft_max_prompt_tokens
+        ]
+        if len(items) <= cfg.sft_dev_size:
+            raise UserError(
+                f"model.toy.sft_max_prompt_tokens={cfg.sft_max_prompt_tokens}: {len(items)} of the task's "
+                f"{len(task.train)} training problems have a prompt that short, and the warm-start needs more "
+                f"than model.toy.sft_dev_size={cfg.sft_dev_size}; raise the limit or the task's num_train"
+            )
+    return items[-cfg.sft_dev_size :], items[: -cfg.sft_dev_size]
 
-    dev = task.train[-cfg.sft_dev_size :]
-    sft_items = task.train[: -cfg.sft_dev_size]
+
+def _warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[str], None]) -> dict[str, Any]:
+    dev, sft_items = warm_start_split(task, tokenizer, cfg)
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_learning_rate, weight_decay=0.0)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from rlrecipes.data.templates import render_prompt
-from rlrecipes.models.toy import _plateaued
+from rlrecipes.models.toy import _plateaued, warm_start_split
 
 DevAccuracy = Callable[[Sequence[str], Sequence[Any]], float]  # (prompts, gold answers) -> accuracy
 
@@ -72,7 +72,7 @@ def warm_start_on_segments(
 
 
 def _train(model: Any, tokenizer: Any, task: Any, cfg: Any, dev_accuracy: DevAccuracy, log: Callable) -> dict:
-    dev, items = task.train[-cfg.sft_dev_size :], task.train[: -cfg.sft_dev_size]
+    dev, items = warm_start_split(task, tokenizer, cfg)
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_learning_rate, weight_decay=0.0)
