@@ -72,7 +72,7 @@ MODES = {
         "phase2_steps": 25,
         "distractors": [0, 1, 2, 4, 8],
         "short_distractors": 2,
-        "num_train": 2000,
+        "num_train": 20000,
         "num_eval": 250,
     },
     "quick": {"seeds": [0]},

@@ -102,8 +102,9 @@ class ToyModelConfig:
     sft_eval_every: int = 100
     sft_dev_size: int = 400  # training problems held back to measure the plateau
     # Imitate only the training problems whose prompt (chat template applied, in the toy's
-    # tokens) is at most this long: a model "pretrained" on a short context, as for the
-    # length curriculum (conf/model/toy_long_documents.yaml). null: every problem.
+    # tokens) is at least / at most this long: a model "pretrained" on short documents for the
+    # length curriculum (conf/model/toy_long_documents.yaml). null: no bound.
+    sft_min_prompt_tokens: int | None = None
     sft_max_prompt_tokens: int | None = None
     sft_max_new_tokens: int = 12  # greedy decoding length when measuring dev accuracy
     # Plateau rule: stop once the last `sft_patience` + 1 dev accuracies lie within

@@ -109,18 +109,22 @@ def warm_start(model: Any, tokenizer: Any, task: Any, cfg: Any, log: Callable[[s
 
 
 def warm_start_split(task: Any, tokenizer: Any, cfg: Any) -> tuple[list[dict], list[dict]]:
-    """The warm-start's (dev, training) problems: the task's training problems whose prompt fits
-    `cfg.sft_max_prompt_tokens` (all of them when null), the last `cfg.sft_dev_size` held back."""
+    """The warm-start's (dev, training) problems: the task's training problems whose prompt
+    length lies within `cfg.sft_min_prompt_tokens` and `cfg.sft_max_prompt_tokens` (a null bound
+    is none), the last `cfg.sft_dev_size` held back."""
+    low, high = cfg.sft_min_prompt_tokens, cfg.sft_max_prompt_tokens
     items = task.train
-    if cfg.sft_max_prompt_tokens is not None:
+    if low is not None or high is not None:
         items = [
-            it for it in items if len(_encode(tokenizer, it["problem"], as_prompt=True)) <= cfg.sft_max_prompt_tokens
+            it
+            for it in items
+            if (low or 0) <= len(_encode(tokenizer, it["problem"], as_prompt=True)) <= (high or float("inf"))
         ]
         if len(items) <= cfg.sft_dev_size:
             raise UserError(
-                f"model.toy.sft_max_prompt_tokens={cfg.sft_max_prompt_tokens}: {len(items)} of the task's "
-                f"{len(task.train)} training problems have a prompt that short, and the warm-start needs more "
-                f"than model.toy.sft_dev_size={cfg.sft_dev_size}; raise the limit or the task's num_train"
+                f"model.toy.sft_min_prompt_tokens={low}, sft_max_prompt_tokens={high}: {len(items)} of the task's "
+                f"{len(task.train)} training problems have a prompt of that length, and the warm-start needs more "
+                f"than model.toy.sft_dev_size={cfg.sft_dev_size}; widen the bounds or raise the task's num_train"
             )
     return items[-cfg.sft_dev_size :], items[: -cfg.sft_dev_size]
 

@@ -33,21 +33,26 @@ def test_the_dev_check_decodes_a_whole_answer_whatever_the_setting():
     assert dev_decode_tokens(countdown, countdown.train[:50], tokenizer, 12) == longest + 1
 
 
-def test_the_warm_start_imitates_only_prompts_that_fit_its_token_limit():
+def test_the_warm_start_imitates_only_prompts_within_its_token_bounds():
     # the character tokenizer: one token per character, so the chat-rendered prompt of a
     # k-character problem is k tokens longer than that of the empty problem
     tok = build_tokenizer()
     overhead = len(tok(render_prompt("", "chat", tok), add_special_tokens=False)["input_ids"])
     problems = ["ab", "abcdef", "a", "abcd", "abc", "abcdefgh"]  # 2, 6, 1, 4, 3, 8 characters
     task = SimpleNamespace(train=[{"problem": p} for p in problems])
-    cfg = SimpleNamespace(sft_max_prompt_tokens=overhead + 4, sft_dev_size=1)
-    dev, items = warm_start_split(task, tok, cfg)
-    assert [it["problem"] for it in items] == ["ab", "a", "abcd"]  # at most 4 characters, in order
-    assert [it["problem"] for it in dev] == ["abc"]  # the last one that fits is held back
-    every = warm_start_split(task, tok, SimpleNamespace(sft_max_prompt_tokens=None, sft_dev_size=1))
-    assert [it["problem"] for it in every[1]] == problems[:-1]
+
+    def split(low, high, dev_size=1):
+        cfg = SimpleNamespace(sft_min_prompt_tokens=low, sft_max_prompt_tokens=high, sft_dev_size=dev_size)
+        dev, items = warm_start_split(task, tok, cfg)
+        return [it["problem"] for it in dev], [it["problem"] for it in items]
+
+    # at most 4 characters, in order, the last one held back for the dev check
+    assert split(None, overhead + 4) == (["abc"], ["ab", "a", "abcd"])
+    assert split(overhead + 3, None) == (["abcdefgh"], ["abcdef", "abcd", "abc"])  # at least 3
+    assert split(overhead + 2, overhead + 4) == (["abc"], ["ab", "abcd"])  # both bounds inclusive
+    assert split(None, None) == (["abcdefgh"], problems[:-1])
     with pytest.raises(UserError, match=r"sft_max_prompt_tokens=.*: 1 of the task's 6 .*sft_dev_size=1"):
-        warm_start_split(task, tok, SimpleNamespace(sft_max_prompt_tokens=overhead + 1, sft_dev_size=1))
+        split(None, overhead + 1)
 
 
 def test_plateau_rule_needs_a_flat_window():
