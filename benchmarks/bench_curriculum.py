@@ -5,9 +5,9 @@ the start, same total RL steps, 3 seeds.
 The task (`pipeline=toy_long_documents`, rlrecipes/data/long_documents.py): a question about
 one invented person of the fact base, then a document of that person's one-line passage and
 0, 1, 2, 4 or 8 distractor passages about other people, so the prompt grows from 50 to 226 of
-the toy's tokens. The toy is warm-started on a lazy reader that answers with the first
-passage's city on `teacher_error_rate` of its demonstrations (right without distractors, right
-with probability 1 - e + e / (n + 1) with n); held-out people are never seen in training. Every
+the toy's tokens. The toy (model=toy_long_documents) is "pretrained" on the one-distractor
+documents only, over 4000 training people: it reads those and is left to learn the others, as a
+model pretrained on a short context is; held-out people are never seen in training. Every
 arm starts from the same warm-up SFT (one per seed, `warmup_steps` on the correct answers, the
 paper's warm-up stage) and takes `phase1_steps + phase2_steps` GRPO steps:
 
@@ -31,11 +31,10 @@ most distractors and overall; each arm's CPU seconds. Sampled pass@k is left out
 documents of ~140 tokens on average, 8 samples of every held-out document for 13 models would
 cost as much as the training.
 
-What the toy brings (measured 2026-12-05, 600 warm-start steps): not the reading, whatever the
-teacher (rlrecipes/data/long_documents.py lists three). It answers 0.98 of the documents without
-distractors and about 1 / (n + 1) with n (0.44, 0.28, 0.24, 0.06 for 1, 2, 4, 8): a guess among
-the document's cities. What RL is left to teach is finding the asked name; 40 GRPO steps on documents of at most 2 distractors
-from that toy moved held-out accuracy there from 0.567 to 0.587 (lr 2e-4; 1e-3: 0.527).
+What the toy brings: the stored result's `toy` (its accuracy per distractor count) and
+`toy_warm_start`. The previous toy, warm-started on all lengths over 400 people with a lazy
+teacher, never learned to read (about 1 / (n + 1) right with n distractors, a guess among the
+document's cities), so no schedule could show anything (the result stored at 92cde63).
 
 Cost: see the estimate above MODES.
 """
@@ -55,14 +54,11 @@ from benchkit import parse_bench_args, save_result, stats
 from rlrecipes.training.stages import compose_pipeline, plan, stage_config, state
 
 ARMS = ["curriculum", "curriculum_retro", "longest"]
-# Full mode (`python benchmarks/bench_curriculum.py`) is about 22 minutes on an idle 2-core machine
-# (one process, one thread; measured 2026-12-05 as this process's CPU time at a load average of 4,
-# extrapolated): the toy's warm-start, 600 steps of 32 documents, ~7 minutes once (cached after:
-# ~15 minutes in all); per seed ~5 minutes: 10 warm-up SFT steps, GRPO at 0.85 s a step on phase
-# 1's documents (<= 2 distractors) and 1.95 s on all of them (8 prompts x 8 samples), 25 + 25
-# steps in each curriculum arm and 50 in `longest`, ~10 s a stage to set up and to read the 250
-# held-out documents greedily before and after. A --quick run with 2 + 3 + 3 steps took 467 s of
-# CPU, 410 of them the toy's warm-start. --smoke: under a minute.
+# Cost of full mode: the stored result's `wall_seconds` (one process, one thread), the first
+# time with the toy's warm-start (3000 steps of 32 one-distractor documents, cached after), and
+# each arm's `cpu_seconds` per seed (10 warm-up SFT steps, 25 + 25 GRPO steps in each curriculum
+# arm and 50 in `longest`, 8 prompts x 8 samples, and reading the 250 held-out documents).
+# --smoke: under a minute.
 MODES = {
     "full": {
         "seeds": [0, 1, 2],
@@ -76,7 +72,8 @@ MODES = {
         "num_eval": 250,
     },
     "quick": {"seeds": [0]},
-    # the smoke toy (benchkit.SMOKE_MODEL) on 12 training and 10 held-out people
+    # the smoke toy (benchkit.SMOKE_MODEL) on 30 training and 10 held-out people (its warm-start
+    # holds back 20 of the 30 one-distractor documents for its dev check)
     "smoke": {
         "seeds": [0],
         "warmup_steps": 2,
@@ -84,7 +81,7 @@ MODES = {
         "phase2_steps": 2,
         "distractors": [0, 1, 4],
         "short_distractors": 1,
-        "num_train": 36,
+        "num_train": 90,
         "num_eval": 30,
     },
 }

@@ -270,7 +270,15 @@ def curriculum(rec: dict) -> str:
         if arm in r["arms"]
     ]
     toy = f"toy {r['toy']['overall']:.3f} / {r['toy']['by_distractors'][n]:.3f}"
-    return f"greedy accuracy all / {n} distractors: {'; '.join(parts)}; {toy} ({seeds(rec)})"
+    gaps = [
+        f"{label} {pm(r[key]['overall'])} points overall"
+        for key, label in (
+            ("curriculum_minus_longest_points", "short → long minus longest"),
+            ("retro_minus_plain_points", "retrospective minus plain"),
+        )
+        if r.get(key, {}).get("overall")
+    ]
+    return f"greedy accuracy all / {n} distractors: {'; '.join([*parts, toy, *gaps])} ({seeds(rec)})"
 
 
 def pm_points(m: dict) -> str:

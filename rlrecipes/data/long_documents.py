@@ -18,12 +18,13 @@ characters would put nine passages past the toy's 512 positions (rlrecipes/model
 With these, a document with 8 distractors is 227 tokens under the chat template, and the toy's
 cost per step grows with the tokens.
 
-The question comes first, as document-QA prompts often state the task before the document. What
-the toy (conf/model/toy_long_documents.yaml, 600 warm-start steps) learns is not the reading:
-held-out accuracy with 0, 1, 2, 4, 8 distractors was 1.0, 0.50, 0.27, 0.15, 0.12 with the
-question last and half the demonstrations lazy, 0.98, 0.44, 0.28, 0.24, 0.06 with it first and a
-quarter lazy (the preset), 1.0, 0.38, 0.18, 0.12, 0.06 with no lazy demonstrations at all: about
-1 / (n + 1), a guess among the document's cities, whatever the teacher (measured 2026-12-05).
+The question comes first, as document-QA prompts often state the task before the document.
+Reading it means matching the asked name, character by character in the toy, against every
+passage's. The toy with 400 training people, warm-started 600 steps on every length, never
+learned that: it answered held-out documents with n distractors right about 1 / (n + 1) of the
+time, a guess among their cities, whatever its teacher. The preset's toy
+(conf/model/toy_long_documents.yaml) learns it from 4000 people's one-distractor documents,
+which leaves the longer ones to RL.
 
 What the generator guarantees (tests/data/test_long_documents.py):
 - the asked person's passage is in the document exactly once, at position `k % (n + 1)` for
@@ -35,10 +36,10 @@ What the generator guarantees (tests/data/test_long_documents.py):
 - training and held-out documents are built from the fact base's two disjoint worlds (people
   and distractors alike): no held-out person was ever seen in training.
 
-The warm-start's flawed teacher is a lazy reader: on `teacher_error_rate` of its
-demonstrations it answers with the city of the document's first passage. It is always right
-without distractors and right with probability (1 - e) + e / (n + 1) with `n`, so imitation
-reads short documents well and long ones sometimes; RL with exact match can teach reading on.
+A flawed teacher for the warm-start, off in the preset: the lazy reader, which on
+`teacher_error_rate` of its demonstrations answers with the city of the document's first
+passage (always right without distractors, right with probability (1 - e) + e / (n + 1) with
+`n`).
 """
 
 from __future__ import annotations
