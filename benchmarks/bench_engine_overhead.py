@@ -138,6 +138,12 @@ class Run:
             raise SystemExit(f"{self.name} run failed: {(stderr or stdout).strip().splitlines()[-1:]}")
         return stdout
 
+    def stop(self) -> None:
+        """Kill it if it still runs (its partner failed: nothing is left to compare it with)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
 
 def start_plain(model_dir: str, files: tuple[Path, Path], threads: int, folder: Path, cores: set[int] | None) -> Run:
     rows_file, args_file = files
@@ -192,7 +198,10 @@ def run_pair(
     if cores is not None:
         mine, theirs = cores if i % 2 == 0 else cores[::-1]
         ours_run, plain_run = begin_ours(mine), begin_plain(theirs)
-        ours, plain = our_steps(ours_run), plain_steps(plain_run)
+        try:
+            ours, plain = our_steps(ours_run), plain_steps(plain_run)
+        finally:
+            plain_run.stop()
         return overlapping(ours.after(warmup), plain.after(warmup))
     if i % 2:
         ours = our_steps(begin_ours(None))
