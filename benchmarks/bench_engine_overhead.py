@@ -49,7 +49,7 @@ MODES = {
     # 15 minutes.
     "full": {"steps": 150, "pairs": 24, "warmup": 3},
     "quick": {"steps": 60, "pairs": 4, "warmup": 3},
-    "smoke": {"steps": 30, "pairs": 1, "warmup": 1},  # enough steps to overlap after the start-ups
+    "smoke": {"steps": 60, "pairs": 1, "warmup": 1},  # enough steps to overlap after the start-ups
 }
 
 
