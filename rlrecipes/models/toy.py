@@ -115,11 +115,9 @@ def warm_start_split(task: Any, tokenizer: Any, cfg: Any) -> tuple[list[dict], l
     low, high = cfg.sft_min_prompt_tokens, cfg.sft_max_prompt_tokens
     items = task.train
     if low is not None or high is not None:
-        items = [
-            it
-            for it in items
-            if (low or 0) <= len(_encode(tokenizer, it["problem"], as_prompt=True)) <= (high or float("inf"))
-        ]
+        floor = low if low is not None else 0
+        ceiling = high if high is not None else float("inf")
+        items = [it for it in items if floor <= len(_encode(tokenizer, it["problem"], as_prompt=True)) <= ceiling]
         if len(items) <= cfg.sft_dev_size:
             raise UserError(
                 f"model.toy.sft_min_prompt_tokens={low}, sft_max_prompt_tokens={high}: {len(items)} of the task's "
