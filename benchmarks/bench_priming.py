@@ -18,7 +18,9 @@ completion length, the weight-0 `behaviours` reward logging the shares). Before 
 held-out greedy accuracy (all held-out problems, as `rlrecipes train` measures it); pass@1,
 pass@4 and pass@8 (rlrecipes.metrics.pass_at_k, n = `samples` completions at the rollout
 temperature on the first `eval_problems` held-out problems); the share of those samples
-showing each behaviour (and any of them).
+showing each behaviour (and any of them); and whether their search is carried out, not only
+shown (rlrecipes.data.priming.check_search): the share of their steps whose arithmetic holds
+and of their verdicts that are right.
 
 Records (benchkit.save_result): per condition, each figure per seed and mean ± sample stdev,
 the gain in points of greedy accuracy and pass@8 through RL, and each run's CPU seconds.
@@ -41,7 +43,7 @@ from typing import Any
 from benchkit import PASS_KS, parse_bench_args, pass_at_ks, sample_completions, save_result, stats, train_in_scratch
 
 from rlrecipes.compose import compose_config
-from rlrecipes.data.priming import BEHAVIOURS, behaviours
+from rlrecipes.data.priming import BEHAVIOURS, behaviours, check_search
 
 CONDITIONS = ["search", "search_wrong", "solution", "none"]
 KS = PASS_KS
@@ -77,6 +79,14 @@ def sampled_figures(model_path: str, cfg: Any, items: list[dict], samples: int, 
     figures = pass_at_ks(correct, samples, tuple(k for k in KS if k <= samples))
     figures.update({name: sum(s[name] for s in shown) / len(texts) for name in BEHAVIOURS})
     figures["any_behaviour"] = sum(any(s.values()) for s in shown) / len(texts)
+    # whether the search shown is also carried out: steps whose arithmetic holds, verdicts that
+    # are right (left out when no sample has a step or a verdict)
+    checks = [check_search(text, int(it["answer"].split("=")[1])) for texts, it in zip(outs, items) for text in texts]
+    steps, verdicts = sum(c.steps for c in checks), sum(c.verdicts for c in checks)
+    if steps:
+        figures["steps_right"] = sum(c.steps_right for c in checks) / steps
+    if verdicts:
+        figures["verdicts_right"] = sum(c.verdicts_right for c in checks) / verdicts
     return {k: round(v, 4) for k, v in figures.items()}
 
 
@@ -121,8 +131,9 @@ def run_condition(condition: str, seed: int, args: Any, extra: list[str]) -> dic
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure before and after RL per seed with its mean ± stdev, and the gains in points."""
     out: dict[str, Any] = {}
-    for when in ("before", "after"):
-        out[when] = {key: stats([r[when][key] for r in runs]) for key in runs[0][when]}
+    for when in ("before", "after"):  # a figure some seeds lack (no step to check) is over the others
+        keys = dict.fromkeys(key for r in runs for key in r[when])
+        out[when] = {key: stats([r[when][key] for r in runs if key in r[when]]) for key in keys}
     for key in ("greedy_accuracy", f"pass@{max(k for k in KS if f'pass@{k}' in runs[0]['after'])}"):
         out[f"{key}_gain_points"] = stats([100 * (r["after"][key] - r["before"][key]) for r in runs], 2)
     out["greedy_accuracy_after"] = [r["after"]["greedy_accuracy"] for r in runs]

@@ -243,10 +243,16 @@ def tool_arm(m: dict) -> str:
 
 def priming(rec: dict) -> str:
     r = rec["result"]
+
+    def carried_out(after: dict) -> str:  # whether the search shown is also computed (records since 2026-12-05)
+        if "verdicts_right" not in after:
+            return ""
+        return f", {after['steps_right']['mean']:.0%} of their steps and {after['verdicts_right']['mean']:.0%} of their verdicts right"
+
     parts = [
         f"{name.replace('_', ' ')} {c['before']['greedy_accuracy']['mean']:.3f} → "
         f"{pm(c['after']['greedy_accuracy'], 3, sign=False)} (pass@8 {pm(c['pass@8_gain_points'])} points, "
-        f"behaviours in {c['after']['any_behaviour']['mean']:.0%} of samples)"
+        f"behaviours in {c['after']['any_behaviour']['mean']:.0%} of samples{carried_out(c['after'])})"
         for name, c in r["conditions"].items()
     ]
     return f"greedy accuracy before → after {r['rl_steps']} RL steps: {'; '.join(parts)} ({seeds(rec)})"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rlrecipes.data.synthetic import evaluate
@@ -42,6 +43,53 @@ _UNDO = {"+": "-", "-": "+", "*": "/"}
 def behaviours(text: str) -> dict[str, bool]:
     """Which of the four behaviours a completion shows, by the grammar above."""
     return {name: bool(_PATTERNS[name].search(text)) for name in BEHAVIOURS}
+
+
+@dataclass(frozen=True)
+class SearchCheck:
+    """Whether a completion's search holds up, line by line (`check_search`)."""
+
+    steps: int  # `from` and `try` lines
+    steps_right: int  # ...whose written value is their expression's value
+    verdicts: int  # `try` lines with a verdict
+    verdicts_right: int  # ...saying `ok` exactly when the attempt's value is the goal of the moment
+
+
+_FROM = re.compile(r"^\s*from\s+-?\d+\s*:\s*(.+?)=\s*(-?\d+)\s*$")
+_NEED = re.compile(r"^\s*need\s+(-?\d+)\s+from\b")
+_TRY = re.compile(r"^\s*try\s+(.+?)=\s*(-?\d+)\s+(ok|no)\b")
+_QUOTIENT = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+def _value(expr: str) -> int | None:
+    """An expression's value; `a/b` (undoing a product) only when b divides a."""
+    m = _QUOTIENT.fullmatch(expr)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        return a // b if b and a % b == 0 else None
+    return evaluate(expr)
+
+
+def check_search(text: str, target: int) -> SearchCheck:
+    """Whether the search in `text` (the grammar above) is sound, not only shown: a step is
+    right when its expression has the value it writes, a verdict when it says `ok` exactly for
+    an attempt whose value is the goal of the moment (the target, then the latest subgoal set by
+    `from` or `need`). A model can show every behaviour and still compute none of it."""
+    goal, steps, steps_right, verdicts, verdicts_right = target, 0, 0, 0, 0
+    for line in text.splitlines():
+        if m := _FROM.match(line):
+            steps += 1
+            steps_right += _value(m.group(1)) == int(m.group(2))
+            goal = int(m.group(2))
+        elif m := _NEED.match(line):
+            goal = int(m.group(1))
+        elif m := _TRY.match(line):
+            value = _value(m.group(1))
+            steps += 1
+            steps_right += value == int(m.group(2))
+            verdicts += 1
+            verdicts_right += (value == goal) == (m.group(3) == "ok")
+    return SearchCheck(steps, steps_right, verdicts, verdicts_right)
 
 
 def split_last_step(expr: str) -> tuple[str, str, int] | None:

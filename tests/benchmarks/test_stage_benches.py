@@ -19,15 +19,21 @@ def test_pass_at_k_and_behaviour_shares_are_computed_per_problem_and_per_sample(
     # problem a: 2 of 8 samples right (both search traces); problem b: none right, 2 search traces
     texts = [[SEARCH, SEARCH, *[PLAIN] * 6], [SEARCH, SEARCH, *[PLAIN] * 6]]
     monkeypatch.setattr(bench_priming, "sample_completions", lambda *a, **k: texts)
-    items = [{"answer": "a"}, {"answer": "b"}]
+    items = [{"answer": "3,5=15"}, {"answer": "3,5=8"}]
     cfg = SimpleNamespace(trainer=SimpleNamespace(temperature=1.0))
-    figures = bench_priming.sampled_figures("model", cfg, items, 8, lambda text, gold: gold == "a" and text == SEARCH)
+    right = lambda text, gold: gold == "3,5=15" and text == SEARCH  # noqa: E731
+    figures = bench_priming.sampled_figures("model", cfg, items, 8, right)
     # pass@1 = (2/8 + 0)/2; pass@4 = (1 - C(6,4)/C(8,4))/2 = (1 - 15/70)/2; pass@8 = (1 + 0)/2
     assert figures["pass@1"] == 0.125
     assert figures["pass@4"] == 0.3929
     assert figures["pass@8"] == 0.5
     assert figures["verification"] == figures["backtracking"] == figures["any_behaviour"] == 0.25  # 4 of 16
     assert figures["subgoal_setting"] == figures["backward_chaining"] == 0.0
+    # every step's arithmetic holds; on b (target 8) both verdicts are wrong: 4 of 8 right
+    assert figures["steps_right"] == 1.0 and figures["verdicts_right"] == 0.5
+    texts[:] = [[PLAIN]]  # what the stubbed sampler returns next
+    plain = bench_priming.sampled_figures("model", cfg, items[:1], 1, right)
+    assert "steps_right" not in plain and "verdicts_right" not in plain  # nothing to check: left out
 
 
 def test_gains_are_after_minus_before_in_points_per_seed():
@@ -37,7 +43,9 @@ def test_gains_are_after_minus_before_in_points_per_seed():
     ]
     for r in runs:
         r.update(rl_seconds=1.0, cpu_seconds=2.0)
+    runs[1]["after"]["verdicts_right"] = 0.25  # a figure the first seed lacks: over the seeds that have it
     out = bench_priming.summarise(runs)
+    assert out["after"]["verdicts_right"]["mean"] == 0.25
     assert out["greedy_accuracy_gain_points"]["mean"] == 20.0  # (10 + 30) / 2
     assert out["pass@8_gain_points"]["mean"] == 10.0  # (0 + 20) / 2
     assert out["after"]["greedy_accuracy"]["max"] == 0.5
