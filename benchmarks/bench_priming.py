@@ -19,8 +19,8 @@ held-out greedy accuracy (all held-out problems, as `rlrecipes train` measures i
 pass@4 and pass@8 (rlrecipes.metrics.pass_at_k, n = `samples` completions at the rollout
 temperature on the first `eval_problems` held-out problems); the share of those samples
 showing each behaviour (and any of them); and whether their search is carried out, not only
-shown (rlrecipes.data.priming.check_search): the share of their steps whose arithmetic holds
-and of their verdicts that are right.
+shown (rlrecipes.data.priming.check_search): the share of their steps whose arithmetic holds,
+of their verdicts that are right and of their `ok` verdicts that are right.
 
 Records (benchkit.save_result): per condition, each figure per seed and mean ± sample stdev,
 the gain in points of greedy accuracy and pass@8 through RL, and each run's CPU seconds.
@@ -80,13 +80,13 @@ def sampled_figures(model_path: str, cfg: Any, items: list[dict], samples: int, 
     figures.update({name: sum(s[name] for s in shown) / len(texts) for name in BEHAVIOURS})
     figures["any_behaviour"] = sum(any(s.values()) for s in shown) / len(texts)
     # whether the search shown is also carried out: steps whose arithmetic holds, verdicts that
-    # are right (left out when no sample has a step or a verdict)
+    # are right, and among them the `ok`s (a `no` is right whenever an attempt misses, so the
+    # `ok`s tell a verifier from a guess); each left out when no sample has one to check
     checks = [check_search(text, int(it["answer"].split("=")[1])) for texts, it in zip(outs, items) for text in texts]
-    steps, verdicts = sum(c.steps for c in checks), sum(c.verdicts for c in checks)
-    if steps:
-        figures["steps_right"] = sum(c.steps_right for c in checks) / steps
-    if verdicts:
-        figures["verdicts_right"] = sum(c.verdicts_right for c in checks) / verdicts
+    for name in ("steps", "verdicts", "oks"):
+        count = sum(getattr(c, name) for c in checks)
+        if count:
+            figures[f"{name}_right"] = sum(getattr(c, f"{name}_right") for c in checks) / count
     return {k: round(v, 4) for k, v in figures.items()}
 
 

@@ -245,9 +245,9 @@ def priming(rec: dict) -> str:
     r = rec["result"]
 
     def carried_out(after: dict) -> str:  # whether the search shown is also computed (records since 2026-12-05)
-        if "verdicts_right" not in after:
+        if "oks_right" not in after:
             return ""
-        return f", {after['steps_right']['mean']:.0%} of their steps and {after['verdicts_right']['mean']:.0%} of their verdicts right"
+        return f", {after['steps_right']['mean']:.0%} of their steps and {after['oks_right']['mean']:.0%} of their oks right"
 
     parts = [
         f"{name.replace('_', ' ')} {c['before']['greedy_accuracy']['mean']:.3f} → "

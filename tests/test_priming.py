@@ -47,8 +47,10 @@ def test_search_traces_show_every_behaviour_and_end_right_or_wrong():
 
 
 def test_a_search_is_checked_line_by_line_against_the_goal_of_the_moment():
-    assert check_search(SEARCH, 17) == SearchCheck(steps=3, steps_right=3, verdicts=2, verdicts_right=2)
-    assert check_search("Answer: (3*5)+2", 17) == SearchCheck(0, 0, 0, 0)
+    assert check_search(SEARCH, 17) == SearchCheck(
+        steps=3, steps_right=3, verdicts=2, verdicts_right=2, oks=1, oks_right=1
+    )
+    assert check_search("Answer: (3*5)+2", 17) == SearchCheck(0, 0, 0, 0, 0, 0)
     shown_not_sound = "\n".join(
         [
             "from 20: 20/4=5",  # right: undoing a product; the goal is now 5
@@ -63,12 +65,15 @@ def test_a_search_is_checked_line_by_line_against_the_goal_of_the_moment():
     assert behaviours(shown_not_sound) == dict.fromkeys(
         ("verification", "backtracking", "subgoal_setting", "backward_chaining"), True
     )
-    assert check_search(shown_not_sound, 20) == SearchCheck(steps=6, steps_right=4, verdicts=5, verdicts_right=2)
-    assert check_search("from 20: 20/3=6", 20) == SearchCheck(1, 0, 0, 0)  # 3 does not divide 20
-    assert check_search("try 2*3=6 ok", 6).verdicts_right == 1  # no subgoal: the target is the goal
+    assert check_search(shown_not_sound, 20) == SearchCheck(
+        steps=6, steps_right=4, verdicts=5, verdicts_right=2, oks=3, oks_right=1
+    )
+    assert check_search("from 20: 20/3=6", 20) == SearchCheck(1, 0, 0, 0, 0, 0)  # 3 does not divide 20
+    assert check_search("try 2*3=6 ok", 6).oks_right == 1  # no subgoal: the target is the goal
     for kind in ("search", "search_wrong"):  # the priming traces themselves are sound
         check = check_search(trace(ITEM, kind, random.Random(3)), 17)
         assert check.steps_right == check.steps and check.verdicts_right == check.verdicts > 0
+        assert check.oks_right == check.oks == 1
 
 
 def test_the_counter_logs_each_behaviours_share_and_scores_their_number():

@@ -53,6 +53,8 @@ class SearchCheck:
     steps_right: int  # ...whose written value is their expression's value
     verdicts: int  # `try` lines with a verdict
     verdicts_right: int  # ...saying `ok` exactly when the attempt's value is the goal of the moment
+    oks: int  # `ok` verdicts
+    oks_right: int  # ...for an attempt whose value is the goal (a `no` is mostly right by chance)
 
 
 _FROM = re.compile(r"^\s*from\s+-?\d+\s*:\s*(.+?)=\s*(-?\d+)\s*$")
@@ -75,7 +77,7 @@ def check_search(text: str, target: int) -> SearchCheck:
     right when its expression has the value it writes, a verdict when it says `ok` exactly for
     an attempt whose value is the goal of the moment (the target, then the latest subgoal set by
     `from` or `need`). A model can show every behaviour and still compute none of it."""
-    goal, steps, steps_right, verdicts, verdicts_right = target, 0, 0, 0, 0
+    goal, steps, steps_right, verdicts, verdicts_right, oks, oks_right = target, 0, 0, 0, 0, 0, 0
     for line in text.splitlines():
         if m := _FROM.match(line):
             steps += 1
@@ -89,7 +91,10 @@ def check_search(text: str, target: int) -> SearchCheck:
             steps_right += value == int(m.group(2))
             verdicts += 1
             verdicts_right += (value == goal) == (m.group(3) == "ok")
-    return SearchCheck(steps, steps_right, verdicts, verdicts_right)
+            if m.group(3) == "ok":
+                oks += 1
+                oks_right += value == goal
+    return SearchCheck(steps, steps_right, verdicts, verdicts_right, oks, oks_right)
 
 
 def split_last_step(expr: str) -> tuple[str, str, int] | None:

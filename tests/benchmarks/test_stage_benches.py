@@ -29,11 +29,11 @@ def test_pass_at_k_and_behaviour_shares_are_computed_per_problem_and_per_sample(
     assert figures["pass@8"] == 0.5
     assert figures["verification"] == figures["backtracking"] == figures["any_behaviour"] == 0.25  # 4 of 16
     assert figures["subgoal_setting"] == figures["backward_chaining"] == 0.0
-    # every step's arithmetic holds; on b (target 8) both verdicts are wrong: 4 of 8 right
-    assert figures["steps_right"] == 1.0 and figures["verdicts_right"] == 0.5
+    # every step's arithmetic holds; on b (target 8) both verdicts are wrong: 4 of 8 right, 2 of 4 oks
+    assert figures["steps_right"] == 1.0 and figures["verdicts_right"] == 0.5 and figures["oks_right"] == 0.5
     texts[:] = [[PLAIN]]  # what the stubbed sampler returns next
     plain = bench_priming.sampled_figures("model", cfg, items[:1], 1, right)
-    assert "steps_right" not in plain and "verdicts_right" not in plain  # nothing to check: left out
+    assert not {"steps_right", "verdicts_right", "oks_right"} & set(plain)  # nothing to check: left out
 
 
 def test_gains_are_after_minus_before_in_points_per_seed():
