@@ -43,7 +43,7 @@ from typing import Any
 from benchkit import PASS_KS, parse_bench_args, pass_at_ks, sample_completions, save_result, stats, train_in_scratch
 
 from rlrecipes.compose import compose_config
-from rlrecipes.data.priming import BEHAVIOURS, behaviours, check_search
+from rlrecipes.data.priming import BEHAVIOURS, behaviours, search_shares
 
 CONDITIONS = ["search", "search_wrong", "solution", "none"]
 KS = PASS_KS
@@ -82,11 +82,8 @@ def sampled_figures(model_path: str, cfg: Any, items: list[dict], samples: int, 
     # whether the search shown is also carried out: steps whose arithmetic holds, verdicts that
     # are right, and among them the `ok`s (a `no` is right whenever an attempt misses, so the
     # `ok`s tell a verifier from a guess); each left out when no sample has one to check
-    checks = [check_search(text, int(it["answer"].split("=")[1])) for texts, it in zip(outs, items) for text in texts]
-    for name in ("steps", "verdicts", "oks"):
-        count = sum(getattr(c, name) for c in checks)
-        if count:
-            figures[f"{name}_right"] = sum(getattr(c, f"{name}_right") for c in checks) / count
+    targets = [int(it["answer"].split("=")[1]) for texts, it in zip(outs, items) for _ in texts]
+    figures.update(search_shares(texts, targets))
     return {k: round(v, 4) for k, v in figures.items()}
 
 

@@ -91,6 +91,22 @@ def test_the_counter_logs_each_behaviours_share_and_scores_their_number():
     }
 
 
+def test_the_counter_also_logs_how_much_of_the_search_shown_is_carried_out():
+    counter = build_reward("behaviours", RewardContext(verify=lambda c, g: False))
+    logged = {}
+    completions = [SEARCH, "Answer: 1", "try 3+5=9 ok\nAnswer: 3+5", SEARCH]
+    counter(
+        prompts=["2 3 5 -> 17"] * 4, completions=completions, answer=["2,3,5=17"] * 4, log_metric=logged.__setitem__
+    )
+    # SEARCH: 3 steps, 2 verdicts, 1 ok, all right (twice); "try 3+5=9 ok": 8 is neither 9 nor the goal 17
+    assert logged["behaviours/steps_right"] == pytest.approx(6 / 7)
+    assert logged["behaviours/verdicts_right"] == pytest.approx(4 / 5)
+    assert logged["behaviours/oks_right"] == pytest.approx(2 / 3)
+    logged.clear()  # no problem to check against (no toy answer, no Countdown prompt): nothing logged of it
+    counter(prompts=["hi"] * 4, completions=completions, answer=[None] * 4, log_metric=logged.__setitem__)
+    assert not {"behaviours/steps_right", "behaviours/verdicts_right", "behaviours/oks_right"} & set(logged)
+
+
 def test_sft_traces_need_the_countdown_task():
     from rlrecipes.compose import compose_config
     from rlrecipes.data.sft_examples import load_sft_data

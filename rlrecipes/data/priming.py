@@ -97,6 +97,18 @@ def check_search(text: str, target: int) -> SearchCheck:
     return SearchCheck(steps, steps_right, verdicts, verdicts_right, oks, oks_right)
 
 
+def search_shares(texts: list[str], targets: list[int]) -> dict[str, float]:
+    """Over completions `texts` of problems with `targets`: the shares of their steps, verdicts
+    and `ok` verdicts that are right (`check_search`); a share with nothing to count is left out."""
+    checks = [check_search(text, target) for text, target in zip(texts, targets)]
+    shares = {}
+    for name in ("steps", "verdicts", "oks"):
+        count = sum(getattr(c, name) for c in checks)
+        if count:
+            shares[f"{name}_right"] = sum(getattr(c, f"{name}_right") for c in checks) / count
+    return shares
+
+
 def split_last_step(expr: str) -> tuple[str, str, int] | None:
     """A left-nested solution `(inner)op x` (or `a op x`) as (inner, op, x); None otherwise."""
     m = re.fullmatch(r"\((.+)\)([-+*])(\d+)", expr) or re.fullmatch(r"(\d+)([-+*])(\d+)", expr)

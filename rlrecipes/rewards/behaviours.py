@@ -7,6 +7,10 @@ completion is the number of behaviours shown (0-4), logged as `rewards/behaviour
 Two classifiers (`options.classifier`):
 
 - `rule` (the default): the toy model's trace grammar (`rlrecipes.data.priming`), no model.
+  It also logs whether the search shown is carried out: `behaviours/steps_right`,
+  `behaviours/verdicts_right` and `behaviours/oks_right`, the shares of the step's search
+  lines whose arithmetic holds, of its verdicts that are right and of its `ok`s that are
+  (`rlrecipes.data.priming.check_search`; left out when there is none to check).
 - `llm`: the paper's classifier prompts (`rlrecipes.rewards.behaviour_prompts`), one per
   behaviour and completion, answered by `options.classifier_model` through the judge's
   generation path (`rlrecipes.rewards.judge.Judge`: greedy, batched, deadline-bounded). A
@@ -22,7 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from rlrecipes.data.priming import BEHAVIOURS, behaviours
+from rlrecipes.data.priming import BEHAVIOURS, behaviours, search_shares
 from rlrecipes.errors import ConfigError
 from rlrecipes.rewards import RewardContext, RewardFn, register_reward
 from rlrecipes.rewards.behaviour_prompts import classifier_prompts, parse_count
@@ -54,6 +58,15 @@ def behaviour_shares(completions: list[str]) -> dict[str, float]:
     """{behaviour: share of `completions` showing it}, by the rule-based grammar."""
     found = [behaviours(text) for text in completions]
     return {name: sum(f[name] for f in found) / len(found) for name in BEHAVIOURS} if found else {}
+
+
+def search_soundness(completions: list[str], kw: dict[str, Any]) -> dict[str, float]:
+    """Whether the toy's search is carried out, not only shown (`search_shares`: steps,
+    verdicts and `ok`s right), over the completions whose Countdown problem is known."""
+    prompts = kw.get("prompts") or [None] * len(completions)
+    answers = kw.get("answer") or [None] * len(completions)
+    known = [(text, p[1]) for text, p in zip(completions, map(countdown_of, prompts, answers)) if p is not None]
+    return search_shares([text for text, _ in known], [target for _, target in known])
 
 
 def countdown_of(prompt: Any, answer: Any) -> Problem | None:
@@ -151,7 +164,7 @@ def _behaviours(ctx: RewardContext) -> RewardFn:
 
     def reward(completions: list[str], log_metric: Any = None, **kw: Any) -> list[float]:
         if log_metric is not None and completions:
-            for name, share in behaviour_shares(completions).items():
+            for name, share in {**behaviour_shares(completions), **search_soundness(completions, kw)}.items():
                 log_metric(f"behaviours/{name}", share)
         return [float(sum(behaviours(text).values())) for text in completions]
 
