@@ -22,8 +22,8 @@ The phases' limits are in tokens, as `rlrecipes stages` counts them: the longest
 `short_distractors` distractors, then the longest of all. The phases run as `rlrecipes stages`
 runs them (each phase's data prepared by rlrecipes.training.phase_data, then `rlrecipes train`
 on it), in this process. Measured: greedy accuracy on every held-out document, overall and per
-distractor count, for the toy (the flawed teacher's imitation, before any stage; one toy for
-every seed), the warm-up model and each arm's final model; the phases' data counts.
+distractor count, for the toy (its warm-start's imitation of the one-distractor answers, before any
+stage; one toy for every seed), the warm-up model and each arm's final model; the phases' data counts.
 
 Records (benchkit.save_result): per arm, accuracy per seed and mean ± sample stdev overall and
 per distractor count; `retro_minus_plain_points` and `curriculum_minus_longest_points` on the
@@ -56,16 +56,16 @@ from rlrecipes.training.stages import compose_pipeline, plan, stage_config, stat
 ARMS = ["curriculum", "curriculum_retro", "longest"]
 # Cost of full mode: the stored result's `wall_seconds` (one process, one thread), the first
 # time with the toy's warm-start (3000 steps of 32 one-distractor documents, cached after), and
-# each arm's `cpu_seconds` per seed (10 warm-up SFT steps, 25 + 25 GRPO steps in each curriculum
-# arm and 50 in `longest`, 8 prompts x 8 samples, and reading the 250 held-out documents).
+# each arm's `cpu_seconds` per seed (10 warm-up SFT steps, 50 + 50 GRPO steps in each curriculum
+# arm and 100 in `longest`, 8 prompts x 8 samples, and reading the 250 held-out documents).
 # --smoke: under a minute.
 MODES = {
     "full": {
         "seeds": [0, 1, 2],
         "arms": ARMS,
         "warmup_steps": 10,
-        "phase1_steps": 25,
-        "phase2_steps": 25,
+        "phase1_steps": 50,
+        "phase2_steps": 50,
         "distractors": [0, 1, 2, 4, 8],
         "short_distractors": 2,
         "num_train": 20000,
