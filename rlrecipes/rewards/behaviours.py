@@ -60,12 +60,11 @@ def behaviour_shares(completions: list[str]) -> dict[str, float]:
     return {name: sum(f[name] for f in found) / len(found) for name in BEHAVIOURS} if found else {}
 
 
-def search_soundness(completions: list[str], kw: dict[str, Any]) -> dict[str, float]:
+def search_soundness(completions: list[str], prompts: list | None, answers: list | None) -> dict[str, float]:
     """Whether the toy's search is carried out, not only shown (`search_shares`: steps,
     verdicts and `ok`s right), over the completions whose Countdown problem is known."""
-    prompts = kw.get("prompts") or [None] * len(completions)
-    answers = kw.get("answer") or [None] * len(completions)
-    known = [(text, p[1]) for text, p in zip(completions, map(countdown_of, prompts, answers)) if p is not None]
+    problems = map(countdown_of, prompts or [None] * len(completions), answers or [None] * len(completions))
+    known = [(text, p[1]) for text, p in zip(completions, problems) if p is not None]
     return search_shares([text for text, _ in known], [target for _, target in known])
 
 
@@ -164,7 +163,8 @@ def _behaviours(ctx: RewardContext) -> RewardFn:
 
     def reward(completions: list[str], log_metric: Any = None, **kw: Any) -> list[float]:
         if log_metric is not None and completions:
-            for name, share in {**behaviour_shares(completions), **search_soundness(completions, kw)}.items():
+            soundness = search_soundness(completions, kw.get("prompts"), kw.get("answer"))
+            for name, share in {**behaviour_shares(completions), **soundness}.items():
                 log_metric(f"behaviours/{name}", share)
         return [float(sum(behaviours(text).values())) for text in completions]
 
