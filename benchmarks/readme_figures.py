@@ -284,7 +284,8 @@ def curriculum(rec: dict) -> str:
         )
         if r.get(key, {}).get("overall")
     ]
-    return f"greedy accuracy all / {n} distractors: {'; '.join([*parts, toy, *gaps])} ({seeds(rec)})"
+    steps = f" after {' + '.join(map(str, r['phase_steps']))} RL steps" if "phase_steps" in r else ""
+    return f"greedy accuracy all / {n} distractors{steps}: {'; '.join([*parts, toy, *gaps])} ({seeds(rec)})"
 
 
 def pm_points(m: dict) -> str:
