@@ -43,7 +43,8 @@ from typing import Any
 from benchkit import PASS_KS, parse_bench_args, pass_at_ks, sample_completions, save_result, stats, train_in_scratch
 
 from rlrecipes.compose import compose_config
-from rlrecipes.data.priming import BEHAVIOURS, behaviours, search_shares
+from rlrecipes.data.priming import BEHAVIOURS, behaviours
+from rlrecipes.rewards.behaviours import search_soundness
 
 CONDITIONS = ["search", "search_wrong", "solution", "none"]
 KS = PASS_KS
@@ -82,8 +83,7 @@ def sampled_figures(model_path: str, cfg: Any, items: list[dict], samples: int, 
     # whether the search shown is also carried out: steps whose arithmetic holds, verdicts that
     # are right, and among them the `ok`s (a `no` is right whenever an attempt misses, so the
     # `ok`s tell a verifier from a guess); each left out when no sample has one to check
-    targets = [int(it["answer"].split("=")[1]) for texts, it in zip(outs, items) for _ in texts]
-    figures.update(search_shares(texts, targets))
+    figures.update(search_soundness(texts, None, [it["answer"] for group, it in zip(outs, items) for _ in group]))
     return {k: round(v, 4) for k, v in figures.items()}
 
 

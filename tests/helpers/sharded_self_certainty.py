@@ -178,8 +178,8 @@ def main(mode: str, out_dir: str) -> None:
         json.dump(result, f)
     dist.barrier()  # gloo's barrier also waits for every async all-gather FSDP2 left in flight
     dist.destroy_process_group()
-    # Leave without finalizing the interpreter. The sharded modules keep their gloo groups alive,
-    # and a gloo worker thread that drops a finished all-gather's tensors during finalization
+    # Leave without finalizing the interpreter. The group's worker threads outlive
+    # destroy_process_group (the sharded modules still hold the group), and a gloo worker thread that drops a finished all-gather's tensors during finalization
     # must take the GIL, is ended by pthread_exit inside a noexcept destructor, and aborts the
     # process (std::terminate, SIGABRT; 3 runs in 58 on a 2-core machine) after the results
     # above were written. Nothing is left to do but exit.
