@@ -40,6 +40,8 @@ def pm(stats: dict, digits: int = 1, sign: bool = True) -> str:
 
 
 def seeds(record: dict) -> str:
+    if record.get("seeds") is None:  # a bench with no randomness to repeat (a count, a check)
+        return "deterministic"
     n = len(record["seeds"])
     return f"{n} seed{'s' if n != 1 else ''}"
 
@@ -288,6 +290,16 @@ def curriculum(rec: dict) -> str:
     return f"greedy accuracy all / {n} distractors{steps}: {'; '.join([*parts, toy, *gaps])} ({seeds(rec)})"
 
 
+def sandbox(rec: dict) -> str:
+    ids = rec["result"]["identities"]
+    parts = [
+        f"as {who} (uid {m['uid']}): {m['contained']} of {m['tried']} contained"
+        + (f" (escaped: {', '.join(m['escaped'])})" if m["escaped"] else "")
+        for who, m in ids.items()
+    ]
+    return f"hostile programs through the tool loop, {rec['result']['bwrap']}: " + "; ".join(parts)
+
+
 def pm_points(m: dict) -> str:
     return f"{m['gain_points_mean']:+.1f}"
 
@@ -410,6 +422,13 @@ ROWS = (
         intuitor,
     ),
     Row(
+        "sandbox",
+        "`bench_sandbox`",
+        "the python tool's sandbox (bubblewrap) against hostile programs sent through the tool loop, as root and "
+        "as an unprivileged user; each judged from the host (files, output, processes left)",
+        sandbox,
+    ),
+    Row(
         "tools",
         "`bench_tools`",
         "the tool recipes' toys vs fair controls, same warm-start, steps and seeds: tir (calculator) vs no tool, a "
@@ -527,6 +546,13 @@ def real_model_headline(rec: dict) -> str:
     )
 
 
+def sandbox_headline(rec: dict) -> str:
+    ids = rec["result"]["identities"]
+    return "hostile programs contained: " + ", ".join(
+        f"{m['contained']} of {m['tried']} as {who}" for who, m in ids.items()
+    )
+
+
 HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (bench, headline)
     "quickstart": ("quickstart", quickstart_headline),
     "dapo": ("dapo", dapo_headline),
@@ -538,6 +564,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "search_r1": ("tools", search_headline),
     "tir": ("tools", tir_headline),
     "real_model": ("real_model", real_model_headline),
+    "sandbox": ("sandbox", sandbox_headline),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 

@@ -39,6 +39,7 @@ COMMANDS = {
     "judge-eval": ("judge", "Judge preference pairs in both orders: accuracy, position-consistent accuracy, flips, ties."),
     "launch-config": ("launch", "Path of a shipped accelerate config: accelerate launch --config_file $(rlrecipes launch-config zero3) -m rlrecipes.cli train ..."),
     "config": ("config", "Inspect configurations."),
+    "sandbox": ("sandbox", "The python tool's sandbox (bubblewrap)."),
 }  # fmt: skip
 
 

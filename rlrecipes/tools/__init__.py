@@ -101,16 +101,32 @@ def build_tools(names: list[str], options: Mapping[str, Any] | None = None) -> l
     return specs
 
 
+CANCEL_GRACE_S = 10.0  # how long a given-up call may take to stop its process before it is left
+
+
+_CALL = threading.local()
+
+
+def cancellation() -> threading.Event | None:
+    """The event set when the caller of the tool call running in this thread gives up on it
+    (call_tool's timeout): a tool that runs a process (the python tool's sandbox) kills it
+    then, so no call outlives its caller. None outside call_tool."""
+    return getattr(_CALL, "cancel", None)
+
+
 def call_tool(tool: ToolSpec, query: str, timeout_s: float) -> ToolResult:
     """Run `tool` on `query`; an exception or a run past `timeout_s` seconds becomes error text.
 
-    The call runs in a daemon thread: a Python function cannot be stopped from outside, so a
-    hung one is abandoned (it cannot hold up the run or its exit). Tools that execute
-    untrusted code do so in a killable child process (tools/sandbox.py), never in a thread.
+    The call runs in a daemon thread. Past `timeout_s` its cancellation event is set and the
+    call gets CANCEL_GRACE_S to stop: a tool with a process (tools/sandbox.py) kills it and
+    returns, so untrusted code never runs on after its call. A plain Python function cannot be
+    stopped from outside, so a hung one is then abandoned (it cannot hold up the run or its exit).
     """
     box: dict[str, Any] = {}
+    cancel = threading.Event()
 
     def target() -> None:
+        _CALL.cancel = cancel
         try:
             box["text"] = str(tool.run(query))
         except ToolFailure as exc:
@@ -122,6 +138,8 @@ def call_tool(tool: ToolSpec, query: str, timeout_s: float) -> ToolResult:
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
+        cancel.set()
+        thread.join(CANCEL_GRACE_S)
         return ToolResult(f"error: {tool.name} timed out after {timeout_s:g} s", True)
     if "error" in box:
         return ToolResult(f"error: {box['error']}", True)

@@ -6,6 +6,10 @@ idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), with pyserini's defa
 k1 = 0.9, b = 0.4. Tokens are lower-cased alphanumeric runs. An inverted index keeps a
 query's cost proportional to the postings of its terms, so a corpus of some hundred
 thousand short passages is searched in milliseconds on a CPU.
+
+A passage may be indexed by a bounded prefix (`max_chars`): its first characters only are
+lower-cased and tokenised, so one huge passage (an 11 MB line of a corpus) costs what the
+budget does, not seconds and gigabytes; the rest of it is never seen by the index.
 """
 
 from __future__ import annotations
@@ -29,14 +33,16 @@ class Passage:
 
 
 class BM25Index:
-    def __init__(self, passages: list[Passage], k1: float = 0.9, b: float = 0.4):
+    """BM25 over `passages`, each indexed by its first `max_chars` characters (None: all of it)."""
+
+    def __init__(self, passages: list[Passage], k1: float = 0.9, b: float = 0.4, max_chars: int | None = None):
         if not passages:
             raise ValueError("BM25Index needs at least one passage")
         self.passages, self.k1, self.b = passages, k1, b
         self.lengths: list[int] = []
         self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)  # term -> [(doc, tf)]
         for doc, passage in enumerate(passages):
-            counts = Counter(tokenize(passage.contents))
+            counts = Counter(tokenize(passage.contents[:max_chars]))  # the bounded prefix, cut before tokenising
             self.lengths.append(sum(counts.values()))
             for term, tf in counts.items():
                 self.postings[term].append((doc, tf))
