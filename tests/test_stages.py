@@ -178,7 +178,7 @@ def test_a_pipeline_saved_before_keys_moved_resumes_its_stage_lines(tmp_path):
         text = text.replace(new, old)
     (tmp_path / "config.yaml").write_text(text)
     saved = saved_pipeline(tmp_path).pipeline.stages
-    rl = [s for s in saved if "recipe.dynamic_sampling.filter=judge_hybrid" in s.overrides]
+    rl = [s for s in saved if "recipe.dynamic_sampling.filter=docqa" in s.overrides]
     assert len(rl) == 2  # the RL phases
     for stage in rl:
         assert {

@@ -72,6 +72,7 @@ EXAMPLES = {
 }
 
 LISTED_OPTIONS = 12  # a group with more options (the paper presets) shows its default, a few, and a count
+ALWAYS_LISTED = {"recipe"}  # the methods: a user picks one by name, so every one is shown
 
 
 def _console() -> Console:
@@ -94,7 +95,7 @@ def settings_panels(config_name: str) -> list[Panel]:
     groups.add_column(ratio=1)
     for g in command_groups(config_name):
         shown = [f"{o}*" if o == g.default else o for o in g.options]
-        if len(shown) > LISTED_OPTIONS:
+        if len(shown) > LISTED_OPTIONS and g.name not in ALWAYS_LISTED:
             first = [o for o in g.options if o == g.default] + [o for o in g.options if o != g.default][:3]
             shown = [f"{o}*" if o == g.default else o for o in first] + [f"… {len(g.options)} in conf/{g.name}/"]
         groups.add_row(f"{g.name}=", Text(" ".join(shown)))

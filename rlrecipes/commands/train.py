@@ -14,6 +14,7 @@ from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import hydra_help
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
+from rlrecipes.recipes import get_recipe
 
 
 def train(
@@ -44,9 +45,16 @@ PLANS: dict[str, Any] = {}
 
 
 def _plan_rows(cfg: Any) -> list[tuple[str, str]]:
-    from rlrecipes.training.plan import dry_run
+    from rlrecipes.training.plan import dry_run, reward_context
 
-    return dry_run(cfg)
+    rows = dry_run(cfg)
+    # what the recipe's engine hooks do (an advantage estimator, a policy loss), as each says it
+    hooks = get_recipe(cfg.recipe.name)(cfg.recipe).hooks(reward_context(cfg, _no_verifier))
+    return rows + [("engine", text) for text in (hook.describe() for hook in hooks) if text]
+
+
+def _no_verifier(completion: str, gold: Any) -> bool:
+    raise RuntimeError("a dry run builds the recipe's hooks to describe them; they score nothing")
 
 
 def _resumed(cfg: Any, overrides: list[str]) -> tuple[Any, list]:

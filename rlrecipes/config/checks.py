@@ -14,6 +14,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from rlrecipes.config.schema import (
+    AdaptiveEntropyConfig,
+    ImportanceSamplingConfig,
+    ImportanceSamplingLevel,
+    SapoConfig,
+    VespoConfig,
+)
 from rlrecipes.errors import ConfigError
 
 NEEDS_MIN_LR = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")
@@ -84,6 +91,8 @@ def check_train_values(cfg: Any) -> None:
             f"trainer.max_completion_length={t.max_completion_length} tokens; raise it (or null: the model's own)"
         )
     check_ranges(cfg)
+    check_objective(cfg)
+    check_rollout_correction(cfg)
     if r.epsilon_high is not None and r.epsilon_high < r.epsilon:
         raise ConfigError(
             f"recipe.epsilon_high={r.epsilon_high} is below recipe.epsilon={r.epsilon}; "
@@ -131,6 +140,158 @@ def check_ranges(cfg: Any) -> None:
             raise ConfigError(f"{key}={value} must be in {shown}")
     if t.cpu_threads is not None and t.cpu_threads < 1:
         raise ConfigError(f"trainer.cpu_threads={t.cpu_threads} must be at least 1 (or null: torch's default)")
+
+
+# The ratio levels each TRL 1.16 loss type takes (its _compute_loss): a token-sum aggregation
+# (bnpo, dr_grpo, dapo, cispo) would weigh a sequence ratio by the completion's length, VESPO
+# computes its sequence weight itself, and LUSPO is GSPO's sequence loss times the length.
+LOSS_LEVELS = {
+    "grpo": ImportanceSamplingLevel.values(),
+    "sapo": ImportanceSamplingLevel.values(),
+    "luspo": ("sequence",),
+    "bnpo": ("token",),
+    "dr_grpo": ("token",),
+    "dapo": ("token",),
+    "cispo": ("token",),
+    "vespo": ("token",),
+}
+# two-sided clipping (TRL's delta) caps the ratio of the clipped-surrogate losses only
+CLIPPED_SURROGATE = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+
+
+def check_objective(cfg: Any) -> None:
+    """The loss type with the settings it needs (`LOSS_LEVELS`, and one rule per loss below),
+    the entropy and multi-reward settings in range, and no setting its loss type ignores."""
+    r, t = cfg.recipe, cfg.trainer
+    loss, level = str(r.loss_type), str(r.importance_sampling_level)
+    if level not in LOSS_LEVELS[loss]:
+        raise ConfigError(
+            f"recipe.loss_type={loss} needs recipe.importance_sampling_level={' or '.join(LOSS_LEVELS[loss])}, "
+            f"not {level}{' (GSPO is loss_type=grpo with the sequence level)' if loss != 'luspo' else ''}"
+        )
+    if level != "token" and loss != "luspo" and t.updates_per_rollout == 1 and t.num_iterations == 1:
+        raise ConfigError(
+            f"recipe.importance_sampling_level={level} changes nothing when every update is on-policy "
+            "(trainer.updates_per_rollout=1, trainer.num_iterations=1: the ratio is 1); GSPO splits each "
+            "rollout into 4 updates (trainer.updates_per_rollout=4, arXiv 2507.18071 §5.1)"
+        )
+    if level == "sequence_token" and (r.beta or cfg.rollout.importance_sampling.off_policy_mask is not None):
+        key = "recipe.beta" if r.beta else "rollout.importance_sampling.off_policy_mask"
+        raise ConfigError(
+            f"{key} reads the policy's log-probs, which recipe.importance_sampling_level=sequence_token rewrites "
+            "for its ratio (engine/gspo_token.py); use importance_sampling_level=sequence, or leave it off"
+        )
+    if loss == "cispo" and not (r.epsilon_high is not None and r.epsilon_high > 1):
+        raise ConfigError(
+            f"recipe.loss_type=cispo caps the ratio itself at recipe.epsilon_high={r.epsilon_high} "
+            "(MiniMax-M1's eps_max, arXiv 2506.13585): set it above 1 (ScaleRL: 5.0)"
+        )
+    if loss == "dr_grpo" and r.scale_rewards != "none":
+        raise ConfigError(
+            f"recipe.loss_type=dr_grpo comes with recipe.scale_rewards=none, not {r.scale_rewards}: Dr. GRPO removes "
+            "the std division with the length normalisation (arXiv 2503.20783 §3.2)"
+        )
+    if loss == "sapo" and not (r.sapo.temperature_pos > 0 and r.sapo.temperature_neg > 0):
+        raise ConfigError(
+            f"recipe.sapo temperatures ({r.sapo.temperature_pos}, {r.sapo.temperature_neg}) must be positive"
+        )
+    v = r.vespo
+    if loss == "vespo" and (min(v.k_pos, v.k_neg) < 0 or min(v.lambda_pos, v.lambda_neg) <= 0):
+        raise ConfigError("recipe.vespo: k_pos and k_neg must be at least 0, lambda_pos and lambda_neg positive")
+    if r.delta is not None:
+        if loss not in CLIPPED_SURROGATE:
+            raise ConfigError(f"recipe.delta caps the clipped surrogate's ratio; recipe.loss_type={loss} has none")
+        upper = 1 + (r.epsilon if r.epsilon_high is None else r.epsilon_high)
+        if not r.delta > upper:
+            raise ConfigError(f"recipe.delta={r.delta} must be above 1 + the upper clip ({upper:g})")
+    if loss != "sapo":
+        _refuse_inert("recipe.sapo", r.sapo, vars(SapoConfig()), "it applies only with recipe.loss_type=sapo")
+    if loss != "vespo":
+        _refuse_inert("recipe.vespo", r.vespo, vars(VespoConfig()), "it applies only with recipe.loss_type=vespo")
+    if not r.adaptive_entropy.enabled:
+        why = "it applies only with recipe.adaptive_entropy.enabled=true"
+        _refuse_inert("recipe.adaptive_entropy", r.adaptive_entropy, vars(AdaptiveEntropyConfig()), why)
+    check_entropy(r)
+    if r.multi_objective_aggregation == "normalize_then_sum":
+        if r.scale_rewards != "group":
+            raise ConfigError(
+                f"recipe.multi_objective_aggregation=normalize_then_sum normalises each reward in its group and the "
+                f"sum over the batch (GDPO); recipe.scale_rewards={r.scale_rewards} would be ignored: leave it at group"
+            )
+        if r.replay.enabled:
+            raise ConfigError(
+                "recipe.replay.enabled=true recomputes advantages from the summed reward; "
+                "it cannot keep recipe.multi_objective_aggregation=normalize_then_sum"
+            )
+
+
+def _refuse_inert(prefix: str, values: Any, defaults: dict[str, Any], why: str) -> None:
+    """A setting of node `prefix` changed from its default while nothing reads it: one line."""
+    for key, default in defaults.items():
+        if key != "enabled" and values[key] != default:
+            raise ConfigError(f"{prefix}.{key}={values[key]} has no effect: {why}")
+
+
+def check_entropy(r: Any) -> None:
+    """80/20 token selection and Skywork-OR1's adaptive coefficient (recipe.top_entropy_quantile,
+    recipe.adaptive_entropy.*)."""
+    if not 0 < r.top_entropy_quantile <= 1:
+        raise ConfigError(
+            f"recipe.top_entropy_quantile={r.top_entropy_quantile} must be in (0, 1]: the share of tokens, by entropy, "
+            "that train (arXiv 2506.01939: 0.2; 1 = all)"
+        )
+    a = r.adaptive_entropy
+    if not a.enabled:
+        return
+    if a.target < 0 or a.delta <= 0:
+        raise ConfigError(
+            f"recipe.adaptive_entropy needs target >= 0 and delta > 0 (got target={a.target}, delta={a.delta})"
+        )
+    if not 0 <= a.coef_min <= r.entropy_coef <= a.coef_max:
+        raise ConfigError(
+            f"recipe.adaptive_entropy: 0 <= coef_min ({a.coef_min}) <= recipe.entropy_coef, the starting "
+            f"coefficient ({r.entropy_coef}), <= coef_max ({a.coef_max}) must hold"
+        )
+
+
+def check_rollout_correction(cfg: Any) -> None:
+    """`rollout.importance_sampling.*`: on only where there is a mismatch to correct (vLLM),
+    bounds in order around 1, and nothing set that the mode leaves unread."""
+    ro, t = cfg.rollout, cfg.trainer
+    s = ro.importance_sampling
+    if s.off_policy_mask is not None:
+        if not s.off_policy_mask > 0:
+            raise ConfigError(f"rollout.importance_sampling.off_policy_mask={s.off_policy_mask} must be positive")
+        if ro.backend != "vllm" and t.updates_per_rollout == 1 and t.num_iterations == 1:
+            raise ConfigError(
+                "rollout.importance_sampling.off_policy_mask never masks with transformers rollouts and on-policy "
+                "updates (its KL is 0): use rollout=vllm, or trainer.updates_per_rollout or num_iterations above 1"
+            )
+    if not s.enabled:
+        defaults = {k: v for k, v in vars(ImportanceSamplingConfig()).items() if k != "off_policy_mask"}
+        _refuse_inert("rollout.importance_sampling", s, defaults, "set rollout.importance_sampling.enabled=true")
+        return
+    if ro.backend != "vllm":
+        raise ConfigError(
+            "rollout.importance_sampling.enabled=true corrects vLLM's sampling log-probs; with "
+            f"rollout.backend={ro.backend} the trained model samples itself (use rollout=vllm)"
+        )
+    low, high = s.clip_min, s.clip_max
+    if low is not None and high is not None and low >= high:
+        raise ConfigError(
+            f"rollout.importance_sampling.clip_min={low} is not below clip_max={high}: the ratio is kept in [clip_min, clip_max]"
+        )
+    if low is None and high is None:
+        raise ConfigError(f"rollout.importance_sampling.mode={s.mode} needs clip_min or clip_max (or both)")
+    if low is not None and not 0 <= low < 1:
+        raise ConfigError(f"rollout.importance_sampling.clip_min={low} must be in [0, 1) (a ratio of 1 is on-policy)")
+    if high is not None and not high > 1:
+        raise ConfigError(f"rollout.importance_sampling.clip_max={high} must be above 1 (a ratio of 1 is on-policy)")
+    if cfg.recipe.loss_type == "vespo" and str(s.mode).startswith("sequence"):
+        raise ConfigError(
+            f"recipe.loss_type=vespo weighs sequences itself from token ratios: rollout.importance_sampling.mode="
+            f"{s.mode} must be token_truncate or token_mask"
+        )
 
 
 def _numbers(node: Any, prefix: str = "") -> list[tuple[str, float]]:

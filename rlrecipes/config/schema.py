@@ -82,6 +82,26 @@ class ScaleRewards(Choice):  # engine/advantages.py (TRL's scale_rewards)
     none = "none"
 
 
+class ImportanceSamplingLevel(Choice):  # engine/grpo_args.py (TRL's importance_sampling_level)
+    token = "token"  # one ratio per token (PPO, GRPO)
+    sequence = "sequence"  # one per completion, the geometric mean of its tokens' (GSPO, arXiv 2507.18071 Eq. 7)
+    # the sequence ratio's value with each token's own gradient (GSPO-token, §4.3; verl's GSPO):
+    # differs from `sequence` only where advantages differ between a completion's tokens
+    sequence_token = "sequence_token"
+
+
+class MultiObjectiveAggregation(Choice):  # engine/grpo_args.py (TRL's multi_objective_aggregation)
+    sum_then_normalize = "sum_then_normalize"  # weighted sum of the rewards, then the group normalisation
+    normalize_then_sum = "normalize_then_sum"  # each reward normalised in its group, summed, then over the batch (GDPO)
+
+
+class RolloutCorrectionMode(Choice):  # engine/grpo_args.py (TRL's vllm_importance_sampling_mode)
+    token_truncate = "token_truncate"  # each token's ratio clipped to [clip_min, clip_max] (TIS)
+    token_mask = "token_mask"  # a token whose ratio is outside the bounds leaves the loss (MIS)
+    sequence_truncate = "sequence_truncate"  # one ratio per completion (the product of its tokens'), clipped
+    sequence_mask = "sequence_mask"  # a completion whose ratio is outside the bounds leaves the loss
+
+
 @dataclass
 class ToyModelConfig:
     """A tiny causal LM built in-process (character tokenizer + small Qwen3/Llama).
@@ -329,6 +349,16 @@ class ToolLoopConfig:
     # paper, 2 in its repo's train_grpo.sh)
     max_turns: int = 2
     max_tool_result_tokens: int = 500  # each result is cut to this (Search-R1's max_obs_length)
+    # characters of a tool's result kept before the token cut: a longer one keeps its first and
+    # last halves around a truncation note (SimpleTIR's 512); null: no character cap
+    max_tool_result_chars: Optional[int] = None
+    # new tokens one turn may sample, within the completion budget (Search-R1: 500, SimpleTIR:
+    # 8000 of 16000); null: each turn may use what is left of the budget
+    max_turn_tokens: Optional[int] = None
+    # a tool turn ending with neither a complete tool call nor an answer: null ends the rollout
+    # (SimpleTIR); a text is appended (masked, like a tool result) and the rollout goes on
+    # (Search-R1's "My previous action is invalid..." note)
+    invalid_action_note: Optional[str] = None
     tool_timeout_s: float = 10.0  # a call running longer becomes an error text the model reads
     answer_close: str = "</answer>"  # the tag that completes an answer and ends the rollout
     # text that makes a turn which ended at EOS or the budget an answer, for answers with no
@@ -340,6 +370,26 @@ class ToolLoopConfig:
     # loop: called while the model writes; rag_once: the one tool, once, with the question, its
     # result after the prompt; off: never (the no-tool control). See ToolMode above.
     tool_mode: ToolMode = ToolMode.loop
+
+
+@dataclass
+class ImportanceSamplingConfig:
+    """`rollout.importance_sampling.*`: rollout correction, the weight pi_trainer / pi_vLLM of the
+    sampled tokens that makes a vLLM rollout's gradient the trainer's (TRL's vllm_importance_sampling_*,
+    off_policy_mask_threshold; docs/methods/rollout_correction.md). Off by default, as the
+    reproduced papers' code trained (TRL's own default is on). Every vLLM run logs the ratio's
+    tails (vllm/is_ratio_p1|p50|p99|max) whether it is on or not."""
+
+    enabled: bool = False  # weigh the loss by the clipped or masked ratio (vLLM rollouts only)
+    # token_*: a ratio per token; sequence_*: one per completion (the product of its tokens');
+    # *_truncate clips the ratio to [clip_min, clip_max] (TIS), *_mask drops what lies outside (MIS).
+    # token_truncate at 2: verl's rollout correction (rollout_is: token, rollout_is_threshold: 2.0)
+    mode: RolloutCorrectionMode = RolloutCorrectionMode.token_truncate
+    clip_min: Optional[float] = None  # lower bound C_min; null = none
+    clip_max: Optional[float] = 2.0  # upper bound C_max; null = none
+    # drop a completion with a negative advantage whose mean per-token KL(sampler || policy)
+    # exceeds this (DeepSeek-V3.2's off-policy sequence masking, arXiv 2512.02556 Eq. 9); null = off
+    off_policy_mask: Optional[float] = None
 
 
 @dataclass
@@ -358,9 +408,8 @@ class RolloutConfig(ToolLoopConfig):
     vllm_server_host: str = "0.0.0.0"  # where the trainer finds the server
     vllm_server_port: int = 8000
     vllm_max_model_length: Optional[int] = None
-    # TRL corrects for vLLM/trainer log-prob mismatch by default; none of the papers'
-    # codebases did, so reproductions keep it off unless asked.
-    importance_sampling_correction: bool = False
+    # rollout correction for the vLLM/trainer log-prob mismatch (off; TRL's own default is on)
+    importance_sampling: ImportanceSamplingConfig = field(default_factory=ImportanceSamplingConfig)
 
 
 @dataclass
@@ -398,6 +447,42 @@ class DynamicSamplingConfig:
     max_batches: Optional[int] = None
 
 
+@dataclass
+class SapoConfig:
+    """`recipe.sapo.*` (loss_type=sapo, arXiv 2511.20347): the soft gate's temperatures, by the
+    advantage's sign (TRL 1.16's sapo_temperature_pos / _neg and their defaults)."""
+
+    temperature_pos: float = 1.0  # tokens with a positive advantage
+    temperature_neg: float = 1.05  # tokens with a zero or negative advantage
+
+
+@dataclass
+class VespoConfig:
+    """`recipe.vespo.*` (loss_type=vespo, arXiv 2602.10693): the Gamma weight
+    phi(w) = e^lambda w^k e^(-lambda w) of the sequence ratio w, by the advantage's sign (TRL's
+    vespo_k_pos, ... and their defaults)."""
+
+    k_pos: float = 2.0  # power: how hard a ratio below 1 is down-weighted (positive advantage)
+    lambda_pos: float = 3.0  # decay: how hard a ratio above 1 is down-weighted (positive advantage)
+    k_neg: float = 3.0
+    lambda_neg: float = 2.0
+
+
+@dataclass
+class AdaptiveEntropyConfig:
+    """`recipe.adaptive_entropy.*`: Skywork-OR1's adaptive entropy control (arXiv 2505.22312, MAGIC's loss;
+    TRL's use_adaptive_entropy). After each optimizer step the bonus coefficient (recipe.entropy_coef
+    at the start) moves by `delta` towards keeping the mean token entropy at `target`, within
+    [coef_min, coef_max]; the bonus applies only while the entropy is at or below the target.
+    Defaults: the authors' scripts (SkyworkAI/Skywork-OR1 or1_scripts/train/7b_16k.sh l.12-17)."""
+
+    enabled: bool = False
+    target: float = 0.2  # nats per token (TGT_ENTROPY)
+    delta: float = 1e-4  # change of the coefficient per optimizer step (DELTA_ENT_COEF)
+    coef_min: float = 0.0  # MIN_ENT_COEF
+    coef_max: float = 0.005  # MAX_ENT_COEF
+
+
 # Keys that moved, old -> new: an old key on the command line is refused with a line naming
 # the new one (rlrecipes.compose), a run directory written before the move resumes with its
 # config.yaml mapped (rlrecipes.training.resume), a pipeline's saved stage command lines are
@@ -420,6 +505,7 @@ MOVED_KEYS = {
     "trainer.reward_fallback": "trainer.reward_guard.fallback",
     "trainer.reward_max_failure_rate": "trainer.reward_guard.max_failure_rate",
     "trainer.reward_timeout_s": "trainer.reward_guard.timeout_s",
+    "rollout.importance_sampling_correction": "rollout.importance_sampling.enabled",
 }
 
 
@@ -441,8 +527,21 @@ class RecipeConfig:
     epsilon: float = 0.2
     epsilon_high: Optional[float] = None  # None = symmetric clip
     scale_rewards: ScaleRewards = ScaleRewards.group  # (r - mean) / std within each prompt's group
+    # INTELLECT-2's two-sided clipping (arXiv 2505.07291): the ratio is also capped at delta
+    # (above 1 + epsilon_high) on negative-advantage tokens; null = off
+    delta: Optional[float] = None
+    # token: a ratio per token; sequence: one per completion (GSPO); see ImportanceSamplingLevel
+    importance_sampling_level: ImportanceSamplingLevel = ImportanceSamplingLevel.token
+    sapo: SapoConfig = field(default_factory=SapoConfig)  # loss_type=sapo's temperatures
+    vespo: VespoConfig = field(default_factory=VespoConfig)  # loss_type=vespo's Gamma weight
     mask_truncated_completions: bool = False
+    # coefficient of the mean token entropy subtracted from the loss; with adaptive_entropy, its start
     entropy_coef: float = 0.0
+    adaptive_entropy: AdaptiveEntropyConfig = field(default_factory=AdaptiveEntropyConfig)
+    # train only on this top fraction of tokens by entropy, in (0, 1] (arXiv 2506.01939: 0.2); 1 = all
+    top_entropy_quantile: float = 1.0
+    # how several rewards become one advantage (normalize_then_sum: GDPO, arXiv 2601.05242)
+    multi_objective_aggregation: MultiObjectiveAggregation = MultiObjectiveAggregation.sum_then_normalize
     # 1 if the final answer matches the gold label, else 0 (reward=... replaces the list)
     rewards: List[RewardSpec] = field(default_factory=lambda: [RewardSpec(name="accuracy", weight=1.0)])
     # Dynamic sampling (DAPO; an engine capability any recipe may switch on):

@@ -7,7 +7,8 @@ knows and what makes a checkpoint trustworthy:
 
 - **engine state** (`engine_state.pt`): every hook's `state_dict()` (e.g. the one-shot
   accuracy history), the dynamic-sampling refill stream, and the job's own values
-  (held-out accuracy before training);
+  (held-out accuracy before training); a hook's large state in files of its own
+  (`save_files`: PPO's critic in `critic/`);
 - **a completion marker** (`rlrecipes_checkpoint.json`), written last: HF writes into
   the final folder directly, so a folder without the marker was cut short by a crash
   and is never resumed from;
@@ -109,6 +110,7 @@ def load_engine_state(trainer: Any, checkpoint: Path) -> dict[str, Any]:
         )
     for hook, hook_state in zip(trainer.hooks, state["hooks"]):
         hook.load_state_dict(hook_state)
+        hook.load_files(checkpoint)  # what a hook wrote into the folder itself (PPO's critic)
     if state["dynamic_sampling"] is not None and getattr(trainer, "dynamic_sampling", None) is not None:
         trainer.dynamic_sampling.load_state_dict(state["dynamic_sampling"])
     return state["job"]
@@ -162,6 +164,9 @@ class CheckpointKeeper(TrainerCallback):
         if not state.is_world_process_zero:
             return
         path = self.folder / f"checkpoint-{state.global_step}"
+        for hook in self.trainer.hooks:  # large hook state (PPO's critic), before the marker
+            if hasattr(hook, "save_files"):  # an EngineHook's (a bare state holder has none)
+                hook.save_files(path)
         torch.save(engine_state(self.trainer, self.job_state()), path / ENGINE_STATE)
         value = self.latest_metrics().get(self.best_metric) if self.best_metric else None
         write_json(path / CHECKPOINT_MARKER, {"step": state.global_step, "metric": self.best_metric, "value": value})

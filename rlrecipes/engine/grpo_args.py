@@ -3,6 +3,14 @@
 TRL 1.16's defaults differ from the papers (token-level `dapo` loss, bf16 on, gradient
 checkpointing on, vLLM importance-sampling correction on), so every field a recipe
 relies on is set here from the resolved config instead of being left to TRL.
+
+Every GRPOConfig field a user may set has one home in the schema: `trainer.*` (batching,
+optimisation, sampling), `rollout.*` (vLLM, rollout correction) and `recipe.*` (the objective,
+the tables `RECIPE_TO_TRL` and `RECIPE_NODES_TO_TRL`); the GRPO fields no key sets are
+`LEFT_TO_TRL`, each with the reason. A field of a recipe's config class that is none of
+these, not read by the engine (`ENGINE_FIELDS`) and not read by its recipe's own module
+(`Recipe.own_fields`) is refused when the recipe class is defined (`check_recipe_fields`), so
+a setting can never be accepted and then ignored.
 """
 
 from __future__ import annotations
@@ -10,8 +18,9 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from trl import GRPOConfig
 
@@ -33,6 +42,142 @@ class EngineGRPOConfig(GRPOConfig):
             "(Spurious Rewards' --use_policy_loss_wo_old_log_probs, with epsilon=inf)."
         },
     )
+    sequence_token_ratio: bool = field(
+        default=False,
+        metadata={
+            "help": "GSPO-token's ratio (engine/gspo_token.py): TRL's token-level ratio with the value of "
+            "the completion's sequence ratio and each token's own gradient."
+        },
+    )
+
+
+# ------------------------------------------------------------------- recipe.* -> GRPOConfig
+# recipe key -> the GRPOConfig field that takes its value
+RECIPE_TO_TRL = {
+    "loss_type": "loss_type",
+    "beta": "beta",
+    "epsilon": "epsilon",
+    "epsilon_high": "epsilon_high",
+    "delta": "delta",
+    "importance_sampling_level": "importance_sampling_level",
+    "scale_rewards": "scale_rewards",
+    "mask_truncated_completions": "mask_truncated_completions",
+    "entropy_coef": "entropy_coef",
+    "top_entropy_quantile": "top_entropy_quantile",
+    "multi_objective_aggregation": "multi_objective_aggregation",
+}
+# recipe node -> {its key -> the GRPOConfig field}
+RECIPE_NODES_TO_TRL = {
+    "sapo": {"temperature_pos": "sapo_temperature_pos", "temperature_neg": "sapo_temperature_neg"},
+    "vespo": {
+        "k_pos": "vespo_k_pos",
+        "lambda_pos": "vespo_lambda_pos",
+        "k_neg": "vespo_k_neg",
+        "lambda_neg": "vespo_lambda_neg",
+    },
+    "adaptive_entropy": {
+        "enabled": "use_adaptive_entropy",
+        "target": "entropy_target",
+        "delta": "entropy_coef_delta",
+        "coef_min": "entropy_coef_min",
+        "coef_max": "entropy_coef_max",
+    },
+}
+# rollout.importance_sampling key -> the GRPOConfig field
+ROLLOUT_CORRECTION_TO_TRL = {
+    "enabled": "vllm_importance_sampling_correction",
+    "mode": "vllm_importance_sampling_mode",
+    "clip_min": "vllm_importance_sampling_clip_min",
+    "clip_max": "vllm_importance_sampling_clip_max",
+    "off_policy_mask": "off_policy_mask_threshold",
+}
+# RecipeConfig fields the engine reads itself, and where
+ENGINE_FIELDS = {
+    "name": "the recipe's registry name (recipes/__init__.py)",
+    "rewards": "the reward functions and their weights (recipes/base.py, rewards/)",
+    "dynamic_sampling": "engine/dynamic_sampling.py",
+    "replay": "engine/replay.py",
+}
+# GRPO fields of GRPOConfig that no key sets, and why (the TrainingArguments ones: training_arguments)
+LEFT_TO_TRL = {
+    "model_init_kwargs": "rlrecipes loads the model itself (models/) and hands TRL the module",
+    "trust_remote_code": "model.trust_remote_code, applied where rlrecipes loads the model",
+    "router_aux_loss_coef": "None: the model config's own MoE coefficient",
+    "disable_dropout": "False: the model's own dropout setting",
+    "cast_lm_head_to_fp32": "False: the head in the model's dtype (model.dtype)",
+    "num_generations_eval": "rlrecipes evaluates with its own evaluator (eval/), not TRL's eval loop",
+    "ds3_gather_for_generation": "True: ZeRO-3 gathers the weights once per rollout (False is very slow, TRL #3858)",
+    "shuffle_dataset": "True: each epoch's order is drawn from the seed (engine/epoch_order.py)",
+    "pad_to_multiple_of": "auto: no padding beyond the batch's longest",
+    "generation_batch_size": "derived by TRL from steps_per_generation (set from trainer.*)",
+    "min_p": "None: sampling is trainer.temperature / top_p / top_k",
+    "generation_kwargs": "None: sampling is trainer.temperature / top_p / top_k",
+    "chat_template_kwargs": "None: the data templates render prompts (data/templates.py)",
+    "repetition_penalty": "1.0: none",
+    "cache_implementation": "None: transformers' default KV cache",
+    "vllm_model_impl": "vllm: vLLM's own model code",
+    "vllm_enable_sleep_mode": "False: the weights stay resident between rollouts",
+    "vllm_structured_outputs_regex": "None: free text",
+    "vllm_server_base_url": "None: rollout.vllm_server_host and vllm_server_port name the server",
+    "vllm_server_timeout": "240 s: TRL's wait for a server to come up",
+    "vllm_group_port": "51216: TRL's NCCL port for the server's weight sync",
+    "sync_ref_model": "False: a fixed reference model (no recipe here uses TR-DPO's moving one)",
+    "ref_model_mixup_alpha": "unused without sync_ref_model",
+    "ref_model_sync_steps": "unused without sync_ref_model",
+    "max_tool_calling_iterations": "rollout.max_turns: tools run in rlrecipes' own loop (tool_loop/)",
+    "log_completions": "False: rlrecipes logs its own metrics (metrics.jsonl); TRL's completion tables are unused",
+    "log_multimodal": "text only",
+    "num_completions_to_print": "unused without log_completions",
+    "log_unique_prompts": "unused without log_completions",
+    "log_completions_hub_repo": "nothing is pushed to the Hub",
+    "use_transformers_continuous_batching": "False: transformers' generate or vLLM",
+    "transformers_continuous_batching_config": "unused without continuous batching",
+    "use_transformers_paged": "deprecated alias of use_transformers_continuous_batching",
+    "vllm_importance_sampling_cap": "deprecated alias of vllm_importance_sampling_clip_max",
+}
+
+
+def _plain(value: Any) -> Any:
+    """A config value as TRL takes it: a `Choice` as its plain string."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def recipe_trl_args(recipe: Any) -> dict[str, Any]:
+    """The GRPOConfig fields `recipe.*` sets (the tables above). GSPO-token runs TRL's token-level
+    ratio on log-probs the engine rewrites (`sequence_token_ratio`, engine/gspo_token.py)."""
+    args = {trl: _plain(recipe[key]) for key, trl in RECIPE_TO_TRL.items()}
+    for node, keys in RECIPE_NODES_TO_TRL.items():
+        args.update({trl: _plain(recipe[node][key]) for key, trl in keys.items()})
+    if args["importance_sampling_level"] == "sequence_token":
+        args.update(importance_sampling_level="token", sequence_token_ratio=True)
+    return args
+
+
+def rollout_correction_args(rollout: Any) -> dict[str, Any]:
+    """The GRPOConfig fields `rollout.importance_sampling.*` sets."""
+    node = rollout.importance_sampling
+    return {trl: _plain(node[key]) for key, trl in ROLLOUT_CORRECTION_TO_TRL.items()}
+
+
+def recipe_field_homes() -> set[str]:
+    """RecipeConfig fields with a home outside any recipe's module: TRL or the engine."""
+    return set(RECIPE_TO_TRL) | set(RECIPE_NODES_TO_TRL) | set(ENGINE_FIELDS)
+
+
+def check_recipe_fields(recipe_class: str, config_cls: type, own_fields: Iterable[str]) -> None:
+    """Refuse a recipe's config class with a field that reaches nothing: not a TRL setting, not read
+    by the engine, not in `own_fields` (what the recipe's own module reads). Such a field would
+    be accepted on the command line and change nothing. `Recipe` calls this for every subclass."""
+    names = [f.name for f in fields(config_cls)]
+    unmapped = [n for n in names if n not in recipe_field_homes() and n not in own_fields]
+    if unmapped:
+        raise ConfigError(
+            f"{config_cls.__name__}.{unmapped[0]} reaches no TRL field and no engine code: map it in "
+            f"rlrecipes/engine/grpo_args.py or list it in {recipe_class}.own_fields (the fields its module reads)"
+        )
+    stale = sorted(set(own_fields) - set(names))
+    if stale:
+        raise ConfigError(f"{recipe_class}.own_fields names {stale[0]!r}, which {config_cls.__name__} does not have")
 
 
 @dataclass(frozen=True)
@@ -165,41 +310,8 @@ def build_grpo_config(
     """The `trl.GRPOConfig` of a run. `hardware=False` leaves out what depends on this machine
     rather than on the config (vLLM installed, bf16 on a GPU), for checking a GPU run's
     config on a CPU-only machine (`rlrecipes train --dry-run`)."""
-    t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
-    plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
-    args: dict[str, Any] = dict(
-        **training_arguments(cfg, run_dir, checkpoint_every=checkpoint_interval(t)),
-        scheduler_steps=scheduler_horizon(t),
-        per_device_train_batch_size=plan.per_device_batch,
-        gradient_accumulation_steps=plan.grad_accum,
-        steps_per_generation=plan.steps_per_generation,
-        num_generations=t.num_generations,
-        num_iterations=t.num_iterations,
-        max_completion_length=t.max_completion_length,
-        temperature=t.temperature,
-        top_p=t.top_p,
-        top_k=t.top_k,
-        remove_unused_columns=False,  # reward functions need the answer/id columns
-        loss_type=str(r.loss_type),  # the plain string: the schema's Choice is a str subclass
-        beta=r.beta,
-        epsilon=r.epsilon,
-        epsilon_high=r.epsilon_high,
-        scale_rewards=str(r.scale_rewards),
-        mask_truncated_completions=r.mask_truncated_completions,
-        entropy_coef=r.entropy_coef,
-        reward_weights=reward_weights,
-        use_vllm=ro.backend == "vllm",
-        vllm_mode=str(ro.vllm_mode),
-        vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
-        vllm_tensor_parallel_size=ro.vllm_tensor_parallel_size,
-        vllm_server_host=ro.vllm_server_host,
-        vllm_server_port=ro.vllm_server_port,
-        vllm_max_model_length=ro.vllm_max_model_length,
-        vllm_importance_sampling_correction=ro.importance_sampling_correction,
-        # TRL 1.16 multiplies the KL term by the vLLM importance ratio by default; no
-        # paper's code (verl, OpenRLHF) did, so the plain k3 estimator is used.
-        use_bias_correction_kl=False,
-    )
+    ro = cfg.rollout
+    args = grpo_config_fields(cfg, run_dir, reward_weights)
     known = {f.name for f in fields(EngineGRPOConfig)}
     args.update(recipe_overrides)
     unknown = sorted(set(args) - known)
@@ -212,6 +324,39 @@ def build_grpo_config(
             return EngineGRPOConfig(**args)
     except ValueError as exc:  # TRL/transformers check combinations of values when the config is built
         raise ConfigError(f"TRL rejects these settings: {str(exc).strip().splitlines()[0]}") from None
+
+
+def grpo_config_fields(cfg: Any, run_dir: Path, reward_weights: list[float]) -> dict[str, Any]:
+    """Every GRPOConfig field the config sets, by name (the recipe's `grpo_overrides` come on top)."""
+    t, r, ro = cfg.trainer, cfg.recipe, cfg.rollout
+    plan = plan_batches(t, int(os.environ.get("WORLD_SIZE", "1")))
+    return dict(
+        **training_arguments(cfg, run_dir, checkpoint_every=checkpoint_interval(t)),
+        scheduler_steps=scheduler_horizon(t),
+        per_device_train_batch_size=plan.per_device_batch,
+        gradient_accumulation_steps=plan.grad_accum,
+        steps_per_generation=plan.steps_per_generation,
+        num_generations=t.num_generations,
+        num_iterations=t.num_iterations,
+        max_completion_length=t.max_completion_length,
+        temperature=t.temperature,
+        top_p=t.top_p,
+        top_k=t.top_k,
+        remove_unused_columns=False,  # reward functions need the answer/id columns
+        **recipe_trl_args(r),
+        reward_weights=reward_weights,
+        use_vllm=ro.backend == "vllm",
+        vllm_mode=str(ro.vllm_mode),
+        vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
+        vllm_tensor_parallel_size=ro.vllm_tensor_parallel_size,
+        vllm_server_host=ro.vllm_server_host,
+        vllm_server_port=ro.vllm_server_port,
+        vllm_max_model_length=ro.vllm_max_model_length,
+        **rollout_correction_args(ro),
+        # TRL 1.16 multiplies the KL term by the vLLM importance ratio by default; no
+        # paper's code (verl, OpenRLHF) did, so the plain k3 estimator is used.
+        use_bias_correction_kl=False,
+    )
 
 
 def bf16_gpu_assumed() -> Any:
@@ -241,3 +386,43 @@ def _require_vllm(mode: str) -> None:
             "rollout=vllm_server needs CUDA (TRL syncs weights to the server over NCCL, "
             "which has no CPU backend); without a GPU use rollout=vllm (colocated) or rollout=hf"
         )
+
+
+def objective_rows(args: Any, backend: str) -> list[tuple[str, str]]:
+    """What `rlrecipes train --dry-run` shows of the objective beyond the loss row, as TRL reads it
+    from `args` (the GRPOConfig): the ratio, the entropy terms, how rewards combine, rollout correction."""
+    level = args.importance_sampling_level
+    if getattr(args, "sequence_token_ratio", False):
+        level = "sequence_token (GSPO-token: token ratio, sequence value; engine/gspo_token.py)"
+    ratio = [f"importance_sampling_level={level}"]
+    if args.delta is not None:
+        ratio.append(f"delta={args.delta:g}")
+    if args.loss_type == "sapo":
+        ratio.append(f"sapo_temperature_pos={args.sapo_temperature_pos:g} neg={args.sapo_temperature_neg:g}")
+    if args.loss_type == "vespo":
+        ratio.append(
+            f"vespo k_pos={args.vespo_k_pos:g} lambda_pos={args.vespo_lambda_pos:g} "
+            f"k_neg={args.vespo_k_neg:g} lambda_neg={args.vespo_lambda_neg:g}"
+        )
+    entropy = [f"entropy_coef={args.entropy_coef:g}", f"top_entropy_quantile={args.top_entropy_quantile:g}"]
+    if args.use_adaptive_entropy:
+        entropy.append(
+            f"adaptive (target={args.entropy_target:g} delta={args.entropy_coef_delta:g} "
+            f"coef in [{args.entropy_coef_min:g}, {args.entropy_coef_max:g}])"
+        )
+    rows = [("ratio", " ".join(ratio)), ("entropy", " ".join(entropy))]
+    if args.multi_objective_aggregation != "sum_then_normalize":
+        rows.append(("reward aggregation", f"multi_objective_aggregation={args.multi_objective_aggregation}"))
+    correction = []
+    if backend == "vllm":
+        correction.append(
+            f"{args.vllm_importance_sampling_mode} in [{args.vllm_importance_sampling_clip_min}, "
+            f"{args.vllm_importance_sampling_clip_max}]"
+            if args.vllm_importance_sampling_correction
+            else "off"
+        )
+    if args.off_policy_mask_threshold is not None:
+        correction.append(f"off_policy_mask_threshold={args.off_policy_mask_threshold:g}")
+    if correction:
+        rows.append(("rollout correction", ", ".join(correction)))
+    return rows

@@ -2,7 +2,9 @@
 
 Each override calls TRL's own implementation and then hands the result to the
 recipe's hooks (see hooks.py). Dynamic sampling, an engine capability any recipe can
-switch on, wraps scoring in a generate-filter-refill loop (dynamic_sampling.py).
+switch on, wraps scoring in a generate-filter-refill loop (dynamic_sampling.py). A hook that
+supplies a per-token policy loss (Clip-Cov, KL-Cov, GMPO) has `compute_loss` go through the
+engine's loss path instead of TRL's (policy_loss.py), which reuses TRL's log-prob pass.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
-from rlrecipes.engine import vllm_sync
+from rlrecipes.engine import policy_loss, vllm_sync
 from rlrecipes.engine.checkpoints import load_optimizer_moments
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.epoch_order import seed_each_epoch
 from rlrecipes.engine.group_rewards import GatheredGroupReward
+from rlrecipes.engine.gspo_token import sequence_token_ratio
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 from rlrecipes.tool_loop.rollout import model_written
@@ -46,6 +49,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
                 self.add_callback(GenerationBudget(self.dynamic_sampling))
         for hook in self.hooks:
             hook.bind(self)
+        self.loss_hook = policy_loss.loss_hook_of(self.hooks)  # a recipe's own policy loss, or None
         # a checkpoint whose optimizer state this run starts from (trainer.checkpoints.init_optimizer_from)
         self.init_optimizer_from = init_optimizer_from
         if init_optimizer_from and (self.is_deepspeed_enabled or self.is_fsdp_enabled):
@@ -88,9 +92,18 @@ class RecipeGRPOTrainer(GRPOTrainer):
     # ---------------------------------------------------------- loss and schedule
     # (EngineGRPOConfig's fields; a plain trl.GRPOConfig has neither and gets TRL's behaviour)
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if not all(hook.trains_policy() for hook in self.hooks):
+            # a rollout step that trains a hook's own model only (PPO's critic warm-up): the policy gets
+            # no gradient at all, so AdamW skips it (no weight decay, moments unchanged)
+            return torch.zeros((), device=self.accelerator.device, requires_grad=True)
         if getattr(self.args, "loss_without_old_logps", False):
             inputs = without_old_logps(inputs)
-        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.loss_hook is not None:  # Clip-Cov, KL-Cov, GMPO: the hook's per-token loss (policy_loss.py)
+            if return_outputs:
+                raise ValueError("The GRPOTrainer does not support returning outputs")
+            return policy_loss.compute_loss(self, model, inputs, self.loss_hook)
+        with sequence_token_ratio(self, inputs):  # recipe.importance_sampling_level=sequence_token (GSPO-token)
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     def create_optimizer(self, model: Any = None) -> Any:
         # HF builds the optimizer here, in _inner_training_loop before accelerate wraps it and

@@ -14,8 +14,12 @@ TRL also starts vLLM without a dtype, and vLLM runs a float32 checkpoint in bflo
 on CPU the engine gets the trained model's dtype instead, so the two sides compute the
 same numbers (float32: a log-prob gap of about 1e-6 instead of about 0.03).
 
-On CUDA none of this applies and TRL's own code runs unchanged; only the gap metric
-(`vllm/logprob_gap`) is added on every platform.
+On CUDA none of this applies and TRL's own code runs unchanged; only the mismatch metrics are
+added on every platform: the gap (`vllm/logprob_gap`), the tails of the importance ratio
+pi_trainer / pi_vLLM that rollout correction weighs the loss by (`vllm/is_ratio_p1|p50|p99|max`,
+per token or per completion as `rollout.importance_sampling.mode` counts them, whether the
+correction is on or not), and with the correction on the share it clips or masks
+(`vllm/is_clipped_fraction` or `vllm/is_masked_fraction`).
 """
 
 from __future__ import annotations
@@ -103,8 +107,48 @@ def logprob_gap(trainer_logps: torch.Tensor, vllm_logps: torch.Tensor, mask: tor
     return delta.mean().item(), delta.max().item()
 
 
+def importance_ratios(
+    trainer_logps: torch.Tensor, vllm_logps: torch.Tensor, mask: torch.Tensor, per_sequence: bool
+) -> torch.Tensor:
+    """pi_trainer / pi_vLLM of each sampled token in ``mask``, or of each completion
+    (``per_sequence``: the product over its tokens in ``mask``), before any clipping: the weights
+    rollout correction clips or masks. A token vLLM gave no log-prob for (NaN) counts as a ratio
+    of 1, as TRL counts it."""
+    log_ratio = torch.nan_to_num((trainer_logps - vllm_logps) * mask, nan=0.0)
+    if per_sequence:
+        return log_ratio.sum(-1).exp()
+    return log_ratio[mask.bool()].exp()
+
+
+RATIO_QUANTILES = {"p1": 0.01, "p50": 0.5, "p99": 0.99}
+
+
+def ratio_tails(ratios: torch.Tensor) -> dict[str, float]:
+    """The 1st, 50th and 99th percentiles (linear interpolation between order statistics) and
+    the largest of ``ratios``; all 1 (no mismatch) when there are none."""
+    if ratios.numel() == 0:
+        return {**dict.fromkeys(RATIO_QUANTILES, 1.0), "max": 1.0}
+    values = ratios.double()
+    points = torch.quantile(values, torch.tensor(list(RATIO_QUANTILES.values()), dtype=torch.float64))
+    return {**dict(zip(RATIO_QUANTILES, points.tolist())), "max": values.max().item()}
+
+
+def outside_share(ratios: torch.Tensor, clip_min: float | None, clip_max: float | None) -> float:
+    """The share of ``ratios`` below ``clip_min`` or above ``clip_max`` (None: no bound on that
+    side): the tokens or completions a *_truncate mode clips, or a *_mask mode drops."""
+    if ratios.numel() == 0:
+        return 0.0
+    outside = torch.zeros_like(ratios, dtype=torch.bool)
+    if clip_min is not None:
+        outside |= ratios < clip_min
+    if clip_max is not None:
+        outside |= ratios > clip_max
+    return outside.double().mean().item()
+
+
 class LogprobGap(EngineHook):
-    """Logs ``vllm/logprob_gap`` (mean) and ``vllm/logprob_gap_max`` per rollout round.
+    """Logs ``vllm/logprob_gap`` (mean) and ``vllm/logprob_gap_max`` per rollout round, and the
+    importance ratio's tails and the share rollout correction clips or masks.
 
     The two sides should compute one distribution: a gap well above the dtype's rounding
     means the engine generates with other weights than the ones trained (a failed sync)
@@ -112,6 +156,7 @@ class LogprobGap(EngineHook):
     TRL computes the same quantity only when its importance-sampling correction is on
     (`sampling/sampling_logp_difference/mean`), which the papers' settings leave off;
     then the trainer's log-probs are computed here, one forward pass without gradients.
+    The ratio's tails are over every process's tokens (or completions), gathered.
     """
 
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: Any) -> dict[str, Any]:
@@ -124,7 +169,23 @@ class LogprobGap(EngineHook):
         mean, worst = logprob_gap(trainer_logps, vllm_logps, batch["completion_mask"])
         trainer.log_metric("vllm/logprob_gap", mean)
         trainer.log_metric("vllm/logprob_gap_max", worst)
+        self._log_ratios(trainer, trainer_logps, vllm_logps, batch)
         return batch
+
+    @staticmethod
+    def _log_ratios(trainer: Any, trainer_logps: torch.Tensor, vllm_logps: torch.Tensor, batch: dict) -> None:
+        args = trainer.args
+        mode = str(args.vllm_importance_sampling_mode)
+        mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+        local = importance_ratios(trainer_logps, vllm_logps, mask, per_sequence=mode.startswith("sequence"))
+        ratios = _gathered(trainer.accelerator, local)
+        for name, value in ratio_tails(ratios).items():
+            trainer.log_metric(f"vllm/is_ratio_{name}", value)
+        if args.vllm_importance_sampling_correction:
+            share = outside_share(
+                ratios, args.vllm_importance_sampling_clip_min, args.vllm_importance_sampling_clip_max
+            )
+            trainer.log_metric(f"vllm/is_{'clipped' if mode.endswith('truncate') else 'masked'}_fraction", share)
 
     @staticmethod
     def _trainer_logps(trainer: Any, batch: dict[str, Any]) -> torch.Tensor:
@@ -138,3 +199,12 @@ class LogprobGap(EngineHook):
                 batch["completion_ids"].size(1),
                 batch_size=trainer.args.per_device_train_batch_size,
             )[0]
+
+
+def _gathered(accelerator: Any, values: torch.Tensor) -> torch.Tensor:
+    """A 1-D tensor of every process's ``values`` (each may hold a different number)."""
+    if accelerator.num_processes == 1:
+        return values
+    padded = accelerator.pad_across_processes(values.float(), dim=0, pad_index=float("nan"))
+    everything = accelerator.gather(padded)
+    return everything[~torch.isnan(everything)]

@@ -9,6 +9,14 @@ Every pair is judged in **both orders** (J1 §2: (x, a, b) and (x, b, a)); the t
 pair are consecutive, which the engine's `KeepRowsTogether` turns into "in the same
 batch". Row ids say what a row is: `<pair id>|AB` (chosen shown first, gold verdict A),
 `<pair id>|BA` (gold B), and for pointwise judging `<pair id>|chosen` / `<pair id>|rejected`.
+
+RM-R1 (arXiv 2505.02387) judges each pair **once** (`PairOrders.one`): its data script puts the
+chosen response first in every other pair and second in the rest (RM-R1-UIUC/RM-R1
+rm_r1/dataset/mix_data/mix_data.py:146-153, by a running count), so here pair i keeps its AB
+row when i is even and its BA row when i is odd. Its released RL data holds the judge prompts
+already written, both responses in place (`context_messages`) with the winner named
+(`winner`: model_a / model_b, mix_data.py:185-188): `load_prepared` reads such rows, one
+judge row each, in the order the file gives.
 """
 
 from __future__ import annotations
@@ -17,12 +25,18 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from rlrecipes.choice import Choice
 from rlrecipes.data.loader import get_field, read_records
-from rlrecipes.errors import DataError
+from rlrecipes.errors import ConfigError, DataError, UserError
 from rlrecipes.judge.prompts import pairwise_prompt, pointwise_prompt
 
 ORDERS = ("AB", "BA")
 ROLES = ("chosen", "rejected")
+
+
+class PairOrders(Choice):  # `recipe.pair_orders` of recipe=j1 (the module doc)
+    both = "both"  # J1 §2: every pair in both orders, the two rows in one batch
+    one = "one"  # RM-R1: each pair once, the chosen response first in every other pair
 
 
 @dataclass(frozen=True)
@@ -47,8 +61,8 @@ class PairFields:
     """
 
     prompt: str = "prompt"
-    chosen: str = "chosen"
-    rejected: str = "rejected"
+    chosen: str | None = "chosen"  # None with rejected None: `prompt` is a written judge prompt
+    rejected: str | None = "rejected"
     category: str | None = None
     id: str | None = None
     label: str | None = None
@@ -65,12 +79,15 @@ class LoadedPairs:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
     def report(self) -> str:
-        text = f"{len(self.pairs)} pairs from {self.source}"
-        if self.skipped:
-            rows = ", ".join(f"row {i} ({why})" for i, why in self.skipped[:5])
-            more = f" and {len(self.skipped) - 5} more" if len(self.skipped) > 5 else ""
-            text += f"; {len(self.skipped)} rows left out: {rows}{more}"
-        return text
+        return f"{len(self.pairs)} pairs from {self.source}" + _left_out(self.skipped)
+
+
+def _left_out(skipped: list[tuple[int, str]]) -> str:
+    if not skipped:
+        return ""
+    rows = ", ".join(f"row {i} ({why})" for i, why in skipped[:5])
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    return f"; {len(skipped)} rows left out: {rows}{more}"
 
 
 def to_pairs(rows: Iterable[dict], source: str, fields: PairFields, limit: int | None = None) -> LoadedPairs:
@@ -123,10 +140,17 @@ def load_pairs(
     return loaded
 
 
-def judge_rows(pairs: Sequence[Pair], judge: str, style: str) -> list[dict[str, Any]]:
+def judge_rows(pairs: Sequence[Pair], judge: str, style: str, orders: str = PairOrders.both) -> list[dict[str, Any]]:
     """Consecutive rows per pair, each `{"id", "problem", "answer"}` with the judge prompt as
     the problem: both orders (pairwise formats), both responses (pointwise), or the
-    pairwise_scores orders then the pointwise responses (multitask: four rows)."""
+    pairwise_scores orders then the pointwise responses (multitask: four rows). With
+    `orders=one`, one row per pair (pairwise formats only): see `one_order`."""
+    if orders == PairOrders.one:
+        if judge not in ("pairwise", "pairwise_scores"):
+            raise UserError(f"one order per pair is a pairwise judgement; recipe.judge={judge} has no order")
+        return one_order(judge_rows(pairs, judge, style))
+    if orders != PairOrders.both:
+        raise UserError(f"recipe.pair_orders={orders!r}; valid: {PairOrders.valid()}")
     rows: list[dict[str, Any]] = []
     for pair in pairs:
         if judge == "multitask":
@@ -156,12 +180,106 @@ def _order_rows(pair: Pair, judge: str, style: str) -> list[dict[str, Any]]:
     ]
 
 
+def one_order(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """From both-order rows (AB, BA consecutive per pair), the AB row of every even pair and
+    the BA row of every odd one: RM-R1's alternation (mix_data.py:146-153)."""
+    kinds = [split_row_id(row["id"])[1] for row in rows]
+    if kinds != list(ORDERS) * (len(rows) // 2):
+        raise ValueError("one_order takes both-order rows: AB then BA for every pair")
+    return [rows[2 * i + i % 2] for i in range(len(rows) // 2)]
+
+
 def split_row_id(row_id: str) -> tuple[str, str]:
     """`("pair id", "AB" | "BA" | "chosen" | "rejected")` from a judge row's id."""
     pair, sep, kind = str(row_id).rpartition("|")
     if not sep or kind not in ORDERS + ROLES:
         raise ValueError(f"{row_id!r} is not a judge row id (<pair>|AB, |BA, |chosen or |rejected)")
     return pair, kind
+
+
+def check_pair_source(r: Any, rewards: Sequence[str]) -> None:
+    """One-line errors for recipe=j1's pair order or written judge prompts (`r`: its recipe
+    config, `rewards`: the names in recipe.rewards) that its other settings cannot serve."""
+    written = r.chosen_field is None, r.rejected_field is None
+    if any(written) and not all(written):
+        raise ConfigError(
+            f"recipe.chosen_field={r.chosen_field or 'null'} and recipe.rejected_field={r.rejected_field or 'null'}: "
+            "set both to null (recipe.prompt_field holds written judge prompts) or both to the response columns"
+        )
+    if all(written):
+        if not r.label_field:
+            raise ConfigError(
+                "written judge prompts (recipe.chosen_field=null, recipe.rejected_field=null) need "
+                "recipe.label_field, the column naming the winner (model_a/A or model_b/B)"
+            )
+        if r.pair_orders != PairOrders.one:
+            raise ConfigError(
+                "written judge prompts hold each pair in the one order the file gives: set recipe.pair_orders=one"
+            )
+        if r.pairs is None:
+            raise ConfigError("written judge prompts are read from recipe.pairs=FILE_OR_HUB_ID, which is null")
+    if r.pair_orders != PairOrders.one:
+        return
+    if r.judge != "pairwise":
+        raise ConfigError(
+            f"recipe.pair_orders=one judges each pair once by a verdict: it needs recipe.judge=pairwise, not {r.judge}"
+        )
+    if "verdict" in rewards:
+        raise ConfigError(
+            "recipe.pair_orders=one judges each pair once, but the 'verdict' reward scores both orders of a pair "
+            "together: use {name: rm_r1_verdict} in recipe.rewards (RM-R1's per-row reward)"
+        )
+
+
+# ------------------------------------------------------------- written judge prompts
+@dataclass
+class LoadedPrompts:
+    """Judge rows read from a file of written judge prompts (`PairFields` with no response columns)."""
+
+    rows: list[dict[str, Any]]
+    source: str
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def report(self) -> str:
+        return f"{len(self.rows)} judge prompts from {self.source}" + _left_out(self.skipped)
+
+
+def to_prepared(rows: Iterable[dict], source: str, fields: PairFields, limit: int | None = None) -> LoadedPrompts:
+    """One pairwise judge row per record: the judge prompt as written (the last user message
+    of a chat, `get_field`), the gold verdict from the label (A for the first response, B
+    for the second), the id `<id>|AB` or `<id>|BA` accordingly."""
+    rows = list(rows)
+    if not fields.label:
+        raise UserError("written judge prompts (no response columns) need the label column naming the winner")
+    for name in (fields.prompt, fields.label):
+        if rows and all(get_field(r, name) is None for r in rows):
+            raise DataError(f"{source}: no row has field {name!r}; columns are: {', '.join(sorted(rows[0]))}")
+    out = LoadedPrompts([], source)
+    for index, row in enumerate(rows):
+        prompt, label = get_field(row, fields.prompt), str(get_field(row, fields.label)).strip()
+        gold = "A" if label in FIRST_WINS else "B" if label in SECOND_WINS else None
+        if gold is None:
+            out.skipped.append((index, f"{fields.label}={label!r} names no winner"))
+            continue
+        if not isinstance(prompt, str) or not prompt.strip():
+            out.skipped.append((index, f"no {fields.prompt}"))
+            continue
+        ident = get_field(row, fields.id) if fields.id else None
+        ident = str(ident if ident is not None else index)
+        out.rows.append({"id": f"{ident}|{'AB' if gold == 'A' else 'BA'}", "problem": prompt, "answer": gold})
+        if limit is not None and len(out.rows) >= limit:
+            break
+    return out
+
+
+def load_prepared(
+    path: str, fields: PairFields, subset: str | None = None, split: str = "train", limit: int | None = None
+) -> LoadedPrompts:
+    records, source = read_records(path, subset, split)
+    loaded = to_prepared(records, source, fields, limit)
+    if not loaded.rows:
+        raise DataError(f"{loaded.report()}: no usable judge prompt (fields {fields.prompt}/{fields.label})")
+    return loaded
 
 
 # ------------------------------------------------------------------- pairs from samples

@@ -13,6 +13,10 @@
   scores has not separated the pair), as is an unparseable score on either side.
 - format (Tab. 4's "+format reward"): 1 if the output thinks first (a non-empty
   `<think>...</think>` before the final tags) and its verdict parses, else 0.
+- RM-R1's verdict reward (arXiv 2505.02387; RM-R1-UIUC/RM-R1 rm_r1/verl/utils/reward_score/
+  lm_as_judge.py:3-17, the reward of its RLVR scripts): only the output's last 80 characters
+  are read; +1 when they hold the gold verdict's exact `<answer>[[A]]</answer>` (or `[[B]]`)
+  and not the other one, else -1 (`wrong`), a missing verdict included.
 """
 
 from __future__ import annotations
@@ -51,3 +55,14 @@ def pointwise_pair(
 
 def format_reward(text: str, judge: str) -> float:
     return float(bool(_THINK_FIRST.match(text)) and parse(text, judge).ok)
+
+
+RM_R1_TAIL = 80  # lm_as_judge.py:4: `pred = solution_str[-80:]`
+
+
+def rm_r1_verdict(text: str, gold: str, right: float = 1.0, wrong: float = -1.0) -> float:
+    """RM-R1's `answer_reward` (lm_as_judge.py:3-17); `gold` is "A" or "B" (model_a / model_b there)."""
+    if gold not in ("A", "B"):
+        raise ValueError(f"gold verdict {gold!r}; RM-R1 labels name model_a (A) or model_b (B)")
+    tail, other = text[-RM_R1_TAIL:], "B" if gold == "A" else "A"
+    return right if f"<answer>[[{gold}]]</answer>" in tail and f"<answer>[[{other}]]</answer>" not in tail else wrong

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.problems import ProblemSet
+from rlrecipes.engine.grpo_args import check_recipe_fields
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
 
 if TYPE_CHECKING:
@@ -26,6 +27,14 @@ class Recipe:
     # paper's headline number has been reached with this code on its full setup
     status: ClassVar[str] = "cpu-tested"
     config_cls: ClassVar[type[RecipeConfig]] = RecipeConfig
+    # the fields of `config_cls` beyond RecipeConfig's that this module reads (its rewards, hooks,
+    # validate, grpo_overrides); any other field must be a TRL setting or read by the engine
+    # (engine/grpo_args.py), else the class is refused when it is defined
+    own_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        check_recipe_fields(cls.__name__, cls.config_cls, cls.own_fields)
 
     def __init__(self, cfg: Any):
         self.cfg = cfg  # the resolved `recipe` config node

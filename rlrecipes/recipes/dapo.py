@@ -60,6 +60,8 @@ class DAPO(Recipe):
     paper = "DAPO (Yu et al., 2025, arXiv 2503.14476)"
     idea = "GRPO + clip-higher, token-level loss, soft overlong penalty, dynamic sampling; no KL"
     config_cls = DAPOConfig
+    # its rewards read them: the overlong penalty and dapo_answer
+    own_fields = ("soft_overlong_punishment", "overlong_buffer_length", "overlong_penalty_factor", "verifier")
     # the paper's diagnostics (Figs. 2-7): refill cost, clipping on each side, length, entropy
     progress_keys = (
         "dynamic_sampling/rounds",

@@ -70,6 +70,7 @@ class Intuitor(Recipe):
     paper = "INTUITOR / RLIF (Zhao et al., 2025, arXiv 2505.19590)"
     idea = "No external reward: the policy's self-certainty (KL from uniform) is the reward"
     config_cls = IntuitorConfig
+    own_fields = ("scorer", "score_batch_size", "score_chunk_tokens")
     progress_keys = ("self_certainty/mean",)
 
     @classmethod

@@ -103,6 +103,7 @@ class OneShot(Recipe):
     paper = "One-shot RLVR (Wang et al., 2025)"
     idea = "RLVR on one high-variance example duplicated to fill the batch; PG + KL - entropy"
     config_cls = OneShotConfig
+    own_fields = ("examples", "rows", "whole_set")
     progress_keys = ("heldout_accuracy", "entropy")
 
     @classmethod

@@ -53,6 +53,7 @@ class SearchR1(Recipe):
     paper = "Search-R1 (Jin et al., 2025, arXiv 2503.09516)"
     idea = "Search while reasoning: <search> calls to a retriever mid-answer, exact-match reward, passages masked"
     config_cls = SearchR1Config
+    own_fields = ("subem",)
     progress_keys = ("tools/calls_per_rollout", "tools/answer_rate", "tools/invalid_action_rate")
 
     @classmethod

@@ -98,6 +98,7 @@ class Spurious(Recipe):
     paper = "Spurious Rewards (Shao et al., 2025, arXiv 2506.10947)"
     idea = "GRPO with weak or spurious rewards (majority, incorrect, format, random) vs ground truth"
     config_cls = SpuriousConfig
+    own_fields = ("gamma", "labels", "incorrect_majority_only", "clip", "no_clip_objective")
     progress_keys = ("accuracy", "clip_ratio_region")
 
     @classmethod

@@ -67,6 +67,7 @@ class TTRL(Recipe):
     paper = "TTRL (Zuo, Zhang et al., 2025, arXiv 2504.16084)"
     idea = "Label-free RL on test questions: majority vote of N samples is the reward"
     config_cls = TTRLConfig
+    own_fields = ("n_train", "train_fraction", "vote")
     progress_keys = ("ttrl/label_accuracy", "ttrl/reward_accuracy", "ttrl/majority_ratio")
 
     @classmethod

@@ -20,15 +20,25 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rlrecipes.errors import ConfigError
-from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings
+from rlrecipes.tool_loop.rollout import ToolRollout, ToolRolloutSettings, cap_chars
 from rlrecipes.tools import build_tools, call_tool, tool_names, tool_options
 
 Retrieve = Callable[[str, str], str]  # (rendered prompt, question) -> the prompt the model continues
 
 
+# the tool-loop settings that mean nothing without a tool (null when unset)
+TOOL_ONLY = ("max_tool_result_chars", "max_turn_tokens", "invalid_action_note")
+
+
 def check_tool_rollout(cfg: Any) -> None:
     """ConfigError for the first unusable `rollout.*` tool setting of train config `cfg`."""
     check_tools(cfg.rollout)
+    cap, budget = cfg.rollout.get("max_turn_tokens"), cfg.trainer.max_completion_length
+    if cap is not None and cap > budget:
+        raise ConfigError(
+            f"rollout.max_turn_tokens={cap} is above trainer.max_completion_length={budget}, the whole rollout's "
+            "budget, so it could never cut a turn; lower it or set it to null"
+        )
 
 
 def check_tools(rollout: Any) -> None:
@@ -45,6 +55,9 @@ def check_tools(rollout: Any) -> None:
             raise ConfigError(
                 "rollout.void_turn_masking=true needs a tool in rollout.tools (void turns are tool-loop turns)"
             )
+        for key in TOOL_ONLY:
+            if rollout.get(key) is not None:
+                raise ConfigError(f"rollout.{key} is set but rollout.tools is empty (it is a tool-loop setting)")
         return
     known = tool_names()
     for name in names:
@@ -64,6 +77,16 @@ def check_tools(rollout: Any) -> None:
                     else ""
                 )
             )
+    for key in ("max_tool_result_chars", "max_turn_tokens"):
+        value = rollout.get(key)
+        if value is not None and value < 1:
+            raise ConfigError(f"rollout.{key}={value} must be at least 1 (null: no cap)")
+    note = rollout.get("invalid_action_note")
+    if note is not None and not str(note).strip():
+        raise ConfigError(
+            f"rollout.invalid_action_note={note!r} is empty: set the text the model reads after an invalid turn, "
+            "or null to end the rollout there"
+        )
     if not rollout.tool_timeout_s > 0:
         raise ConfigError(f"rollout.tool_timeout_s={rollout.tool_timeout_s} must be positive")
     if not rollout.answer_close:
@@ -97,6 +120,9 @@ def settings_for(rollout: Any, max_completion_tokens: int) -> ToolRolloutSetting
         mask_tool_output=rollout.mask_tool_output,
         void_turn_masking=bool(rollout.get("void_turn_masking", False)),  # training only (RolloutConfig)
         answer_mark=rollout.get("answer_mark", ""),
+        max_turn_tokens=rollout.get("max_turn_tokens"),
+        max_result_chars=rollout.get("max_tool_result_chars"),
+        invalid_action_note=rollout.get("invalid_action_note"),
     )
 
 
@@ -130,9 +156,9 @@ def rollout_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
 
 def retrieve_once(rollout: Any, tokenizer: Any) -> Retrieve | None:
     """`rollout.tool_mode=rag_once`: a function putting the tool's result for the question,
-    wrapped as in the loop and cut to `rollout.max_tool_result_tokens`, after a rendered
-    prompt; None in the other modes. A failed call's error text is what the model reads, as
-    in the loop."""
+    wrapped as in the loop and cut to `rollout.max_tool_result_chars` characters and
+    `rollout.max_tool_result_tokens` tokens, after a rendered prompt; None in the other modes.
+    A failed call's error text is what the model reads, as in the loop."""
     if str(rollout.get("tool_mode", "loop")) != "rag_once" or not list(rollout.get("tools") or []):
         return None
     check_tools(rollout)
@@ -140,7 +166,7 @@ def retrieve_once(rollout: Any, tokenizer: Any) -> Retrieve | None:
     before, _, after = tool.wrap.partition("{}")
 
     def retrieve(prompt: str, question: str) -> str:
-        text = call_tool(tool, question, rollout.tool_timeout_s).text
+        text = cap_chars(call_tool(tool, question, rollout.tool_timeout_s).text, rollout.get("max_tool_result_chars"))
         ids = tokenizer.encode(text, add_special_tokens=False)[: rollout.max_tool_result_tokens]
         return prompt + before + tokenizer.decode(ids, skip_special_tokens=True) + after
 

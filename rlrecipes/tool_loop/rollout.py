@@ -6,7 +6,20 @@ between its tags; its result, wrapped (`<information>...</information>`) and cut
 `rollout.max_tool_result_tokens`, is appended; generation continues, until an answer
 (`</answer>`), EOS, `rollout.max_turns` tool turns or the completion budget
 (`trainer.max_completion_length`, model and tool tokens together); then one final turn
-without tools.
+without tools. A turn samples at most `rollout.max_turn_tokens` of that budget (Search-R1's
+`data.max_response_length=500`, the vLLM `max_tokens` of each of its calls; SimpleTIR's 8000
+per turn within 16000). A result longer than `rollout.max_tool_result_chars` characters keeps
+its first and last halves around a note before the token cut (SimpleTIR's `truncate_content`,
+ltzheng/SimpleTIR recipe/simpletir/agent_utils.py:19-29, applied at :630 and :637-639).
+
+A tool turn that ends with neither a complete tool call nor an answer (EOS or its token cap
+came first, or a closing tag had no opening one) ends the rollout, as SimpleTIR stops such a
+trajectory (agent_utils.py:594-598); with `rollout.invalid_action_note` set, that text is
+appended instead, masked like a tool result, and the rollout goes on to its next turn, as
+Search-R1 does (PeterGriffinJin/Search-R1 search_r1/llm_agent/generation.py:395-401: the
+"My previous action is invalid..." observation, the trajectory left active). The EOS such a
+turn sampled is not kept there: Search-R1 re-tokenises each turn's text decoded without
+special tokens (generation.py:56-59, 74), so the context goes on after the turn's text.
 
 A *void turn* (SimpleTIR, ltzheng/SimpleTIR recipe/simpletir/agent_utils.py:594-604) ends
 with neither a complete tool call nor an answer: EOS or the budget came first, or a closing
@@ -60,6 +73,9 @@ class ToolRolloutSettings:
     mask_tool_output: bool = True  # False: the masking ablation (tool tokens trained on)
     void_turn_masking: bool = False  # True: a trajectory with a void turn gets no gradient
     answer_mark: str = ""  # text that makes a turn ending at EOS or the budget an answer
+    max_turn_tokens: int | None = None  # new tokens per turn; None: what is left of the budget
+    max_result_chars: int | None = None  # characters per tool result before the token cut
+    invalid_action_note: str | None = None  # None: an invalid tool turn ends the rollout; text: appended, go on
 
 
 @dataclass
@@ -132,11 +148,10 @@ class ToolRollout:
     # ------------------------------------------------------------------ the loop
     def run(self, prompt_ids: list[list[int]], generate: Generate, sync: Sync | None = None) -> list[Trajectory]:
         rows = [Trajectory(list(p)) for p in prompt_ids]
-        budget = self.settings.max_completion_tokens
         for turn in range(self.settings.max_turns + 1):
             tools = self.tools if turn < self.settings.max_turns else []
             active = [r for r in rows if not r.done]
-            need = max((budget - len(r.ids) for r in active), default=0)
+            need = max((self.turn_room(r) for r in active), default=0)
             count, need = sync(len(active), need) if sync else (len(active), need)
             if count == 0:
                 break
@@ -147,25 +162,35 @@ class ToolRollout:
                 self._take_turn(row, list(sampled[i]), None if logprobs is None else list(logprobs[i]), tools)
         return rows
 
+    def turn_room(self, row: Trajectory) -> int:
+        """New tokens `row`'s next turn may sample: what is left of the completion budget, at
+        most `max_turn_tokens`."""
+        left = self.settings.max_completion_tokens - len(row.ids)
+        cap = self.settings.max_turn_tokens
+        return left if cap is None else min(cap, left)
+
     def _take_turn(self, row: Trajectory, ids: list[int], logprobs: list[float] | None, tools: list[ToolSpec]) -> None:
         row.turns += 1
         if logprobs is None:
             row.logprobs = None
-        left = self.settings.max_completion_tokens - len(row.ids)
-        ids = ids[:left]
+        room = self.turn_room(row)
+        ids = ids[:room]
         eos_at = next((i for i, t in enumerate(ids) if t in self.eos_ids), None)
         body = ids if eos_at is None else ids[:eos_at]
         cut, stop = self._cut(body, tools)
-        if stop is None:  # EOS, the budget, or no stop tag at all: the rollout ends here
-            kept = ids if eos_at is None else ids[: eos_at + 1]
-            row.append(kept, MODEL, None if logprobs is None else logprobs[: len(kept)])
-            row.done = True
+        if stop is None:  # EOS, the turn's or the whole budget, or no stop tag at all
             mark = self.settings.answer_mark
             if mark and mark in self._decode(body):  # e.g. "\boxed{": an answer with no closing tag
+                self._end_turn(row, ids, eos_at, logprobs)
                 row.answered = True
                 return
             row.invalid_actions += 1  # ended without an answer or a tool call
             row.void_turns += 1
+            if self._notes(tools):  # Search-R1: the note (none once the budget is spent), then the next turn
+                row.append(body, MODEL, None if logprobs is None else logprobs[: len(body)])
+                self._append_note(row)
+                return
+            self._end_turn(row, ids, eos_at, logprobs)  # the rollout ends here
             return
         row.append(body[:cut], MODEL, None if logprobs is None else logprobs[:cut])
         if stop.tool is None:  # the answer is complete
@@ -178,7 +203,10 @@ class ToolRollout:
         if stop.query is None:  # a closing tag without its opening tag: say so, count it, go on
             row.invalid_actions += 1
             row.void_turns += 1
-            self._append_result(row, stop.tool, f"error: {stop.tool.close} without {stop.tool.open}")
+            if self._notes(tools):  # Search-R1's regex finds no <search>...</search>: its note
+                self._append_note(row)
+            else:
+                self._append_result(row, stop.tool, f"error: {stop.tool.close} without {stop.tool.open}")
             return
         result = call_tool(stop.tool, stop.query, self.settings.timeout_s)
         row.tool_calls += 1
@@ -200,14 +228,33 @@ class ToolRollout:
                 high = mid
         return high, find_stop(decode(ids[:high]), tools, self.settings.answer_close)
 
+    def _end_turn(self, row: Trajectory, ids: list[int], eos_at: int | None, logprobs: list[float] | None) -> None:
+        """Keep the turn's tokens up to and with its EOS, and end the rollout."""
+        kept = ids if eos_at is None else ids[: eos_at + 1]
+        row.append(kept, MODEL, None if logprobs is None else logprobs[: len(kept)])
+        row.done = True
+
+    def _notes(self, tools: list[ToolSpec]) -> bool:
+        """Whether an invalid turn gets the note: set, and a tool turn (not the final one)."""
+        return self.settings.invalid_action_note is not None and bool(tools)
+
+    def _append_note(self, row: Trajectory) -> None:
+        """The invalid-action note, cut as a tool result is (Search-R1 cuts every observation to
+        max_obs_length, generation.py:87-89) and to the budget."""
+        note = self._encode(str(self.settings.invalid_action_note))[: self.settings.max_result_tokens]
+        self._append_tokens(row, note)
+
     def _append_result(self, row: Trajectory, tool: ToolSpec, text: str) -> None:
-        """The wrapped result, its text cut to `max_result_tokens` and the whole to the budget."""
+        """The wrapped result, its text cut to `max_result_chars` characters, then to
+        `max_result_tokens` tokens, and the whole to the budget."""
         before, _, after = tool.wrap.partition("{}")
-        content = self._encode(text)[: self.settings.max_result_tokens]
-        result = self._encode(before) + content + self._encode(after)
+        content = self._encode(cap_chars(text, self.settings.max_result_chars))[: self.settings.max_result_tokens]
+        self._append_tokens(row, self._encode(before) + content + self._encode(after))
+
+    def _append_tokens(self, row: Trajectory, tokens: list[int]) -> None:
         left = self.settings.max_completion_tokens - len(row.ids)
-        row.append(result[:left], TOOL)
-        if len(result) >= left:
+        row.append(tokens[:left], TOOL)
+        if len(tokens) >= left:
             row.done = True  # the budget is spent
 
     def _decode(self, ids: Sequence[int]) -> str:
@@ -245,6 +292,16 @@ class ToolRollout:
             "model_text": [self.model_text(r) for r in rows],
             "tool_calls": [r.tool_calls for r in rows],
         }
+
+
+def cap_chars(text: str, limit: int | None) -> str:
+    """`text`, or past `limit` characters its first and last halves around a note, as
+    SimpleTIR's `truncate_content` writes it (agent_utils.py:19-29; `-limit // 2` is
+    `(-limit) // 2`, as there)."""
+    if limit is None or len(text) <= limit:
+        return text
+    note = f"\n..._This content has been truncated to stay below {limit} characters_...\n"
+    return text[: limit // 2] + note + text[-limit // 2 :]
 
 
 def model_written(inputs: Sequence[dict[str, Any]], completions: list[Any]) -> list[Any]:

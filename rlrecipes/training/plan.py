@@ -21,7 +21,7 @@ from rlrecipes.compose import eval_config_for
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER, OPTIMIZER_FILE
-from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, plan_batches
+from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, objective_rows, plan_batches
 from rlrecipes.engine.replay import check_replay
 from rlrecipes.errors import ConfigError
 from rlrecipes.integrity import file_problem
@@ -155,6 +155,7 @@ def dry_run(cfg: DictConfig) -> list[tuple[str, str]]:
         ("model", str(cfg.model.name_or_path or f"{cfg.model.name} (built: {cfg.model.builder})")),
         ("data", data_label(cfg.data)),
         ("loss", f"loss_type={args.loss_type} beta={args.beta} epsilon={clip} scale_rewards={args.scale_rewards}"),
+        *objective_rows(args, cfg.rollout.backend),  # ratio level, entropy, reward aggregation, rollout correction
         ("rewards", ", ".join(f"{name}={weight:g}" for name, weight in rewards)),
         (
             "optimizer",

@@ -229,6 +229,10 @@ def test_a_comma_list_stays_a_sweep():
             "trainer.reward_max_failure_rate moved: write trainer.reward_guard.max_failure_rate=0.5",
         ),
         ("trainer.reward_timeout_s=60", "trainer.reward_timeout_s moved: write trainer.reward_guard.timeout_s=60"),
+        (
+            "rollout.importance_sampling_correction=true",
+            "rollout.importance_sampling_correction moved: write rollout.importance_sampling.enabled=true",
+        ),
     ],
 )
 def test_a_moved_key_names_its_new_home(override, expected):

@@ -16,6 +16,9 @@ NOT_THE_SAME_SETTING = {
     # J1's judge-prompt style (j1 | rm_r1 | compact) vs the `judge` reward's prompt template
     # (a model-graded reward recipe=j1 never names)
     ("J1Config.prompt", "JudgeRewardOptions.prompt"),
+    # PPO's GAE discount vs the random reward's P(reward = 1): recipe=ppo hides its own fields
+    # from the rewards (tests/recipes/test_ppo.py checks reward=random still draws at 0.5)
+    ("PPOConfig.gamma", "RandomParams.gamma"),
 }
 
 

@@ -45,7 +45,7 @@ def test_paper_preset_has_the_spec_numbers():
     assert (t.max_completion_length, r.overlong_buffer_length, r.overlong_penalty_factor) == (20480, 4096, 1.0)
     assert (r.dynamic_sampling.prompts_per_round, r.dynamic_sampling.max_rounds) == (1536, 10)
     assert (r.epsilon, r.epsilon_high, r.beta, r.loss_type) == (0.2, 0.28, 0.0, "dapo")
-    assert (cfg.rollout.backend, cfg.rollout.importance_sampling_correction) == ("vllm", False)
+    assert (cfg.rollout.backend, cfg.rollout.importance_sampling.enabled) == ("vllm", False)
     assert cfg.experiment == "dapo_paper"
 
 

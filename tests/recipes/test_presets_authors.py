@@ -2,7 +2,12 @@
 
 Repositories and commits read: PRIME-RL/TTRL 1d2ec3d (v1, OpenRLHF) and 3e2cc93 (verl, with
 verl's recipe/dapo vendored); ruixin31/Spurious_Rewards 33b9f85; sunblaze-ucb/Intuitor 3f0cdd7
-(open-r1-intuitor, pinned to huggingface/trl 1bca495); ypwang61/One-Shot-RLVR 21ed529.
+(open-r1-intuitor, pinned to huggingface/trl 1bca495); ypwang61/One-Shot-RLVR 21ed529;
+PeterGriffinJin/Search-R1 a14dc3a; ltzheng/SimpleTIR e7b5b44; RM-R1-UIUC/RM-R1 d4c2542 (with
+volcengine/verl e49fb57, the commit its README pins); kanishkg/cognitive-behaviors 9c90d33;
+Tongyi-Zhiwen/QwenLong-L1 38d0806. The verl forks' AdamW has weight decay 0.01 unless a script
+sets it (Search-R1, cognitive-behaviors verl/workers/fsdp_workers.py:232; SimpleTIR :275;
+RM-R1 rm_r1/verl/workers/fsdp_workers.py:238; QwenLong-L1 verl/verl/workers/fsdp_workers.py:278).
 Every preset's own command (its header's) passes `rlrecipes train ... --dry-run`, which runs
 every check of a run and builds TRL's whole GRPOConfig without loading anything.
 """
@@ -262,7 +267,15 @@ def test_simpletir_preset_follows_the_readme_command_and_train_sh():
     t = cfg.trainer
     # train.sh:3, :22, :11 (512 / 128), :10, :18, README l.61
     assert (t.prompts_per_rollout, t.num_generations, t.updates_per_rollout) == (512, 16, 4)
-    assert (t.learning_rate, t.temperature, t.max_completion_length) == (1e-6, 1.0, 8000)
+    # README l.61-62: --max_response_length 8000 per generation call (vllm_rollout_spmd.py:136),
+    # --max_prompt_length 16000 for the whole response (agent_utils.py:293-297); the engine
+    # holds both (vllm_rollout_spmd.py:100-101)
+    assert (t.learning_rate, t.temperature, t.max_completion_length) == (1e-6, 1.0, 16000)
+    assert (cfg.rollout.max_turn_tokens, cfg.rollout.vllm_max_model_length) == (8000, 16000 + 8000)
+    # truncate_content(stdout, 512) (agent_utils.py:630), then data.max_obs_length (train.sh:418)
+    assert (cfg.rollout.max_tool_result_chars, cfg.rollout.max_tool_result_tokens) == (512, 4096)
+    assert (t.adam_beta1, t.adam_beta2, t.weight_decay) == (0.9, 0.99, 0.01)  # fsdp_workers.py:274-275
+    assert t.checkpoints.every == 10 * t.updates_per_rollout  # --save_freq 10 (README l.64)
     r = cfg.recipe  # train.sh:15, :16, :13; :36 with README l.71 (3 x 512); README l.69
     assert (r.beta, r.entropy_coef, r.epsilon, r.epsilon_high) == (0.0, 0.0, 0.2, 0.28)
     ds = r.dynamic_sampling
@@ -293,14 +306,30 @@ def test_search_r1_presets_follow_the_v0_2_grpo_script(name, model):
     )
     assert (t.prompts_per_rollout, t.num_generations) == (512, 5)  # l.31, l.59 (n_agent)
     # ppo_mini_batch_size 256 (l.45) is scaled by rollout.n = 1 (fsdp_workers.py l.100), not n_agent:
-    # 512 x 5 trajectories / 256 = 10 updates per rollout step, 1005 rollout steps (l.73)
-    assert (t.updates_per_rollout, t.max_steps) == (10, 1005 * 10)
-    assert (t.learning_rate, t.lr_scheduler_type, t.weight_decay) == (1e-6, "constant_with_warmup", 0.01)  # l.42
-    assert t.warmup_steps == int(0.285 * 1005) * 10  # l.43: verl steps its scheduler once per rollout step
+    # 512 x 5 trajectories / 256 = 10 updates per rollout step. total_training_steps=1005 (l.73),
+    # but the step counter starts at 1 and the loop returns once the raised counter reaches 1005
+    # (ray_trainer.py:673, 843-845): steps 1..1004 train
+    assert (t.updates_per_rollout, t.max_steps) == (10, 1004 * 10)
+    # l.42; AdamW's weight decay, fsdp_workers.py:232
+    assert (t.learning_rate, t.lr_scheduler_type, t.weight_decay) == (1e-6, "constant_with_warmup", 0.01)
+    # l.43: int(0.285 x total_training_steps) (fsdp_workers.py:234-236); verl steps its scheduler
+    # once per rollout step (:381)
+    assert t.warmup_steps == int(0.285 * 1005) * 10
+    # save_freq=100 and test_freq=100 rollout steps (l.68-69): global_steps % 100 == 0 (ray_trainer.py:825-834)
+    assert (t.checkpoints.every, t.eval.every) == (100 * 10, 100 * 10)
     assert (t.temperature, t.top_p) == (1.0, 0.95)  # l.60; ppo_trainer.yaml l.71
     assert (r.beta, r.loss_type, r.entropy_coef) == (0.001, "bnpo", 0.001)  # l.56-57; ppo_trainer.yaml l.35
     assert (list(rollout.tools), rollout.max_turns, rollout.max_tool_result_tokens) == (["search"], 4, 500)  # l.76, 36
     assert rollout.mask_tool_output and rollout.tool_mode == "loop"  # state_masking, l.61
+    # data.max_response_length=500 (l.34): each generation call's max_tokens (vllm_rollout.py:108),
+    # the engine's length prompt_length + response_length = 4096 + 500 (vllm_rollout.py:99)
+    assert (rollout.max_turn_tokens, rollout.vllm_max_model_length) == (500, 4096 + 500)
+    # an invalid search turn: generation.py:396-398's observation, and the loop goes on (:399)
+    assert rollout.invalid_action_note == (
+        "\nMy previous action is invalid. If I want to search, I should put the query between <search> and "
+        "</search>. If I want to give the final answer, I should put the answer between <answer> and "
+        "</answer>. Let me try again.\n"
+    )
     search = rollout.tool_kwargs.search
     assert (search.retriever, search.url, search.topk) == ("http", "http://127.0.0.1:8000/retrieve", 3)  # l.77-78
 
@@ -309,4 +338,77 @@ def test_search_r1_rag_training_control_differs_only_in_the_tool_mode():
     search, rag = preset("search_r1_qwen2_5_3b_base"), preset("search_r1_qwen2_5_3b_base", "rollout.tool_mode=rag_once")
     assert rag.rollout.tool_mode == "rag_once"
     assert OmegaConf.to_container(search.trainer) == OmegaConf.to_container(rag.trainer)
-    assert check_run(rag, hardware=False).max_steps == 10050  # the control passes every check of a run
+    assert check_run(rag, hardware=False).max_steps == 10040  # the control passes every check of a run
+
+
+def test_search_r1_switches_back_to_ending_the_rollout_at_an_invalid_turn():
+    cfg = preset("search_r1_qwen2_5_3b_base", "rollout.invalid_action_note=null", "rollout.max_turn_tokens=null")
+    assert (cfg.rollout.invalid_action_note, cfg.rollout.max_turn_tokens) == (None, None)
+    assert check_run(cfg, hardware=False).max_steps == 10040
+
+
+# ----------------------------------------------------------------------------------- RM-R1
+# rm_r1/scripts/RLVR/local/train_rm_r1_rlvr_qwen2.5_instruct_7b.sh (l. below) with
+# rm_r1/verl/trainer/config/ppo_trainer.yaml and verl e49fb57
+def test_rm_r1_preset_follows_the_rlvr_script_and_its_data():
+    cfg = preset("rm_r1_qwen2_5_7b_instruct")
+    r, t = cfg.recipe, cfg.trainer
+    assert (r.name, r.pairs) == ("j1", "gaotang/RM-R1-after-Distill-RLVR")  # l.35
+    # the data's written prompts (rl_dataset.py:52-59), each pair once in the file's order
+    # (mix_data.py:146-153), rewarded by lm_as_judge.py's last-80-characters check (l.31-32)
+    assert (r.pair_orders, r.prompt_field, r.chosen_field, r.rejected_field, r.label_field) == (
+        "one",
+        "context_messages",
+        None,
+        None,
+        "winner",
+    )
+    assert [(x.name, x.weight) for x in r.rewards] == [("rm_r1_verdict", 1.0)] and r.wrong_reward == -1.0
+    assert cfg.data.system_prompt.startswith("Please act as an impartial judge and evaluate the quality")
+    assert cfg.data.system_prompt.endswith(
+        "<eval>\n  include direct comparisons supported by <quote_A>...</quote_A> "
+        "or <summary_A>...</summary_A>, and <quote_B>...</quote_B>, or "
+        "<summary_B>...</summary_B> tags\n</eval>\n\n<answer>[[A/B]]</answer>"
+    )
+    assert t.num_generations == 7  # rollout.n: 7, ppo_trainer.yaml:95
+    # l.15, 16 (128 prompts x rollout.n per mini-batch), 10, 20, 21
+    assert (t.prompts_per_rollout, t.updates_per_rollout, t.learning_rate) == (1024, 8, 1e-6)
+    assert (t.max_completion_length, t.micro_batch_size, cfg.rollout.vllm_max_model_length) == (8192, 4, 4096 + 8192)
+    assert (t.lr_scheduler_type, t.warmup_steps, t.warmup_ratio, t.temperature) == ("constant", 0, 0.0, 1.0)
+    assert (r.beta, r.entropy_coef, r.loss_type) == (0.001, 0.0, "bnpo")  # yaml l.35-38; l.70; core_algos.py:301
+    assert t.weight_decay == 0.01  # rm_r1/verl/workers/fsdp_workers.py:238
+    assert t.checkpoints.every == 100 * t.updates_per_rollout  # SAVE_EVERY_STEP=100 rollout steps (l.13, 66)
+    assert check_run(cfg, hardware=False).num_generations == 7
+
+
+# ----------------------------------------------------------------------- Cognitive Behaviors
+@pytest.mark.parametrize("model", ["qwen2_5_3b", "llama3_2_3b"])
+def test_cognitive_behaviors_rl_follows_the_script_and_its_verl(model):
+    # scripts/train_tiny_zero_n4_cd.sh (l.) with the fork's verl/trainer/config/ppo_trainer.yaml (config l.)
+    r, t = preset(f"cognitive_behaviors_{model}").recipe, preset(f"cognitive_behaviors_{model}").trainer
+    # token mean per micro-batch (core_algos.py:192), / gradient accumulation (dp_actor.py:271)
+    assert (r.loss_type, t.micro_batch_size) == ("bnpo", 4)  # l.11: 4 / 4 GPUs x rollout.n 4
+    assert (r.epsilon, r.epsilon_high, r.entropy_coef, r.beta) == (0.2, None, 0.001, 0.001)  # config l.28-29, l.20
+    assert (t.adam_beta1, t.adam_beta2, t.weight_decay, t.max_grad_norm) == (0.9, 0.999, 0.01, 1.0)  # :231-232, l.27
+    assert (t.learning_rate, t.lr_scheduler_type, t.warmup_steps) == (1e-6, "constant", 0)  # l.9; config l.38-40
+    assert (t.temperature, t.top_p, t.max_completion_length) == (1.0, 1.0, 1024)  # config l.63, 65; l.7
+    # save_freq=10 (l.30) rollout steps of 2 updates: the checkpoints behavioral_evals.sh reads (l.16)
+    assert (t.checkpoints.every, t.max_steps) == (10 * 2, 250 * 2)
+
+
+# ----------------------------------------------------------------------------- QwenLong-L1
+def test_qwenlong_rl_phases_use_the_authors_three_reward_rules():
+    from rlrecipes.training.stages import compose_pipeline, plan, stage_config
+
+    steps = plan(compose_pipeline(["pipeline=qwenlong_l1_32b", "warmup.data.path=w.jsonl"]))
+    for step in steps[1:]:  # the two RL phases
+        cfg = stage_config(step, Path("/p"), steps, for_check=True)
+        r, t = cfg.recipe, cfg.trainer
+        # reward_score/__init__.py:43-51 routes each domain to its rule; the judge (README l.224, 238)
+        assert [(x.name, x.weight, dict(x.options)) for x in r.rewards] == [
+            ("docqa", 1.0, {"model": "Qwen/Qwen2.5-1.5B-Instruct"}),
+            ("accuracy", 0.0, {}),
+        ]
+        assert r.dynamic_sampling.filter == "docqa"  # algorithm.filter_groups.metric=acc (l.25): score == 1
+        assert (r.entropy_coef, t.weight_decay) == (0.001, 0.01)  # ppo_trainer.yaml:40; fsdp_workers.py:278
+        assert t.checkpoints.every == 5 * t.updates_per_rollout  # save_freq=5 (l.68)

@@ -101,7 +101,7 @@ def test_presets_carry_the_papers_numbers(
     schedule = ("cosine_with_min_lr", {"min_lr_rate": 0.1}) if "_v1_" in preset else ("cosine", {})
     assert (t.lr_scheduler_type, dict(t.lr_scheduler_kwargs)) == schedule
     assert (t.learning_rate, t.warmup_ratio, t.temperature) == (5e-7, 0.03, 1.0)
-    assert (r.epsilon, t.max_completion_length, cfg.rollout.importance_sampling_correction) == (0.2, 3072, False)
+    assert (r.epsilon, t.max_completion_length, cfg.rollout.importance_sampling.enabled) == (0.2, 3072, False)
     assert cfg.data.eval_path == cfg.data.path  # evaluated on the questions it trained on
     # every optimizer step trains the responses of prompts_per_rollout * n_train / updates
     plan = plan_batches(t)
