@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.engine.grpo_args import check_recipe_fields
+from rlrecipes.errors import ConfigError
 from rlrecipes.rewards import RewardContext, RewardFn, build_reward
 
 if TYPE_CHECKING:
@@ -79,3 +80,13 @@ class Recipe:
     def training_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows TRL trains on, from the loaded ones (one-shot RLVR duplicates a few)."""
         return rows
+
+
+def refuse_gdpo(cfg: Any, recipe: str, how: str) -> None:
+    """ConfigError when GDPO's aggregation is set on a recipe whose hook recomputes the advantage
+    from one score (`how`): TRL's per-reward normalisation would be replaced without a word."""
+    if str(cfg.recipe.get("multi_objective_aggregation", "sum_then_normalize")) != "sum_then_normalize":
+        raise ConfigError(
+            f"recipe.multi_objective_aggregation={cfg.recipe.multi_objective_aggregation}: recipe={recipe} {how}, "
+            "so GDPO's per-reward normalisation would not reach the loss; leave it at sum_then_normalize"
+        )

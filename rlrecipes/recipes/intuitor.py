@@ -30,7 +30,7 @@ from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.policy_score import PolicyScoreAdvantage, Scorer, sharded
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
-from rlrecipes.recipes.base import Recipe
+from rlrecipes.recipes.base import Recipe, refuse_gdpo
 from rlrecipes.rewards import RewardContext
 from rlrecipes.rewards.certainty import policy_self_certainty
 
@@ -75,6 +75,9 @@ class Intuitor(Recipe):
 
     @classmethod
     def validate(cls, cfg: Any) -> None:
+        refuse_gdpo(
+            cfg, "intuitor", "replaces the advantage by the group-normalised self-certainty (engine/policy_score.py)"
+        )
         for key in ("score_batch_size", "score_chunk_tokens"):
             if cfg.recipe[key] < 1:
                 raise ConfigError(f"recipe.{key}={cfg.recipe[key]} must be at least 1")

@@ -37,7 +37,7 @@ from rlrecipes.engine.grpo_args import plan_batches
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
-from rlrecipes.recipes.base import Recipe
+from rlrecipes.recipes.base import Recipe, refuse_gdpo
 from rlrecipes.rewards import RewardContext
 from rlrecipes.rewards.majority import VoteParams, VoteRule
 
@@ -72,6 +72,9 @@ class TTRL(Recipe):
 
     @classmethod
     def validate(cls, cfg: Any) -> None:
+        refuse_gdpo(
+            cfg, "ttrl", "recomputes advantages from its vote reward on the trained subset (engine/group_subset.py)"
+        )
         r, groups = cfg.recipe, cfg.trainer.num_generations
         weights = {spec.name: float(spec.weight) for spec in r.rewards}
         if REWARD not in weights:

@@ -197,3 +197,15 @@ def test_a_loss_without_its_companion_stops_the_cli_in_one_line(capsys):
     assert one_error_line(out) == (
         "error: recipe.loss_type=luspo needs recipe.importance_sampling_level=sequence, not token"
     )
+
+
+@pytest.mark.parametrize("recipe", ["ttrl", "intuitor"])
+def test_gdpo_is_refused_where_a_hook_recomputes_the_advantage(recipe):
+    # TTRL's vote subset and INTUITOR's self-certainty replace TRL's advantage with one score's:
+    # GDPO's per-reward normalisation would never reach the loss, so it is refused, not ignored
+    from rlrecipes.training.plan import check_run
+    from tests.conftest import compose
+
+    cfg = compose(f"recipe={recipe}", "recipe.multi_objective_aggregation=normalize_then_sum")
+    with pytest.raises(ConfigError, match=rf"^recipe.multi_objective_aggregation=normalize_then_sum: recipe={recipe} "):
+        check_run(cfg)
