@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from rlrecipes.errors import UserError
 
-# torch files HF's Trainer writes into a checkpoint and reads back on resume (weights_only=True);
-# training_args.bin is a full pickle that neither HF nor rlrecipes ever loads, so it is not read.
-TORCH_SUFFIXES = (".pt", ".pth")
+# torch files HF's Trainer and accelerate write into a checkpoint and read back on resume
+# (weights_only=True): `.bin` too (pytorch_model.bin, FSDP's pytorch_model_fsdp.bin and
+# optimizer.bin), so a planted pickle there sets the checkpoint aside instead of failing every
+# resume. training_args.bin is a full pickle that neither HF nor rlrecipes ever loads: not read.
+TORCH_SUFFIXES = (".pt", ".pth", ".bin")
 NEVER_LOADED = ("training_args.bin",)
 
 
@@ -79,9 +82,9 @@ def file_problem(path: Path) -> str | None:
     if name.endswith(TORCH_SUFFIXES):
         from transformers.trainer_pt_utils import safe_globals  # the numpy RNG state HF allows itself
 
-        try:
+        try:  # memory-mapped unless an old-format (pre-zip) file, which torch cannot map
             with safe_globals():
-                torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
         except Exception as exc:
             return _torch_reason(exc)
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import platform
@@ -17,6 +19,7 @@ from rlrecipes.errors import UserError
 
 MARKER = "config.yaml"  # a directory holding this file holds a run
 CLAIM = ".rlrecipes-run"  # created exclusively when a command takes an explicit run_dir
+LOCK = ".lock"  # flock-ed by the process writing in the run directory; holds its pid (for messages only)
 # The command line as the user typed it: Hydra's entry point replaces sys.argv with the
 # overrides alone (see config/hydra_app.py), which would drop the subcommand.
 invocation: list[str] | None = None
@@ -58,6 +61,11 @@ def create_run_dir(
                 f"run_dir={path} is taken by another command (or a run that failed: remove "
                 f"{path / CLAIM} if none is running); choose another path"
             ) from None
+        try:
+            lock_run_dir(path)
+        except RunDirError:
+            (path / CLAIM).unlink(missing_ok=True)
+            raise
         return path
     if job_num is not None and sweep_dir:
         base = Path(sweep_dir) / f"{job_num}-{label}"
@@ -67,6 +75,7 @@ def create_run_dir(
     while True:
         try:
             _make_dir(path, exist_ok=False)
+            lock_run_dir(path)
             return path
         except FileExistsError:
             n += 1
@@ -83,6 +92,76 @@ def _make_dir(path: Path, exist_ok: bool) -> None:
             f"cannot create the run directory {path}: {exc.strerror or exc}; "
             "set run_dir= or output_root= to a writable folder"
         ) from None
+
+
+# the run directories this process holds the lock of: their lock file's descriptor, by path
+_held: dict[str, int] = {}
+
+
+def lock_run_dir(path: Path) -> None:
+    """Lock `path` for this process: an advisory `flock` on RUN/.lock, held until the process
+    ends (or `release_run_dir`). The kernel drops it when the process dies, SIGKILL included,
+    so a lock is never stale; the pid written into the file is for the message only. Another
+    process holding it: one line (RunDirError). Taking it again in this process is a no-op."""
+    key = str(Path(path).resolve())
+    lock = Path(path) / LOCK
+    if key in _held:
+        try:
+            if os.path.samestat(os.fstat(_held[key]), os.stat(lock, follow_symlinks=False)):
+                return
+        except OSError:
+            pass
+        release_run_dir(path)  # the folder was removed and made again: its lock file is new
+    try:  # O_NOFOLLOW: a planted link never makes the pid overwrite another file
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise RunDirError(
+            f"cannot open {lock} ({why}); the run directory's lock must be a plain file the run can write"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise RunDirError(_in_use(path, pid)) from None
+    except OSError:  # a filesystem without locks (some FUSE mounts): the run goes on unlocked
+        pass
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[key] = fd
+
+
+def release_run_dir(path: Path) -> None:
+    """Give up this process's lock on `path` (when its job is over); the file stays."""
+    fd = _held.pop(str(Path(path).resolve()), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def check_not_in_use(path: Path) -> None:
+    """Refuse (one line) if a process holds `path`'s lock; takes no lock and writes nothing."""
+    try:
+        fd = os.open(Path(path) / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # no lock file: no process ever ran there
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise RunDirError(_in_use(path, os.pread(fd, 32, 0).decode(errors="replace").strip())) from None
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _in_use(path: Path, pid: str) -> str:
+    """The one line for a run directory whose lock `pid` (as its lock file says) holds."""
+    held = f"pid {pid}" if pid.isdigit() else "pid unknown"
+    return (
+        f"run_dir={path} is in use by another process ({held}); wait for it to end, or stop it "
+        f"({'kill ' + pid if pid.isdigit() else 'kill it'}), then run the command again"
+    )
 
 
 def is_main_process() -> bool:
@@ -216,7 +295,8 @@ def discard_unstarted_run(run_dir: Path) -> None:
     fixed. Anything else in the folder is left alone."""
     if (run_dir / "metrics.jsonl").exists() or (run_dir / "summary.json").exists():
         return
-    for name in (MARKER, "versions.json", CLAIM):
+    release_run_dir(run_dir)
+    for name in (MARKER, "versions.json", CLAIM, LOCK):
         (run_dir / name).unlink(missing_ok=True)
     import shutil
 

@@ -7,7 +7,8 @@ summary); this module does the rest the same way for both:
   in a fresh run directory (`create_run_dir`);
 - `resume=true run_dir=R`: the run's saved config with the command line's explicit keys on
   top, run in place, without Hydra's job machinery (one run, in this process);
-- every run: the directory made on the main process and shared by all, a one-line error for a
+- every run: the directory made (or reopened) and locked on the main process and shared by all
+  (`rundir.lock_run_dir`: one process trains in a run directory at a time), a one-line error for a
   user mistake, nothing left behind by a crash before the first step, 128 + signal after a
   SIGINT/SIGTERM checkpoint.
 """
@@ -32,6 +33,7 @@ from rlrecipes.rundir import (
     discard_unstarted_run,
     drop_hydra_job_dir,
     is_main_process,
+    release_run_dir,
     shared_run_dir,
     write_manifest,
 )
@@ -150,7 +152,10 @@ def run_in_run_dir(command: RunCommand, cfg: Any, create: Callable[[], Path]) ->
         if main and not cfg.resume:
             discard_unstarted_run(run_dir)
 
-    summary = run_job(body, discard)
+    try:
+        summary = run_job(body, discard)
+    finally:  # the job is over: a sweep run in this process must not keep it locked
+        release_run_dir(run_dir)
     if main:
         command.print_summary(summary, run_dir)
     return summary.get(command.result_key)

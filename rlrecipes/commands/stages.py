@@ -16,8 +16,8 @@ from rlrecipes.commands.common import OVERRIDES, console, fail
 from rlrecipes.commands.help import help_with
 from rlrecipes.commands.sft import check_config as check_sft_config
 from rlrecipes.commands.train import check_config as check_train_config
-from rlrecipes.errors import ConfigError, UserError
-from rlrecipes.rundir import create_run_dir, write_manifest
+from rlrecipes.errors import ConfigError, RunInterrupted, UserError
+from rlrecipes.rundir import check_not_in_use, create_run_dir, lock_run_dir, write_manifest
 from rlrecipes.training.stages import (
     Stage,
     compose_pipeline,
@@ -25,6 +25,7 @@ from rlrecipes.training.stages import (
     run_stage,
     saved_pipeline,
     stage_config,
+    stage_summary,
     state,
     write_summary,
 )
@@ -52,7 +53,7 @@ def stages(
     rundir.invocation = list(sys.argv)
     try:
         if cfg.resume:
-            parent = reopen(Path(str(cfg.run_dir)).expanduser())
+            parent = reopen(Path(str(cfg.run_dir)).expanduser(), steps)
         else:
             parent = create_run_dir(cfg.run_dir, cfg.output_root, f"stages-{cfg.pipeline.name}", command="stages")
             write_manifest(parent, cfg)
@@ -80,6 +81,8 @@ def pipeline_config(overrides: list[str]) -> Any:
 def check_stages(steps: list[Stage], parent: Path, resuming: bool) -> None:
     """Each stage that will start is checked by its command's own checks, before the first runs."""
     for stage in steps:
+        if resuming and state(stage, parent) == "finished":
+            stage_summary(stage.run_dir(parent))  # read by later stages and the pipeline's summary
         if resuming and state(stage, parent) != "new":
             continue  # finished: kept; started: resumes with its own saved config
         checks = check_sft_config if stage.command == "sft" else check_train_config
@@ -90,9 +93,17 @@ def check_stages(steps: list[Stage], parent: Path, resuming: bool) -> None:
             raise ConfigError(message if message.startswith("stage ") else f"stage {stage.name}: {message}") from None
 
 
-def reopen(parent: Path) -> Path:
+def reopen(parent: Path, steps: list[Stage]) -> Path:
+    """The pipeline's directory, locked for this process, once no process runs in it or in
+    one of its stages (a stage whose stages command was killed may still be saving)."""
+    lock_run_dir(parent)
     if (parent / "summary.json").is_file():
         raise UserError(f"run_dir={parent} finished already (it has summary.json); nothing to resume")
+    for stage in steps:
+        try:
+            check_not_in_use(stage.run_dir(parent))
+        except UserError as exc:
+            raise UserError(f"stage {stage.index} ({stage.name}): {exc}") from None
     rundir.append_line(parent / "resumes.log", f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(sys.argv)}")
     return parent
 
@@ -108,6 +119,9 @@ def run_all(cfg: Any, steps: list[Stage], parent: Path) -> None:
         except UserError as exc:  # a phase's data could not be prepared: nothing of this stage ran
             fail(f"{exc}; finished stages are kept; continue with: rlrecipes stages resume=true run_dir={parent}")
             raise
+        except RunInterrupted as exc:  # SIGTERM/SIGINT/SIGHUP: the stage was ended and waited for
+            console.print(f"[bold yellow]interrupted:[/] {exc}", highlight=False, soft_wrap=True)
+            raise SystemExit(128 + exc.signal) from None
         if code != 0 or state(stage, parent) != "finished":
             console.print(
                 f"[bold red]error:[/] stage {stage.index} ({stage.name}) stopped with exit status {code} (its output "

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from rlrecipes import rundir
 from rlrecipes.errors import UserError
-from rlrecipes.rundir import CLAIM, MARKER, RunDirError, create_run_dir
+from rlrecipes.rundir import CLAIM, LOCK, MARKER, RunDirError, create_run_dir, lock_run_dir, release_run_dir
 
 # Settings that must match for a resumed eval to continue the same experiment.
 _RESUME_KEYS = (
@@ -37,7 +37,9 @@ _RESUME_KEYS = (
 
 
 def _resume_dir(cfg: Any, path: Path) -> Path:
-    """Reopen ``path`` for a resumed eval after checking it is the same experiment."""
+    """Reopen ``path`` for a resumed eval after checking it is the same experiment; it is
+    locked for this process first (an eval another process runs there is refused)."""
+    lock_run_dir(path)
     old_cfg = rundir.read_config(path)
     diffs = [
         k for k in _RESUME_KEYS if OmegaConf.select(old_cfg, k, default=None) != OmegaConf.select(cfg, k, default=None)
@@ -73,7 +75,8 @@ def discard_if_empty(run_dir: Path) -> None:
     samples = run_dir / "samples.jsonl"
     if samples.is_file() and samples.stat().st_size > 0:
         return
-    for name in (MARKER, "versions.json", "samples.jsonl", CLAIM):
+    release_run_dir(run_dir)
+    for name in (MARKER, "versions.json", "samples.jsonl", CLAIM, LOCK):
         (run_dir / name).unlink(missing_ok=True)
     try:
         run_dir.rmdir()

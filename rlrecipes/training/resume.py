@@ -76,7 +76,7 @@ def resumed_run_config(
     saved = saved_run_config(run_dir)
     schema = schema_of(saved, run_dir / rundir.MARKER)
     try:  # the saved values, merged into the typed schema
-        cfg = OmegaConf.merge(compose_config(config_name, schema), saved)
+        cfg = merged_into_schema(compose_config(config_name, schema), saved)
     except ConfigError:
         raise
     except Exception as exc:  # a key this version no longer has, or a value of the wrong type
@@ -96,6 +96,33 @@ def resumed_run_config(
         check_group_is_the_runs(group, line, composed, cfg, keys)
     cfg.resume, cfg.run_dir = True, str(composed.run_dir)
     return cfg, changes
+
+
+def merged_into_schema(schema: DictConfig, saved: DictConfig) -> DictConfig:
+    """`saved` merged into the composed `schema`. Hydra composes with struct mode off and turns
+    it on at the end, so a merge into its result refuses the keys of a free-form dict field
+    (`rollout.tool_kwargs.search`, `trainer.lr_scheduler_kwargs.min_lr_rate`) that composing
+    the run accepted: those fields are opened for the merge, then closed again. Keys the
+    typed nodes do not have are still refused."""
+    for node in _free_form_dicts(schema):
+        OmegaConf.set_struct(node, False)
+    cfg = OmegaConf.merge(schema, saved)
+    for node in _free_form_dicts(cfg):
+        OmegaConf.set_struct(node, None)  # inherited again, as in a composed config
+    return cfg
+
+
+def _free_form_dicts(node: DictConfig) -> list[DictConfig]:
+    """The dict nodes below `node` that no dataclass types (`Dict[str, Any]` fields), outermost first."""
+    found = []
+    for key in node.keys():
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            if OmegaConf.get_type(child) is dict:
+                found.append(child)
+            else:
+                found += _free_form_dicts(child)
+    return found
 
 
 def saved_run_config(run_dir: Path) -> DictConfig:
@@ -173,9 +200,11 @@ def describe(changes: Sequence[Change]) -> str:
 
 def reopen_run_dir(cfg: DictConfig, changes: Sequence[Change] = (), log: Log = print) -> Path:
     """The run directory `resume=true run_dir=R` continues, after checking it can be continued
-    with this config: incomplete checkpoints are removed, damaged ones set aside, the first
+    with this config: it is locked for this process (a run another process trains in is
+    refused in one line), incomplete checkpoints are removed, damaged ones set aside, the first
     config.yaml is kept and the resume (with its overrides) appended to resumes.log."""
     run_dir = Path(cfg.run_dir).expanduser()
+    rundir.lock_run_dir(run_dir)  # first: nothing is read or changed while another process trains there
     if (run_dir / "summary.json").is_file():
         raise UserError(f"run_dir={run_dir} finished already (it has summary.json); nothing to resume")
     before = rundir.flatten_config(OmegaConf.to_container(saved_run_config(run_dir), resolve=True))

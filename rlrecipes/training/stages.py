@@ -22,6 +22,12 @@ A stage is *finished* when its run directory has `summary.json`, *started* when 
 `config.yaml` only, else *new*. `resume=true run_dir=PARENT` keeps every finished stage as it
 is, resumes a started one with its command's own `resume=true`, and starts the new ones.
 
+The stages command holds the parent's lock (`rundir.lock_run_dir`) and each stage's process
+its own run directory's. A SIGTERM, SIGINT or SIGHUP to the stages command ends the running
+stage (SIGTERM to it: a train or sft stage saves a checkpoint and exits), waits for it, then
+stops; if the command is killed outright, Linux sends the stage SIGTERM itself (once per
+thread of the dying command, which SIGTERM's handling takes as one request).
+
 This module composes and plans (no model, no TRL); the command checks each stage's values
 with its command's checks before the first stage starts.
 """
@@ -29,6 +35,8 @@ with its command's checks before the first stage starts.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -38,7 +46,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes.compose.compose import compose_config, moved_override
-from rlrecipes.errors import ConfigError, UserError
+from rlrecipes.errors import ConfigError, RunInterrupted, UserError
 from rlrecipes.rundir import MARKER, read_config, write_json
 from rlrecipes.training.phase_data import phase_overrides
 from rlrecipes.training.phase_data import prepare as prepare_phase
@@ -204,8 +212,29 @@ def final_checkpoint(run_dir: Path) -> Path:
     """The checkpoint a finished train stage ended with (`checkpoint-<its steps>`); before it
     finished, a placeholder naming where it will be (`--dry-run`, the checks leave it out)."""
     summary = run_dir / "summary.json"
-    steps = json.loads(summary.read_text())["steps"] if summary.is_file() else "<last step>"
+    steps = stage_summary(run_dir).get("steps", "<last step>") if summary.is_file() else "<last step>"
     return run_dir / "checkpoints" / f"checkpoint-{steps}"
+
+
+def stage_summary(run_dir: Path) -> dict[str, Any]:
+    """A finished stage's summary.json; one line naming it if it is torn or not a summary."""
+    path = run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        why = f"not valid JSON ({exc.msg}); torn or not a run summary"
+    except UnicodeDecodeError:
+        why = "not UTF-8 text, so not a run summary"
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    else:
+        if isinstance(summary, dict):
+            return summary
+        why = "not a run summary (a JSON object is expected)"
+    raise UserError(
+        f"{path}: {why}; restore it, or remove it and the stage finishes again from its last checkpoint "
+        f"(rlrecipes stages resume=true run_dir={run_dir.parent})"
+    )
 
 
 def _check_saves_optimizer(stage: Stage, cfg: DictConfig, plan: Sequence[Stage]) -> None:
@@ -237,14 +266,87 @@ def run_stage(stage: Stage, parent: Path, stages: Sequence[Stage], launcher: Seq
             prepare_phase(stage, parent, stages, stage_config(stage, parent, stages, phase_data=False), log)
         argv = [stage.command, *stage.argv(parent, stages)]
     log(f"stage {stage.index} ({stage.name}): rlrecipes {' '.join(argv)}")
-    return subprocess.run([*entry, *argv]).returncode
+    code, received = run_to_the_end([*entry, *argv], log)
+    if received is not None:
+        raise StageInterrupted(
+            f"{signal.Signals(received).name}: stage {stage.index} ({stage.name}) was stopped (exit status {code}); "
+            f"finished stages are kept; continue with: rlrecipes stages resume=true run_dir={parent}",
+            received,
+        )
+    return code
+
+
+class StageInterrupted(RunInterrupted):
+    """SIGTERM, SIGINT or SIGHUP to the stages command stopped the running stage; `signal` is its number."""
+
+
+STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def run_to_the_end(command: list[str], log: Log) -> tuple[int, int | None]:
+    """Run `command` as a child process and wait for it: (its exit status, the first of
+    `STOPPING` this process received meanwhile, or None).
+
+    Such a signal is passed on as SIGTERM (a train or sft stage then saves a checkpoint at its
+    next rollout step and exits) and the child is waited for; a second one kills it. If this
+    process dies without a chance to pass anything on (SIGKILL), Linux sends the child SIGTERM
+    (PR_SET_PDEATHSIG). That signal follows the *thread* that started the child, so this must
+    run on the main thread, which signal handlers need too."""
+    received: list[int] = []
+    child: subprocess.Popen | None = None
+
+    def stop(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if child is not None:
+            _signal(child, signal.SIGTERM if len(received) == 1 else signal.SIGKILL)
+        if len(received) == 1:
+            log(
+                f"received {signal.Signals(signum).name}: stopping the running stage (a train or sft stage saves a "
+                "checkpoint first; again to stop it at once)"
+            )
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOPPING}
+    try:
+        if received:
+            return 128 + received[0], received[0]
+        child = subprocess.Popen(command, preexec_fn=_dies_with_parent())
+        if received:  # arrived while it started
+            _signal(child, signal.SIGTERM)
+        return child.wait(), (received[0] if received else None)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _signal(child: subprocess.Popen, sig: int) -> None:
+    try:
+        child.send_signal(sig)
+    except ProcessLookupError:  # it ended meanwhile
+        pass
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that asks Linux to send the child SIGTERM when this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # this process died before the call: act as the signal would
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_death_signal
 
 
 def write_summary(parent: Path, cfg: DictConfig, stages: Sequence[Stage]) -> dict[str, Any]:
     """PARENT/summary.json: each stage's run directory and headline numbers."""
     rows = []
     for stage in stages:
-        summary = json.loads((stage.run_dir(parent) / "summary.json").read_text())
+        summary = stage_summary(stage.run_dir(parent))
         keep = ("steps", "accuracy_before", "accuracy_after", "loss_before", "loss_after", "wall_seconds")
         rows.append(
             {

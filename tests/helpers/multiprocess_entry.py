@@ -6,6 +6,8 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
 - `kill_in_checkpoint:N`: SIGKILL after HF wrote checkpoint-N's files but before rlrecipes
   completed it (engine state and marker), i.e. during the checkpoint write;
 - `term_after_step:N` / `int_after_step:N`: SIGTERM / SIGINT after step N is logged;
+- `stop_after_step:N`: SIGSTOP after step N is logged (the run pauses where a test can see it
+  hold its run directory; SIGCONT goes on);
 - `disk_full_at_final_save:0`: writing the trained model fails with ENOSPC;
 - `kill_at_event:N`: SIGKILL (rank 0) at the N-th of the moments a run passes through — a
   rollout's generation, a training micro-step, a model save, a checkpoint's completion, a
@@ -153,7 +155,12 @@ def inject_fault(spec: str) -> None:
         original_save = CheckpointKeeper.on_save
         CheckpointKeeper.on_save = on_save
         return
-    sig = {"kill_after_step": signal.SIGKILL, "term_after_step": signal.SIGTERM, "int_after_step": signal.SIGINT}[kind]
+    sig = {
+        "kill_after_step": signal.SIGKILL,
+        "term_after_step": signal.SIGTERM,
+        "int_after_step": signal.SIGINT,
+        "stop_after_step": signal.SIGSTOP,
+    }[kind]
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         out = original_log(self, args, state, control, logs=logs, **kwargs)
