@@ -10,9 +10,7 @@ import math
 import os
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,6 +18,7 @@ import torch
 from rlrecipes.compose import compose_config
 from rlrecipes.engine.gae import gae, token_level_rewards
 from tests.conftest import TINY, cli, compose, one_error_line
+from tests.helpers.trl_loss import compute_trl_loss
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = str(ROOT / "tests" / "helpers" / "multiprocess_entry.py")
@@ -64,39 +63,8 @@ RATIOS = torch.tensor([[1.1, 0.9], [1.3, 0.7], [1.0, 1.0], [1.25, 0.75], [0.95, 
 def trl_token_loss(advantages: torch.Tensor) -> tuple[float, torch.Tensor]:
     """TRL 1.16's `GRPOTrainer._compute_loss` (bnpo, clip 0.2, no KL, no entropy) on the batch
     above with (B, T) advantages: the loss and d loss / d log-prob per token."""
-    from trl import GRPOTrainer
-
     logps = RATIOS.log().requires_grad_()
-    fake = SimpleNamespace(
-        loss_type="bnpo",
-        epsilon_low=0.2,
-        epsilon_high=0.2,
-        beta=0.0,
-        top_entropy_quantile=1.0,
-        off_policy_mask_threshold=None,
-        importance_sampling_level="token",
-        use_vllm=False,
-        vllm_importance_sampling_correction=False,
-        _entropy_bonus_enabled=False,
-        aux_loss_enabled=False,
-        current_gradient_accumulation_steps=1,
-        max_completion_length=2,
-        model=SimpleNamespace(training=True),
-        args=SimpleNamespace(delta=None, steps_per_generation=1),
-        accelerator=SimpleNamespace(num_processes=1, reduce=lambda x, reduction: x, gather=lambda x: x),
-        _metrics=defaultdict(lambda: defaultdict(list)),
-        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros(6, 2), None),
-    )
-    inputs = {
-        "prompt_ids": torch.ones(6, 1, dtype=torch.long),
-        "prompt_mask": torch.ones(6, 1, dtype=torch.long),
-        "completion_ids": torch.ones(6, 2, dtype=torch.long),
-        "completion_mask": MASK,
-        "advantages": advantages,
-        "num_items_in_batch": torch.tensor(11.0),
-        "old_per_token_logps": torch.zeros(6, 2),
-    }
-    loss = GRPOTrainer._compute_loss(fake, None, inputs)
+    loss, _ = compute_trl_loss("bnpo", logps, MASK, advantages)
     loss.backward()
     return loss.item(), logps.grad
 
