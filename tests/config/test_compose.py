@@ -25,7 +25,10 @@ def test_overrides_apply_with_types():
         ("trainer.lerning_rate=1", "unknown key 'trainer.lerning_rate'; valid keys here: adam_beta1"),
         ("recipe=dapoo", "unknown recipe 'dapoo'; valid: "),
         ("model=gpt5", "unknown model 'gpt5'; valid: "),
-        ("experiment=dapo_papr", "unknown experiment 'dapo_papr'; valid: cognitive_behaviors_llama3_2_3b, "),
+        (
+            "experiment=dapo_papr",
+            "unknown experiment 'dapo_papr'; valid: clip_cov_qwen2_5_7b, cognitive_behaviors_llama3_2_3b, ",
+        ),
         ("reward=randm", "unknown reward 'randm'; valid: format, ground_truth, "),
         ("seeed=1", "unknown key 'seeed'; valid keys here: cache_dir, data"),
         ("recipe.epsilonn=0.3", "unknown key 'recipe.epsilonn'; valid keys here: "),
