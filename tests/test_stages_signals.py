@@ -49,10 +49,11 @@ def stages(parent: Path, *args: str) -> tuple[int, str]:
 
 
 def wait_for(path: Path, what: str, process: subprocess.Popen | None = None, limit_s: float = 600) -> str:
-    """The text of `path` once it exists (a guard against a hang, not a timing: the test fails
-    only if it never appears, or `process` ended first)."""
+    """The text of `path` once it holds a whole line (a guard against a hang, not a timing: the
+    test fails only if it never appears, or `process` ended first). A line, not the file's
+    existence: the stage opens signals.log to append before it writes the signal's name."""
     deadline = time.monotonic() + limit_s
-    while not path.exists():
+    while not (path.exists() and path.read_text().endswith("\n")):
         if process is not None and process.poll() is not None:
             pytest.fail(f"{what}: the process ended first ({process.returncode}):\n{process.args}")
         if time.monotonic() > deadline:
