@@ -133,6 +133,10 @@ class ToyModelConfig:
     sft_patience: int = 4
     sft_tolerance: float = 0.04
     seed: int = 0
+    # false: a config that a shipped toy was built from (rlrecipes/models/shipped_toys/index.json)
+    # starts from those weights, the same on every machine; true: build it on this machine
+    # (minutes; cached). Not part of the build's key.
+    rebuild: bool = False
 
 
 @dataclass

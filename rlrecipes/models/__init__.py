@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
 from rlrecipes.hub import check_model_available
-from rlrecipes.models import lora, smollm2, toy
+from rlrecipes.models import lora, shipped, smollm2, toy
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 
 # 2: the warm-start plateau must lie above the untrained model's dev accuracy (version 1
@@ -42,15 +42,7 @@ def resolve_model_path(
                 "model=toy is warm-started on a synthetic task; use a synthetic data=... "
                 "(arithmetic, countdown) or set model.name_or_path"
             )
-        # unset options (null) left out: a new option does not rebuild every toy already cached
-        toy_key = {k: v for k, v in OmegaConf.to_container(model_cfg.toy).items() if v is not None}
-        key = {
-            "toy": toy_key,
-            "task": OmegaConf.to_container(synthetic_cfg),
-            "version": TOY_BUILD_VERSION,
-        }
-        folder = cache_root(cache_dir) / "toy" / digest(key)
-        return str(cached_folder(folder, key, lambda tmp: toy.build_toy(tmp, model_cfg, task, log), log))
+        return str(_toy_folder(model_cfg, task, synthetic_cfg, cache_dir, log))
     if model_cfg.builder == "smollm2_gguf":
         folder = cache_root(cache_dir) / "smollm2-135m-instruct"
         key = {"gguf": str(smollm2.gguf_path()), "version": SMOLLM2_BUILD_VERSION}
@@ -59,6 +51,37 @@ def resolve_model_path(
         f"model.builder={model_cfg.builder!r} with no model.name_or_path; "
         "valid builders: toy, smollm2_gguf (or set model.name_or_path)"
     )
+
+
+def toy_key(model_cfg: Any, synthetic_cfg: Any) -> dict[str, Any]:
+    """Everything a toy build depends on: its cache key, and the key a shipped toy is found by."""
+    # unset options (null) left out: a new option does not rebuild every toy already cached;
+    # `rebuild` says where the weights come from, not what they are
+    toy_cfg = OmegaConf.to_container(model_cfg.toy)
+    toy_settings = {k: v for k, v in toy_cfg.items() if v is not None and k != "rebuild"}
+    return {"toy": toy_settings, "task": OmegaConf.to_container(synthetic_cfg), "version": TOY_BUILD_VERSION}
+
+
+def _toy_folder(
+    model_cfg: Any, task: Any, synthetic_cfg: Any, cache_dir: str | None, log: Callable[[str], None]
+) -> Path:
+    """The shipped toy of this config copied into the cache (checked against its recorded hash),
+    or, with `model.toy.rebuild=true` or where none ships, one built here (once, then cached)."""
+    key = toy_key(model_cfg, synthetic_cfg)
+    found = None if model_cfg.toy.get("rebuild") else shipped.find(key)
+    if found is not None:
+        key = {**key, "shipped": found.content_sha256}  # never mistaken for a build of this machine's
+
+        def build(tmp: Path) -> None:
+            shipped.copy_into(found, tmp, log)
+
+    else:
+
+        def build(tmp: Path) -> None:
+            log(shipped.building_note(model_cfg, key))
+            toy.build_toy(tmp, model_cfg, task, log)
+
+    return cached_folder(cache_root(cache_dir) / "toy" / digest(key), key, build, log)
 
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "auto": "auto"}
