@@ -37,6 +37,7 @@ COMMANDS = {
     "spurious-labels": ("spurious_labels", "Sample the base model on the training data and write Spurious Rewards' labels file (for reward=majority|incorrect)."),
     "judge-pairs": ("judge", "Sample a model, grade the samples, keep one correct + one incorrect per problem: a pair file."),
     "judge-eval": ("judge", "Judge preference pairs in both orders: accuracy, position-consistent accuracy, flips, ties."),
+    "save-benchmark": ("save_benchmark", "Save benchmarks from the hub to DIR as JSONL; on a machine without network, eval reads them with data_dir=DIR."),
     "launch-config": ("launch", "Path of a shipped accelerate config: accelerate launch --config_file $(rlrecipes launch-config zero3) -m rlrecipes.cli train ..."),
     "config": ("config", "Inspect configurations."),
     "sandbox": ("sandbox", "The python tool's sandbox (bubblewrap)."),

@@ -53,6 +53,7 @@ def test_config_show_prints_the_resolved_config():
     [
         (("config", "show", "trainer.lerning_rate=1"), "unknown key 'trainer.lerning_rate'; valid keys here:"),
         (("train", "recipe=dapoo"), "unknown recipe 'dapoo'; valid: "),
+        (("train", "recipe.name=foo", "--dry-run"), "recipe.name='foo': unknown recipe; valid: clip_cov, dapo,"),
         (("train", "-m", "seed=1,2", "data=nope"), "unknown data 'nope'; valid: "),
     ],
 )

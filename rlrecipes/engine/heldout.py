@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from transformers import TrainerCallback
 
 from rlrecipes.generation import generate_completions
+from rlrecipes.phase import Phase
 from rlrecipes.tool_loop.greedy import greedy_tool_texts
 from rlrecipes.tool_loop.rollout import ToolRollout, trainer_sync
 
@@ -59,8 +60,10 @@ class HeldOutAccuracy(TrainerCallback):
         before: bool,
         after: bool,
         every: int | None = None,
+        log: Callable[[str], None] = lambda _: None,
     ):
         self.prompts, self.answers, self.verify = list(prompts), list(answers), verify
+        self.log = log  # announces the passes before and after training (a minute or more on a CPU)
         self.tokenizer, self.max_new_tokens, self.batch_size = tokenizer, max_new_tokens, batch_size
         self.measure_before, self.measure_after, self.every = before and bool(prompts), after and bool(prompts), every
         self.trainer: Any = None  # set once the trainer exists
@@ -70,7 +73,8 @@ class HeldOutAccuracy(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if self.measure_before:
-            self.before = self.measure()
+            with Phase(f"held-out accuracy before training ({len(self.prompts)} problems, greedy)", self.log):
+                self.before = self.measure()
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.every and self.prompts and state.global_step % self.every == 0:
@@ -78,7 +82,8 @@ class HeldOutAccuracy(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.measure_after:
-            self.after = self.measure()
+            with Phase(f"held-out accuracy after training ({len(self.prompts)} problems, greedy)", self.log):
+                self.after = self.measure()
 
     def measure(self) -> float:
         """Accuracy over all held-out problems, computed collectively by every process."""

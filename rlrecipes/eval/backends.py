@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from rlrecipes.errors import UserError
 from rlrecipes.eval.config import GenerationBackend
-from rlrecipes.eval.job_size import count_parameters, cpu_break_even_slots, format_slots
+from rlrecipes.eval.job_size import VLLM_CPU_START_S, count_parameters, cpu_break_even_slots, format_slots
 from rlrecipes.generation import Completion, HFBackend, Progress, SampleSource, Sampling, on_vllm_cpu
 from rlrecipes.models import load_model
 from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
+from rlrecipes.phase import Phase
 
 
 class Backend(SampleSource, Protocol):
@@ -62,6 +63,7 @@ class VLLMBackend:
         trust_remote_code: bool = False,
         revision: str | None = None,
         chunk_problems: int = 512,
+        log: Callable[[str], None] = print,
     ) -> None:
         check_backend("vllm")
         from vllm import LLM
@@ -73,22 +75,24 @@ class VLLMBackend:
             # vLLM-CPU reads this as the share of RAM for the KV cache; 0.3 leaves room for
             # the grading pool on a 24 GiB machine
             gpu_memory_utilization = 0.3 if cpu else 0.85
-        self._llm = LLM(
-            model=model_path,
-            dtype=dtype if cpu or dtype != "float32" else "auto",
-            seed=seed,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            max_model_len=max_model_len,
-            trust_remote_code=trust_remote_code,
-            revision=revision,
-            # Every request is seeded (see `generate`). When a prompt's prefill is split across
-            # engine steps, vLLM rewinds that request's generator, which a CPU generator cannot do
-            # ("CPU Generator does not use offset": any sampled eval of more than one step's
-            # tokens crashed); on CPU prompts are therefore prefilled whole.
-            enable_chunked_prefill=not cpu,
-            use_tqdm_on_load=False,  # the eval plan and progress lines say what happens
-        )
+        # a CPU build compiles for minutes before its first token: never silent meanwhile
+        with Phase("starting the vLLM engine", log, expect_s=VLLM_CPU_START_S if cpu else None):
+            self._llm = LLM(
+                model=model_path,
+                dtype=dtype if cpu or dtype != "float32" else "auto",
+                seed=seed,
+                gpu_memory_utilization=gpu_memory_utilization,
+                tensor_parallel_size=tensor_parallel_size,
+                max_model_len=max_model_len,
+                trust_remote_code=trust_remote_code,
+                revision=revision,
+                # Every request is seeded (see `generate`). When a prompt's prefill is split across
+                # engine steps, vLLM rewinds that request's generator, which a CPU generator cannot do
+                # ("CPU Generator does not use offset": any sampled eval of more than one step's
+                # tokens crashed); on CPU prompts are therefore prefilled whole.
+                enable_chunked_prefill=not cpu,
+                use_tqdm_on_load=False,  # the eval plan and progress lines say what happens
+            )
         self._chunk = chunk_problems
 
     @property
@@ -219,7 +223,14 @@ def resolve_backend(name: str, model_path: str) -> str:
     return choose_backend(name, model_path).name
 
 
-def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int, name: str | None = None) -> Backend:
+def make_backend(
+    gen_cfg: Any,
+    model_cfg: Any,
+    model_path: str,
+    seed: int,
+    name: str | None = None,
+    log: Callable[[str], None] = print,
+) -> Backend:
     """The one way to build a backend (eval, judge-eval, judge-pairs, spurious-labels): the
     backend `name` (default: ``gen_cfg.backend``, ``auto`` resolved) from a `GenerationConfig`
     and a `ModelConfig`, with the model loaded; its ``name`` says which one it is."""
@@ -236,6 +247,7 @@ def make_backend(gen_cfg: Any, model_cfg: Any, model_path: str, seed: int, name:
             trust_remote_code=bool(model_cfg.trust_remote_code),
             revision=model_cfg.revision,
             chunk_problems=gen_cfg.batch_size * 8,
+            log=log,
         )
     check_backend(name)
     import torch

@@ -14,6 +14,7 @@ DAPO AIME parquet, 30 problems x 32 copies for avg@32) are merged and counted.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -210,7 +211,7 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
         return root
     if not root.is_dir():
         raise DataError(f"data_dir {str(root)!r} does not exist; pass {expected_layout(spec)}")
-    for rel in spec.local_files:
+    for rel in local_candidates(spec):
         parts = Path(rel).parts
         for k in range(len(parts)):
             # data_dir may sit below the layout's root, but only on this file's own path:
@@ -234,7 +235,48 @@ def find_local_file(spec: BenchmarkSpec, data_dir: str | Path) -> Path:
 
 
 def _layout_folders(spec: BenchmarkSpec) -> set[str]:
-    return {Path(rel).parts[0] for rel in spec.local_files}
+    return {Path(rel).parts[0] for rel in local_candidates(spec)}
+
+
+def saved_file(spec: BenchmarkSpec) -> str:
+    """Where `save_benchmark` writes `spec` under its folder (relative, as `local_files` are)."""
+    return f"{spec.name}/hub/{spec.split}.jsonl"
+
+
+def local_candidates(spec: BenchmarkSpec) -> tuple[str, ...]:
+    """The files `data_dir` is searched for, preferred first: the papers' copies, then a saved one."""
+    return (*spec.local_files, saved_file(spec))
+
+
+SAVE_COMMAND = "rlrecipes save-benchmark NAME DIR"
+
+
+def save_benchmark(name: str, root: str | Path) -> tuple[Path, int]:
+    """Write benchmark `name`, as the hub serves it, to `root`/NAME/hub/SPLIT.jsonl, where
+    `data_dir=root` finds it on a machine without network; returns (file, rows). An existing
+    file is never overwritten."""
+    from rlrecipes.storage import writing
+
+    if name not in BENCHMARKS:
+        raise DataError(f"unknown benchmark {name!r}; valid: {', '.join(benchmark_names())}")
+    spec = BENCHMARKS[name]
+    if spec.synthetic or spec.from_data:
+        raise DataError(f"benchmark {name!r} has no hub copy to save: {spec.description}")
+    target = Path(root).expanduser() / saved_file(spec)
+    if target.exists():
+        raise DataError(
+            f"{target} exists; move it away or save to another DIR (a saved benchmark is never overwritten)"
+        )
+    rows = [dict(row) for row in _load_hub(spec)]
+    items_from_rows(spec, rows, f"hub:{spec.hub_id}")  # readable as it will be read offline, or one line now
+    with writing(target.parent, "choose a writable DIR"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        tmp.replace(target)
+    return target, len(rows)
 
 
 def _benchmark_folder_of(path: Path) -> str | None:
@@ -246,7 +288,7 @@ def _benchmark_folder_of(path: Path) -> str | None:
 def expected_layout(spec: BenchmarkSpec) -> str:
     """What `data_dir` must hold for `spec`: the file names the shared layout uses and the
     fields a row needs (the first present is read)."""
-    files = " or ".join(f"DIR/{rel}" for rel in spec.local_files) or "DIR/<file>"
+    files = " or ".join(f"DIR/{rel}" for rel in local_candidates(spec))
     gold = "|".join(spec.gold_fields)
     if spec.gold_from == "gsm8k":
         gold += " (a solution ending '#### 42' works)"
@@ -269,7 +311,9 @@ def _load_hub(spec: BenchmarkSpec) -> Iterable[dict[str, Any]]:
         why = f"not in the local cache and the hub cannot be reached ({offline})" if offline else first
         raise DataError(
             f"could not load benchmark {spec.name!r} from the hub ({spec.hub_id}, "
-            f"split {spec.split}): {why}; pass {expected_layout(spec)}"
+            f"split {spec.split}): {why}; on a machine with network, "
+            f"`{SAVE_COMMAND.replace('NAME', spec.name)}` saves it, then pass data_dir=DIR here "
+            f"(or {expected_layout(spec)})"
         ) from None
 
 

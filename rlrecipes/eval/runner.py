@@ -58,7 +58,7 @@ def _load_backend(
     choice = choose_backend("hf" if tools else cfg.generation.backend, path, slots)
     rows = plan_rows(cfg, plans, todo, path, choice, threads, slots)
     show_plan(rows) if show_plan is not None else log(plan_text(rows))
-    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name)
+    backend = make_backend(cfg.generation, cfg.model, path, cfg.seed, name=choice.name, log=log)
     return with_tools(backend, cfg.rollout), path
 
 

@@ -6,6 +6,8 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
+from rlrecipes.errors import ConfigError
+
 if TYPE_CHECKING:
     from rlrecipes.recipes.base import Recipe
 
@@ -29,7 +31,10 @@ def load_all() -> dict[str, type[Recipe]]:
 
 
 def get_recipe(name: str) -> type[Recipe]:
+    """The recipe registered as `name` (`recipe.name`); one line naming the valid ones otherwise."""
     recipes = load_all()
     if name not in recipes:
-        raise KeyError(f"unknown recipe {name!r}; valid: {', '.join(sorted(recipes))}")
+        raise ConfigError(
+            f"recipe.name={name!r}: unknown recipe; valid: {', '.join(sorted(recipes))} (choose one with recipe=NAME)"
+        )
     return recipes[name]

@@ -14,6 +14,7 @@ FSDP those calls are collective.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -47,8 +48,11 @@ from rlrecipes.engine.progress import MetricsWriter, RichProgress, TrackerConfig
 from rlrecipes.engine.replay import ExperienceReplay, ReplaySettings
 from rlrecipes.engine.trainer import RecipeGRPOTrainer
 from rlrecipes.errors import RunInterrupted, UserError
+from rlrecipes.eval.job_size import VLLM_CPU_START_S
+from rlrecipes.generation import on_vllm_cpu
 from rlrecipes.models import load_model, lora, resolve_model_path
 from rlrecipes.models.lora import peft_config
+from rlrecipes.phase import Phase
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import GroupReward, RewardContext, needs_answer
 from rlrecipes.rundir import is_main_process, write_json
@@ -211,6 +215,7 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         before=t.eval.before,
         after=t.eval.after,
         every=t.eval.every,
+        log=job.log,
     )
     hooks = job.recipe.hooks(job.reward_context)
     replay = ReplaySettings.from_recipe(cfg.recipe, cfg.seed)
@@ -230,24 +235,32 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
     stop = GracefulStop(rollout_steps(t), notify=job.log)
     if t.max_train_seconds is not None:  # seconds of RL: the held-out measurements are not counted
         callbacks.append(TrainingTimeBudget(t.max_train_seconds, rollout_steps(t), excluded=lambda: heldout.seconds))
-    trainer = RecipeGRPOTrainer(
-        model=job.model,
-        reward_funcs=[as_trl_reward(fn, guard) for fn, _ in job.reward_fns],
-        args=job.args,
-        peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
-        train_dataset=Dataset.from_list(job.train_rows),
-        processing_class=job.tokenizer,
-        callbacks=[*callbacks, heldout, stop, keeper],
-        hooks=hooks,
-        dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
-        init_optimizer_from=t.checkpoints.init_optimizer_from,  # checked by the plan before the model loaded
-        **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
-    )
+    with _engine_start(cfg, job.log):  # colocated vLLM starts inside TRL's trainer: minutes on a CPU
+        trainer = RecipeGRPOTrainer(
+            model=job.model,
+            reward_funcs=[as_trl_reward(fn, guard) for fn, _ in job.reward_fns],
+            args=job.args,
+            peft_config=job.lora,  # LoRA: TRL wraps the model; only the adapters train
+            train_dataset=Dataset.from_list(job.train_rows),
+            processing_class=job.tokenizer,
+            callbacks=[*callbacks, heldout, stop, keeper],
+            hooks=hooks,
+            dynamic_sampling=DynamicSamplingSettings.from_recipe(cfg.recipe),
+            init_optimizer_from=t.checkpoints.init_optimizer_from,  # checked by the plan before the model loaded
+            **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
+        )
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
     for callback in (heldout, keeper, stop, *callbacks):  # the callbacks that act through the trainer
         if hasattr(callback, "trainer"):
             callback.trainer = trainer
     return trainer, writer, heldout, stop
+
+
+def _engine_start(cfg: DictConfig, log: Log) -> Any:
+    """A Phase announcing the colocated vLLM engine's start (nothing else prints meanwhile)."""
+    if cfg.rollout.backend != "vllm" or cfg.rollout.vllm_mode != "colocate":
+        return contextlib.nullcontext()
+    return Phase("starting the vLLM engine", log, expect_s=VLLM_CPU_START_S if on_vllm_cpu() else None)
 
 
 def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) -> None:

@@ -117,6 +117,18 @@ def test_toy_vllm_is_compared_with_the_toy_it_extends(tmp_path):
     assert restated(folder / "toy_vllm.yaml") == ["builder='toy'"]
 
 
+def test_contributings_example_recipe_yaml_states_only_how_it_differs_from_grpo(tmp_path):
+    """The YAML a contributor copies from CONTRIBUTING.md passes this file's rule (it once restated
+    GRPO's reward list)."""
+    text = (conf_dir().parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    (example,) = [block for block in text.split("```yaml\n")[1:] if "conf/recipe/my_recipe.yaml" in block]
+    example = example.split("```")[0].replace("my_recipe_schema", "grpo_schema")  # its schema extends GRPO's
+    (tmp_path / "recipe").mkdir()
+    assert restated_text(tmp_path / "recipe" / "my_recipe.yaml", example) == []
+    restating = example + "beta: 0.0\n"
+    assert restated_text(tmp_path / "recipe" / "my_recipe.yaml", restating) == ["beta=0.0"]
+
+
 @pytest.mark.integration
 def test_recipe_names_agree():
     """A recipe's registry name, its config dataclass's `name` default, its YAML file and the
