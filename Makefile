@@ -53,8 +53,13 @@ test: lint
 test-integration:
 	$(PY) -m pytest -q -ra -m "integration"
 
+# Two pytest-xdist workers: most tests wait on a subprocess or a single-threaded tiny model, so two
+# at once roughly halve the wall time on 2 cores; the tests that start vLLM run one at a time (each
+# engine takes a third of the RAM for its KV cache). TEST_WORKERS=0: one process, in file order.
+TEST_WORKERS ?= 2
+
 test-all: lint
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 # Benchmarks (benchmarks/run_all.py): each compares against a baseline measured side by side.
 # `make bench` reruns every bench with its full settings (hours on 2 cores), each replacing its

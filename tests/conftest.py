@@ -119,7 +119,13 @@ MODEL_FIXTURES = ("toy_model_dir",)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Keep the unit tier (`make test`) fast: a test that needs a model must say its tier."""
+    """Keep the unit tier (`make test`) fast: a test that needs a model must say its tier. Under
+    pytest-xdist (`make test-all`), the tests that start a vLLM engine (named so: vllm in the file
+    or test name) share one group, run one at a time: two CPU engines at once would each take a
+    third of the RAM for their KV cache beside the other worker's test."""
+    for item in items:
+        if "vllm" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("vllm"))
     unmarked = [
         item.nodeid
         for item in items
