@@ -37,7 +37,25 @@ def test_ticks_count_down_a_measured_expectation_and_say_when_it_is_passed():
 def test_a_failed_step_stops_the_ticks_and_claims_nothing():
     lines: list[str] = []
     with pytest.raises(RuntimeError):
-        with Phase("loading", lines.append, every_s=0.01) as phase:
+        with Phase("loading", lines.append, expect_s=60, every_s=0.01) as phase:
             raise RuntimeError("no such model")
     assert not phase._ticker.is_alive()
-    assert lines[0] == "loading ..." and not any("done" in line for line in lines)
+    assert lines[0] == "loading (about 1m00s measured on 2 CPU cores) ..."
+    assert not any("done" in line for line in lines)
+
+
+def test_a_step_of_unknown_length_speaks_only_once_it_has_run_quiet_s():
+    lines: list[str] = []
+    with Phase("held-out accuracy", lines.append, quiet_s=60):
+        pass
+    assert lines == []  # a 2-second pass prints nothing
+    ticked = threading.Event()
+
+    def log(line: str) -> None:
+        lines.append(line)
+        ticked.set()
+
+    with Phase("held-out accuracy", log, quiet_s=0.01, every_s=60):
+        assert ticked.wait(30)
+    assert re.fullmatch(r"held-out accuracy: \d+s elapsed", lines[0]), lines
+    assert re.fullmatch(r"held-out accuracy: done in \d+s", lines[-1]), lines
