@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from rlrecipes.data.templates import render_prompt
-from rlrecipes.models.toy import _plateaued, warm_start_split
+from rlrecipes.models.toy import _plateaued, progress_line, warm_start_split
+from rlrecipes.phase import Phase
 
 DevAccuracy = Callable[[Sequence[str], Sequence[Any]], float]  # (prompts, gold answers) -> accuracy
 
@@ -80,9 +81,11 @@ def _train(model: Any, tokenizer: Any, task: Any, cfg: Any, dev_accuracy: DevAcc
     dev_prompts = [render_prompt(it["problem"], "chat", tokenizer) for it in dev]
     dev_answers = [it["answer"] for it in dev]
     start = time.time()
-    curve: list[dict[str, Any]] = [
-        {"step": 0, "loss": None, "dev_accuracy": dev_accuracy(dev_prompts, dev_answers), "seconds": 0.0}
-    ]
+    # the tool loop decodes every dev problem's turns to their limit before the model has learned to
+    # stop: minutes before the first progress line, so the check is announced once it runs long
+    with Phase(f"warm-start: dev accuracy of the untrained model ({len(dev)} problems, through the tools)", log):
+        untrained = dev_accuracy(dev_prompts, dev_answers)
+    curve: list[dict[str, Any]] = [{"step": 0, "loss": None, "dev_accuracy": untrained, "seconds": 0.0}]
     for step in range(1, cfg.sft_max_steps + 1):
         batch = rng.sample(items, min(cfg.sft_batch_size, len(items)))
         loss = segment_loss(
@@ -102,7 +105,7 @@ def _train(model: Any, tokenizer: Any, task: Any, cfg: Any, dev_accuracy: DevAcc
                     "seconds": round(time.time() - start, 1),
                 }
             )
-            log(f"warm-start step {step}: loss {loss.item():.3f}, dev accuracy through the tools {acc:.3f}")
+            log(progress_line(step, cfg.sft_max_steps, loss.item(), f"dev accuracy through the tools {acc:.3f}", start))
             if _plateaued([c["dev_accuracy"] for c in curve], cfg.sft_patience, cfg.sft_tolerance):
                 break
     return {
