@@ -20,9 +20,16 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
+from rlrecipes.display import format_duration
 from rlrecipes.errors import UserError
 from rlrecipes.eval.config import GenerationBackend
-from rlrecipes.eval.job_size import VLLM_CPU_START_S, count_parameters, cpu_break_even_slots, format_slots
+from rlrecipes.eval.job_size import (
+    VLLM_CPU_START_S,
+    count_parameters,
+    cpu_break_even_slots,
+    cpu_seconds,
+    format_slots,
+)
 from rlrecipes.generation import Completion, HFBackend, Progress, SampleSource, Sampling, on_vllm_cpu
 from rlrecipes.models import load_model
 from rlrecipes.models.lora import adapter_base, is_adapter_folder, merged_model_path
@@ -209,10 +216,18 @@ def choose_backend(name: str, model_path: str, slots: int | None = None) -> Back
     why = "auto: vLLM-CPU runs this model"
     if slots is not None:
         base = adapter_base(model_path) if is_adapter_folder(model_path) else model_path
-        even = cpu_break_even_slots(count_parameters(base))
+        params = count_parameters(base)
+        even = cpu_break_even_slots(params)
+        # the estimates say why, so a user who knows the answers are short can choose otherwise
+        estimate = ""
+        if params:
+            hf_s, vllm_s = cpu_seconds(params, slots)
+            estimate = f" (estimated at most {format_duration(hf_s)} with hf, {format_duration(vllm_s)} with vLLM)"
         if slots < even:
-            return BackendChoice("hf", f"auto: under the {format_slots(even)} slots where vLLM's CPU start-up pays off")
-        why = f"auto: over the {format_slots(even)} slots where vLLM's CPU start-up pays off" if even else why
+            return BackendChoice(
+                "hf", f"auto: under the {format_slots(even)} slots where vLLM's CPU start-up pays off{estimate}"
+            )
+        why = f"auto: over the {format_slots(even)} slots where vLLM's CPU start-up pays off{estimate}" if even else why
     if problem := cpu_attention_problem(model_path):
         return BackendChoice("hf", f"auto: {problem}")
     return BackendChoice("vllm", why)

@@ -51,6 +51,13 @@ def cpu_break_even_slots(params: int | None) -> float:
     return VLLM_CPU_START_S / (hf_s_per_slot - vllm_s_per_slot)
 
 
+def cpu_seconds(params: int, slots: int) -> tuple[float, float]:
+    """Estimated seconds for (`hf`, vLLM-CPU with its start-up) to fill `slots` on a CPU: the
+    measured rates above scaled by the model's parameters. Upper bounds both, as the slots are."""
+    scale = params / REFERENCE_PARAMS
+    return slots * scale / HF_CPU_SLOTS_PER_S, VLLM_CPU_START_S + slots * scale / VLLM_CPU_SLOTS_PER_S
+
+
 def count_parameters(model_path: str | Path) -> int | None:
     """Parameters in a local model folder, read from its safetensors headers (no weights are
     loaded); None when there is no such folder or no safetensors file."""

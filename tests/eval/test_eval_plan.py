@@ -53,9 +53,17 @@ def vllm_cpu(monkeypatch):
 def test_auto_on_a_cpu_takes_hf_for_a_small_job_and_vllm_for_a_big_one(vllm_cpu, tmp_path):
     model = str(fake_model(tmp_path / "m", {"w": [REFERENCE_PARAMS]}))
     small = choose_backend("auto", model, slots=20 * 1 * 256)  # 5,120 < 10,253
-    assert small == BackendChoice("hf", "auto: under the 10,253 slots where vLLM's CPU start-up pays off")
+    # hf 5,120 / 26.9 = 190 s; vLLM 248 + 5,120 / 77 = 314 s
+    assert small == BackendChoice(
+        "hf",
+        "auto: under the 10,253 slots where vLLM's CPU start-up pays off "
+        "(estimated at most 3m10s with hf, 5m14s with vLLM)",
+    )
     big = choose_backend("auto", model, slots=5 * 1 * 3072)  # 15,360 > 10,253
-    assert big.name == "vllm" and "over the 10,253 slots" in big.why
+    # hf 15,360 / 26.9 = 571 s; vLLM 248 + 15,360 / 77 = 447 s
+    assert big.name == "vllm" and big.why.endswith(
+        "over the 10,253 slots where vLLM's CPU start-up pays off (estimated at most 9m31s with hf, 7m27s with vLLM)"
+    )
     assert choose_backend("hf", model, slots=10**9) == BackendChoice("hf", "generation.backend=hf")
     # a hub id not downloaded: its size is unknown, so it counts as large
     assert choose_backend("auto", "org/not-here", slots=10).name == "vllm"
