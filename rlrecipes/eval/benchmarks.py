@@ -33,6 +33,7 @@ from rlrecipes.eval.items import (
 from rlrecipes.eval.qa import QA_BENCHMARKS
 from rlrecipes.grading.boxes import last_boxed
 from rlrecipes.hub import offline_reason
+from rlrecipes.storage import writing
 
 __all__ = [
     "BENCHMARKS",
@@ -255,8 +256,6 @@ def save_benchmark(name: str, root: str | Path) -> tuple[Path, int]:
     """Write benchmark `name`, as the hub serves it, to `root`/NAME/hub/SPLIT.jsonl, where
     `data_dir=root` finds it on a machine without network; returns (file, rows). An existing
     file is never overwritten."""
-    from rlrecipes.storage import writing
-
     if name not in BENCHMARKS:
         raise DataError(f"unknown benchmark {name!r}; valid: {', '.join(benchmark_names())}")
     spec = BENCHMARKS[name]
