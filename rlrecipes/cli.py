@@ -32,6 +32,8 @@ COMMANDS = {
     "eval": ("evaluate", "Generate and grade on benchmarks (benchmark=, protocol=, model.name_or_path=); generations=FILE re-scores."),
     "report": ("report", "Compare runs: one row each (state, recipe, model, data, seed, the parameters that differ, final and best metrics)."),
     "plot": ("plot", "Plot runs: several runs' metrics on one figure (PNG + SVG); one run alone: training vs held-out accuracy (SVG)."),
+    "doctor": ("doctor", "Check training runs for silent failures: healthy, or each finding with its evidence and fix."),
+    "show": ("show", "Print a step's stored samples: prompts, completions, rewards, advantages, tool turns."),
     "select": ("select", "Rank examples by the variance of their accuracy history and write the top K."),
     "eval-checkpoints": ("eval_checkpoints", "Evaluate a run's checkpoints on a suite; report the best-average and the last one."),
     "spurious-labels": ("spurious_labels", "Sample the base model on the training data and write Spurious Rewards' labels file (for reward=majority|incorrect)."),

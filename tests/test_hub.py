@@ -109,7 +109,8 @@ def test_a_benchmark_missing_offline_says_so_and_how_to_pass_it(fresh_hub, monke
     message = str(err.value)
     assert message.startswith(
         "could not load benchmark 'aime24' from the hub (HuggingFaceH4/aime_2024, split train): not in the "
-        "local cache and the hub cannot be reached (HF_HUB_OFFLINE=1); pass data_dir=DIR with "
+        "local cache and the hub cannot be reached (HF_HUB_OFFLINE=1); on a machine with network, "
+        "`rlrecipes save-benchmark aime24 DIR` saves it, then pass data_dir=DIR here (or data_dir=DIR with "
         "DIR/aime24/One-Shot-RLVR/test.jsonl or "
     )
 

@@ -333,3 +333,166 @@ def test_a_run_from_before_the_trainer_keys_moved_is_reported_under_the_new_name
     report = build_report(load_runs([tmp_path / "old", tmp_path / "new"]))
     assert [c for c in report.columns if report.kinds[c] == "param"] == ["trainer.checkpoints.every"]
     assert [(r["run"], r["trainer.checkpoints.every"]) for r in report.rows] == [("old", 20), ("new", 40)]
+
+
+# ------------------------------------------------------- narrow terminals (issue 35)
+def render_table(report, width: int) -> list[str]:
+    from rich.console import Console
+
+    from rlrecipes.runs.report import rich_table
+
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(rich_table(report, width=width))
+    return console.file.getvalue().splitlines()
+
+
+def deep_sweep(root: Path, extra: int = 0) -> list[Path]:
+    """Three runs in long nested folders, with `extra` more settings that differ between them."""
+    runs = []
+    for job, (lr, seed) in enumerate([(1e-4, 0), (3e-4, 1), (1e-5, 2)]):
+        rows = [{"step": s, "reward_mean": 0.1 * s, "accuracy": 0.2 * s} for s in (1, 2, 3)]
+        overrides = [f"seed={seed}", f"trainer.learning_rate={lr}"] + [
+            f"recipe.knob_{k}={job}{k}" for k in range(extra)
+        ]
+        name = f"{job}-grpo-arithmetic-learning_rate_sweep/subfolder/experiment_{job}_lr{lr}"
+        runs.append(fake_run(root / name, overrides, config(lr, seed), rows, summary(0.3, 0.5 + 0.1 * job, seed)))
+    return runs
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_run_names_are_shortened_from_the_left_at_whole_path_parts_never_inside_a_word(tmp_path, width):
+    runs = deep_sweep(tmp_path / "multirun" / "2026-01-01_00-00-00")
+    names = [str(p.relative_to(tmp_path / "multirun" / "2026-01-01_00-00-00")) for p in runs]
+    lines = render_table(make_report([tmp_path / "multirun"]), width)
+    assert max(map(len, lines)) <= width, "\n".join(lines)
+    shown = [line.split()[0] for line in lines if line.lstrip().startswith("…")]
+    assert len(shown) == 3, "\n".join(lines)  # one line per run: no name folded over lines
+    for name, cell in zip(names, shown):
+        tail = cell[1:]
+        assert name.endswith(tail), (name, cell)
+        before = name[len(name) - len(tail) - 1]  # the character the cut removed last
+        assert tail[0] in "/-_" or before in "/-_", f"{cell!r} starts inside a word of {name!r}"
+    assert shown[0] == "…/experiment_0_lr0.0001"  # the distinctive tail, whole
+
+
+def test_left_cut_keeps_whole_words_when_the_last_path_part_is_too_long():
+    from rlrecipes.runs.report import _left_cut
+
+    assert _left_cut("short") == "short"
+    assert _left_cut("a/b/0-grpo-arithmetic-learning_rate_sweep_longname", 24) == "…_rate_sweep_longname"
+    assert _left_cut("outputs/" + "x" * 30, 24) == "…/" + "x" * 30  # one word longer than the cap: whole
+
+
+@pytest.mark.parametrize("key", ["trainer.learning_rate", "recipe.knob_5"])
+def test_group_by_key_keeps_its_column_at_60_columns_with_many_columns(tmp_path, key):
+    deep_sweep(tmp_path / "sweep", extra=6)
+    report = make_report([tmp_path / "sweep"], group_by=[key])
+    lines = render_table(report, 60)
+    text = "\n".join(lines)
+    assert max(map(len, lines)) <= 60, text
+    rule = next(i for i, line in enumerate(lines) if line.strip().startswith("───"))
+    label = key.rsplit(".", 1)[-1].replace("_", " ")
+    header = " ".join(" ".join(lines[2:rule]).split())  # a header may wrap at its spaces
+    assert header.startswith(label), text  # the first column: what a row is
+    values = {str(r[key]) for r in report.rows}
+    body = [line.split()[0] for line in lines[rule + 1 : rule + 1 + len(values)]]
+    assert set(body) == values, text
+    assert f"not shown at 60 columns: {label}" not in text and ", " + label + "," not in text
+
+
+def stages_parent(root: Path, finished: bool = True) -> Path:
+    """`rlrecipes stages pipeline=toy_sft_grpo` as it writes its parent: the pipeline's
+    config.yaml and versions.json, a run per stage, a phase's data folder, and (once every stage
+    finished) the pipeline's summary.json."""
+    parent = root / "2026-01-01_00-00-00-stages-toy_sft_grpo"
+    parent.mkdir(parents=True)
+    (parent / "config.yaml").write_text(
+        "pipeline:\n  name: toy_sft_grpo\n  paper: null\n  stages:\n  - name: prime\n    command: sft\n"
+        "  - name: rl\n    command: train\n    model_from: prime\nrun_dir: null\nresume: false\n"
+    )
+    (parent / "versions.json").write_text(json.dumps({"command": "rlrecipes stages"}))
+    sft = {"recipe": "sft", "model": "/cache/toy/abc", "data": "arithmetic", "seed": 0, "steps": 60}
+    sft |= {"accuracy_before": 0.1, "accuracy_after": 0.3, "loss_before": 2.5, "loss_after": 1.25}
+    sft_config = "model:\n  name: toy\n  name_or_path: null\ndata:\n  name: arithmetic\nseed: 0\n"
+    fake_run(parent / "1-prime", [f"run_dir={parent / '1-prime'}"], sft_config, [{"step": 60, "loss": 1.3}], sft)
+    rl_overrides = [f"model.name_or_path={parent / '1-prime' / 'model'}", f"run_dir={parent / '2-rl'}"]
+    rows = [{"step": s, "reward_mean": 0.2 * s, "accuracy": 0.2 * s} for s in (1, 2, 3)]
+    rl_config = config(2e-4, 0).replace("name_or_path: null", f"name_or_path: {parent / '1-prime' / 'model'}")
+    fake_run(parent / "2-rl", rl_overrides, rl_config, rows, summary(0.3, 0.6, 0))
+    (parent / "2-rl-data").mkdir()  # a curriculum phase's prepared data: no run
+    (parent / "2-rl-data" / "train.jsonl").write_text('{"problem": "1+1", "answer": "2"}\n')
+    if finished:
+        stages = [{"stage": "prime", "command": "sft"}, {"stage": "rl", "command": "train"}]
+        (parent / "summary.json").write_text(json.dumps({"pipeline": "toy_sft_grpo", "paper": None, "stages": stages}))
+    return parent
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_a_stages_parent_reports_one_row_per_stage(tmp_path, capsys, finished):
+    parent = stages_parent(tmp_path, finished)
+    for given in (parent, tmp_path):  # the parent, or a folder that holds it
+        report = make_report([given])
+        assert [r["run"].rsplit("/", 1)[-1] for r in report.rows] == ["1-prime", "2-rl"]
+        assert [r["recipe"] for r in report.rows] == ["sft", "grpo"]
+        prime, rl = report.rows
+        assert (prime["heldout_after"], prime["loss_before"], prime["loss_after"]) == (0.3, 2.5, 1.25)
+        assert rl["heldout_after"] == 0.6 and rl["model"] == "1-prime/model"  # started from the SFT stage
+    code, text = cli(capsys, "report", str(parent))
+    assert code == 0, text
+    assert [line.split()[0] for line in text.splitlines() if line.split()[:1] in (["1-prime"], ["2-rl"])] == [
+        "1-prime",
+        "2-rl",
+    ], text
+
+
+# ------------------------------------------------ a sweep's own lines (the Hydra callback)
+def test_each_sweep_job_starts_with_a_line_naming_its_overrides(capsys):
+    import pickle
+
+    from omegaconf import OmegaConf
+
+    from rlrecipes.runs.sweep_report import SweepReport
+
+    sweep = ["seed=0,1", "recipe.beta=0.0,0.01", "trainer.max_steps=3"]
+    basic = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+    callback = SweepReport()
+    callback.on_multirun_start(
+        OmegaConf.create({"hydra": {"overrides": {"task": sweep}, "sweeper": {"_target_": basic}}})
+    )
+    callback = pickle.loads(pickle.dumps(callback))  # as joblib and Slurm take it to the job's process
+
+    def job(num: int, overrides: list[str], mode: str = "MULTIRUN") -> str:
+        hydra = {"mode": mode, "job": {"num": num}, "overrides": {"task": overrides}}
+        callback.on_job_start(OmegaConf.create({"hydra": hydra}), task_function=None)
+        return capsys.readouterr().out
+
+    # the basic sweeper's order: seed=0 with each beta, then seed=1 with each
+    assert (
+        job(2, ["seed=1", "recipe.beta=0.0", "trainer.max_steps=3"]) == "[job 2] starts (3/4): seed=1 recipe.beta=0.0\n"
+    )
+    assert job(0, ["seed=0", "recipe.beta=0.0", "trainer.max_steps=3"], mode="RUN") == ""  # no sweep: no line
+    optimiser = SweepReport()  # a sweeper that chooses its jobs as it goes: no count, every override
+    optimiser.on_multirun_start(
+        OmegaConf.create({"hydra": {"overrides": {"task": sweep}, "sweeper": {"_target_": "x.Optuna"}}})
+    )
+    optimiser.on_job_start(
+        OmegaConf.create({"hydra": {"mode": "MULTIRUN", "job": {"num": 5}, "overrides": {"task": ["seed=3"]}}}),
+        task_function=None,
+    )
+    assert capsys.readouterr().out == "[job 5] starts: seed=3\n"
+
+
+def test_a_sweep_ends_with_the_table_rlrecipes_report_prints(sweep, capsys, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from rlrecipes.runs import sweep_report
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sweep_report, "plot_comparison", lambda paths: (None, []))  # the figure: tested above
+    code, printed = cli(capsys, "report", str(sweep))
+    assert code == 0 and "recipe grpo" in printed, printed
+    sweep_report.SweepReport().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}}))
+    out = capsys.readouterr().out
+    assert out.startswith(printed), out  # the same table and notes, then where the exports are
+    assert "".join(out[len(printed) :].split()) == f"sweepreportin{sweep}:report.csv,report.json,report.md"
+    assert (sweep / "report.csv").is_file()

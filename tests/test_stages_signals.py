@@ -189,8 +189,8 @@ def test_a_torn_stage_summary_is_one_line_naming_it(tmp_path, capsys):
 
 
 def test_report_on_a_pipeline_with_a_torn_summary_is_one_line(tmp_path, capsys):
-    """`rlrecipes report PARENT` reads the parent's own summary.json (a stage's is read by
-    `report PARENT/*`): both are one line when torn."""
+    """`rlrecipes report PARENT` reads the parent's own summary.json (to find its stages' rows;
+    a stage's is read by `report PARENT/*`): both are one line when torn."""
     torn = torn_pipeline(tmp_path / "pipeline")
     (tmp_path / "pipeline" / "summary.json").write_text(torn.read_text())
     for path, bad in ((tmp_path / "pipeline", tmp_path / "pipeline" / "summary.json"), (torn.parent, torn)):

@@ -35,6 +35,7 @@ FORBIDDEN = {
     "rlrecipes.compose": ("rlrecipes.training", "rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.training": ("rlrecipes.runs", "rlrecipes.commands", "rlrecipes.cli"),
     "rlrecipes.runs": ("rlrecipes.commands", "rlrecipes.cli"),
+    "rlrecipes.doctor": ("rlrecipes.commands", "rlrecipes.cli"),
     # the one sampling loop and the transformers path: below every package that generates
     # (eval, the judge commands, the judge reward, held-out accuracy, the toy's warm-start)
     "rlrecipes.generation": ABOVE
@@ -62,6 +63,23 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("rlrecipes.commands.sft", "rlrecipes.training.sft_plan"): "its checks build TRL's SFTConfig",
     ("rlrecipes.commands.sft", "rlrecipes.training.sft_resume"): "resume imports torch and transformers",
     ("rlrecipes.commands.sft", "rlrecipes.training.resume"): "resume imports torch and transformers",
+    ("rlrecipes.commands.eval_checkpoints", "rlrecipes.runs.checkpoints"): "its evaluations import torch",
+    # Every recipe module is imported to list the recipes and to compose a config, which load no
+    # torch, transformers or TRL (tests/test_import_weight.py): what a recipe builds with them is
+    # imported where it builds it, and the engine modules it imports at its top import them late.
+    ("rlrecipes.recipes.clip_cov", "rlrecipes.engine.policy_objectives"): "its loss hook computes with torch",
+    ("rlrecipes.recipes.gmpo", "rlrecipes.engine.policy_objectives"): "its loss hook computes with torch",
+    ("rlrecipes.recipes.kl_cov", "rlrecipes.engine.policy_objectives"): "its loss hook computes with torch",
+    ("rlrecipes.recipes.ppo", "rlrecipes.engine.critic"): "the critic is a transformers model (and a TrainerCallback)",
+    ("rlrecipes.recipes.j1", "rlrecipes.engine.paired_batches"): "its sampler subclasses TRL's RepeatSampler",
+    ("rlrecipes.recipes.ttrl", "rlrecipes.engine.group_subset"): "its hook computes with torch",
+    ("rlrecipes.recipes.intuitor", "rlrecipes.rewards.certainty"): "self-certainty computes with torch",
+    ("rlrecipes.recipes.search_r1", "rlrecipes.tool_loop.greedy"): "the tool warm-start generates with transformers",
+    ("rlrecipes.recipes.tir", "rlrecipes.tool_loop.greedy"): "the tool warm-start generates with transformers",
+    ("rlrecipes.models", "rlrecipes.models.toy"): "the toy builder trains with torch; a config names a toy unbuilt",
+    ("rlrecipes.engine.grpo_args", "rlrecipes.engine.grpo_config"): "EngineGRPOConfig subclasses TRL's GRPOConfig",
+    ("rlrecipes.engine.estimators", "rlrecipes.engine.advantages"): "tensor arithmetic and TRL's nanstd",
+    ("rlrecipes.engine.policy_score", "rlrecipes.engine.advantages"): "tensor arithmetic and TRL's nanstd",
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -11,7 +11,9 @@ from rich.table import Table
 
 from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import help_with
-from rlrecipes.runs.checkpoints import Selection, eval_checkpoints
+
+if TYPE_CHECKING:
+    from rlrecipes.runs.checkpoints import Selection
 
 
 def eval_checkpoints_command(
@@ -27,6 +29,8 @@ def eval_checkpoints_command(
     Extra key=value arguments go to every eval run (e.g. data_dir=DIR
     generation.backend=vllm limit=50).
     """
+    from rlrecipes.runs.checkpoints import eval_checkpoints  # torch and transformers: only when it runs
+
     selection = eval_checkpoints(run_dir, suite, list(ctx.args), out, base, every, log=console.log)
     console.print(selection_table(selection, f"{run_dir}: {suite} suite (%)"))
     best, last = selection.best_step, selection.last_step

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import click
 from rich.console import Console
@@ -101,14 +101,25 @@ def settings_panels(config_name: str) -> list[Panel]:
         groups.add_row(f"{g.name}=", Text(" ".join(shown)))
     keys = Table(show_header=False, box=None, padding=(0, 1), pad_edge=False, expand=True)
     keys.add_column(style="bold cyan", no_wrap=True)
-    keys.add_column(ratio=1, no_wrap=True, overflow="ellipsis")  # one line each; a wider terminal shows all
+    keys.add_column(ratio=1)  # wrapped at its words: a description is read whole, at any width
     for s in command_settings(config_name, MOST_USED[config_name]):
-        about = s.help + (f" ({'|'.join(s.choices)})" if s.choices else "")
+        # the valid values spaced out, so a long list wraps between them, never inside one
+        about = s.help + (f" ({' | '.join(s.choices)})" if s.choices else "")
         keys.add_row(f"{s.key}={s.default}", Text(about))
     return [
         _panel(groups, "Config groups (GROUP=OPTION; * = default)"),
         _panel(keys, "Most used keys (KEY=DEFAULT; any key: rlrecipes config show)"),
     ]
+
+
+def options_panel(rows: list[tuple[str, str]], title: str) -> Panel:
+    """(name, one-line description) rows as a help panel: names whole, descriptions wrapped."""
+    table = Table(show_header=False, box=None, padding=(0, 1), pad_edge=False, expand=True)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(ratio=1)
+    for name, about in rows:
+        table.add_row(Text(name), Text(about))
+    return _panel(table, title)
 
 
 def examples_panel(lines: tuple[str, ...]) -> Panel:
@@ -119,15 +130,20 @@ def examples_panel(lines: tuple[str, ...]) -> Panel:
     return _panel(table, "Examples")
 
 
-def help_with(*examples: str, config_name: str | None = None) -> dict[str, Any]:
+def help_with(
+    *examples: str, config_name: str | None = None, panels: Callable[[], list[Panel]] | None = None
+) -> dict[str, Any]:
     """`app.command(**help_with(...))`: a command whose `--help` ends with its examples and, for
-    a Hydra command (`config_name`), the config's groups and most used keys before them."""
+    a Hydra command (`config_name`), the config's groups and most used keys before them;
+    `panels` makes more panels to show before the examples (built only when --help is asked)."""
 
     class HelpCommand(TyperCommand):
         def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
             super().format_help(ctx, formatter)  # usage, text, options (rich prints them at once)
             console = _console()
             for panel in settings_panels(config_name) if config_name else []:
+                console.print(panel)
+            for panel in panels() if panels else []:
                 console.print(panel)
             console.print(examples_panel(examples))
 

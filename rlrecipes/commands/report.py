@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 
 from rlrecipes.commands.common import console
 from rlrecipes.commands.help import help_with
-from rlrecipes.runs.report import make_report, rich_table, write_exports
+from rlrecipes.runs.report import make_report, print_report, write_exports
 
 
 def report(
@@ -36,9 +35,7 @@ def report(
     groups = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else []
     notes: list[str] = []
     table = make_report(run_dirs, groups, sort, desc, where, log=notes.append)
-    console.print(rich_table(table, width=console.width))
-    for note in notes:  # below the table, where they are read with it
-        console.print(f"note: {escape(note)}", highlight=False)
+    print_report(table, notes, console)
     for path in write_exports(table, Path(out) if out else None, {"csv": csv, "json": json_file, "md": md}):
         console.print(f"wrote {path}", highlight=False)
 

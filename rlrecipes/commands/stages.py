@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from omegaconf import OmegaConf
+from rich.panel import Panel
 from rich.table import Table
 
 from rlrecipes import rundir
 from rlrecipes.commands.common import OVERRIDES, console, fail
-from rlrecipes.commands.help import help_with
+from rlrecipes.commands.help import help_with, options_panel
 from rlrecipes.commands.sft import check_config as check_sft_config
 from rlrecipes.commands.train import check_config as check_train_config
+from rlrecipes.compose.compose import conf_dir, group_options
+from rlrecipes.compose.settings import command_groups
 from rlrecipes.errors import ConfigError, RunInterrupted, UserError
 from rlrecipes.rundir import check_not_in_use, create_run_dir, lock_run_dir, write_manifest
 from rlrecipes.training.stages import (
@@ -152,11 +156,27 @@ def print_plan(cfg: Any, steps: list[Stage], parent: Path | None) -> None:
     table.add_column(overflow="fold")
     for stage in steps:
         status = f" [{state(stage, where)}]" if cfg.resume else ""
-        table.add_row(
-            f"{stage.index} {stage.name}{status}", f"rlrecipes {stage.command} {' '.join(stage.argv(where, steps))}"
-        )
+        argv = once(stage.argv(where, steps))
+        table.add_row(f"{stage.index} {stage.name}{status}", f"rlrecipes {stage.command} {' '.join(argv)}")
     console.print(table)
     console.print(f"checked {len(steps)} stage(s): nothing was loaded or written", highlight=False)
+
+
+def once(argv: list[str]) -> list[str]:
+    """A stage's command line with each key once: its last value, the one the stage runs with (a
+    preset's `trainer.max_steps=60`, then the command line's `STAGE.trainer.max_steps=5`: the 5)."""
+    key = [a.lstrip("+~").split("=", 1)[0] if "=" in a else None for a in argv]
+    return [a for i, a in enumerate(argv) if key[i] is None or key[i] not in key[i + 1 :]]
+
+
+def pipelines_panel() -> list[Panel]:
+    """`--help`: every pipeline of conf/pipeline/ with its one-line description."""
+    default = next((g.default for g in command_groups("stages") if g.name == "pipeline"), None)
+    rows = []
+    for name in group_options("pipeline"):
+        about = OmegaConf.load(conf_dir() / "pipeline" / f"{name}.yaml").get("description") or ""
+        rows.append((f"{name}*" if name == default else name, str(about)))
+    return [options_panel(rows, "Pipelines (pipeline=NAME; * = default)")]
 
 
 def register(app: typer.Typer) -> None:
@@ -167,5 +187,6 @@ def register(app: typer.Typer) -> None:
             "rlrecipes stages pipeline=toy_length_curriculum   # QwenLong-L1's phases on the toy",
             "rlrecipes stages pipeline=toy_sft_grpo rl.trainer.max_steps=40   # STAGE.key for one stage",
             "rlrecipes stages resume=true run_dir=PARENT       # keeps finished stages",
+            panels=pipelines_panel,
         ),
     )(stages)

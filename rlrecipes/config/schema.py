@@ -82,6 +82,13 @@ class ScaleRewards(Choice):  # engine/advantages.py (TRL's scale_rewards)
     none = "none"
 
 
+class KLPenalty(Choice):  # engine/gae.py (verl's algorithm.kl_penalty, core_algos.py:242-274; recipe=ppo)
+    kl = "kl"  # log pi_old - log pi_ref (k1)
+    abs = "abs"  # |log pi_old - log pi_ref|
+    mse = "mse"  # 0.5 (log pi_old - log pi_ref)^2
+    low_var_kl = "low_var_kl"  # k3 = e^(ref - old) - (ref - old) - 1, clamped to [-10, 10]
+
+
 class ImportanceSamplingLevel(Choice):  # engine/grpo_args.py (TRL's importance_sampling_level)
     token = "token"  # one ratio per token (PPO, GRPO)
     sequence = "sequence"  # one per completion, the geometric mean of its tokens' (GSPO, arXiv 2507.18071 Eq. 7)
@@ -328,6 +335,9 @@ class TrainerConfig:
     # record each training example's accuracy (fraction of its group correct) every time
     # it is sampled, keyed by its id, to accuracy_history.json (one-shot RLVR's selection)
     record_accuracy_history: bool = False
+    # every N optimizer steps (and step 1), the step's rollouts as text in RUN/samples/step_N.jsonl
+    # (`rlrecipes show RUN --step N`; `rlrecipes doctor` quotes them); 0 = off
+    log_samples_every: int = 0
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display
 
@@ -672,6 +682,7 @@ class StageConfig:
 class PipelineConfig:
     name: str = MISSING
     paper: Optional[str] = None
+    description: str = ""  # one line: what the stages do (`rlrecipes stages --help` lists it)
     stages: List[StageConfig] = field(default_factory=list)
 
 

@@ -16,25 +16,20 @@ Everything after the advantages is the recipe's loss (TRL's clipped surrogate wi
 (`recipe.scale_rewards`) do not reach the loss then, so a recipe with an estimator refuses
 any value but their default (`check_advantage_settings`), rather than ignore it.
 Evaluation batches (`trainer.model.training` false) keep TRL's advantages: their loss is only
-a monitor.
+a monitor. torch and `advantages.py` are imported where they are used: recipes import this
+module when they are declared.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from rlrecipes.choice import Choice
-from rlrecipes.engine.advantages import (
-    maxrl_advantages,
-    reinforce_pp_advantages,
-    rloo_advantages,
-    sample_reinforcement_advantages,
-    weighted_rewards,
-)
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError, UserError
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Estimator(Choice):
@@ -67,6 +62,8 @@ class EstimatedAdvantages(EngineHook):
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: torch.Tensor) -> dict[str, Any]:
         if not trainer.model.training:
             return batch
+        from rlrecipes.engine.advantages import weighted_rewards
+
         total = weighted_rewards(rewards, trainer.reward_weights)
         local = batch["completion_ids"].size(0)
         start = trainer.accelerator.process_index * local
@@ -75,6 +72,15 @@ class EstimatedAdvantages(EngineHook):
 
     def estimate(self, trainer: Any, batch: dict[str, Any], total: torch.Tensor) -> torch.Tensor:
         """The advantages of the whole rollout batch (every process) from its combined rewards."""
+        import torch
+
+        from rlrecipes.engine.advantages import (
+            maxrl_advantages,
+            reinforce_pp_advantages,
+            rloo_advantages,
+            sample_reinforcement_advantages,
+        )
+
         groups = trainer.num_generations
         scored = total[~torch.isnan(total)]
         if self.estimator == Estimator.rloo:

@@ -23,16 +23,9 @@ from typing import Callable
 
 import torch
 
-from rlrecipes.choice import Choice
+from rlrecipes.config.schema import KLPenalty
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
-
-
-class KLPenalty(Choice):  # verl's algorithm.kl_penalty (core_algos.py:242-274)
-    kl = "kl"  # log pi_old - log pi_ref (k1)
-    abs = "abs"  # |log pi_old - log pi_ref|
-    mse = "mse"  # 0.5 (log pi_old - log pi_ref)^2
-    low_var_kl = "low_var_kl"  # k3 = e^(ref - old) - (ref - old) - 1, clamped to [-10, 10]
 
 
 def kl_penalty(logps: torch.Tensor, ref_logps: torch.Tensor, kind: str) -> torch.Tensor:

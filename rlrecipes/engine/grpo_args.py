@@ -11,45 +11,22 @@ the tables `RECIPE_TO_TRL` and `RECIPE_NODES_TO_TRL`); the GRPO fields no key se
 these, not read by the engine (`ENGINE_FIELDS`) and not read by its recipe's own module
 (`Recipe.own_fields`) is refused when the recipe class is defined (`check_recipe_fields`), so
 a setting can never be accepted and then ignored.
+
+TRL is imported only where the config is built (`build_grpo_config`; the class is
+`grpo_config.EngineGRPOConfig`): every recipe module imports this one when it is declared
+(`check_recipe_fields`), and `rlrecipes recipes` and `rlrecipes config show` load no TRL.
 """
 
 from __future__ import annotations
 
 import os
 from contextlib import nullcontext
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Optional
-
-from trl import GRPOConfig
+from typing import Any, Iterable
 
 from rlrecipes.errors import ConfigError, UserError
-
-
-@dataclass
-class EngineGRPOConfig(GRPOConfig):
-    """TRL's GRPOConfig plus the settings `RecipeGRPOTrainer` adds (a module-level class, so
-    the config pickles into every checkpoint's training_args.bin like TRL's own)."""
-
-    scheduler_steps: Optional[int] = field(
-        default=None, metadata={"help": "Length of the LR schedule in optimizer steps; None = max_steps."}
-    )
-    loss_without_old_logps: bool = field(
-        default=False,
-        metadata={
-            "help": "Old log-probs taken as 0 in the loss, so the ratio pi/pi_old becomes pi "
-            "(Spurious Rewards' --use_policy_loss_wo_old_log_probs, with epsilon=inf)."
-        },
-    )
-    sequence_token_ratio: bool = field(
-        default=False,
-        metadata={
-            "help": "GSPO-token's ratio (engine/gspo_token.py): TRL's token-level ratio with the value of "
-            "the completion's sequence ratio and each token's own gradient."
-        },
-    )
-
 
 # ------------------------------------------------------------------- recipe.* -> GRPOConfig
 # recipe key -> the GRPOConfig field that takes its value
@@ -310,6 +287,8 @@ def build_grpo_config(
     """The `trl.GRPOConfig` of a run. `hardware=False` leaves out what depends on this machine
     rather than on the config (vLLM installed, bf16 on a GPU), for checking a GPU run's
     config on a CPU-only machine (`rlrecipes train --dry-run`)."""
+    from rlrecipes.engine.grpo_config import EngineGRPOConfig
+
     ro = cfg.rollout
     args = grpo_config_fields(cfg, run_dir, reward_weights)
     known = {f.name for f in fields(EngineGRPOConfig)}

@@ -16,18 +16,20 @@ and the metrics TRL logs for any loss (entropy, kl, policy_loss) beside the hook
 Settings these objectives have no meaning with (a sequence-level ratio, adaptive entropy,
 two-sided clipping, the other loss types) are refused by `check_loss_settings`.
 
-The objectives themselves (Clip-Cov, KL-Cov, GMPO) are in `policy_objectives.py`.
+The objectives themselves (Clip-Cov, KL-Cov, GMPO) are in `policy_objectives.py`. torch is
+imported where it is used: recipes import `check_loss_settings` when they are declared.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-import torch
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError, UserError
+
+if TYPE_CHECKING:
+    import torch
 
 TOKEN_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")  # the normalisers `aggregate` reproduces
 
@@ -89,6 +91,8 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def global_mean(trainer: Any, values: torch.Tensor, mask: torch.Tensor) -> float:
     """The mean of `values` over the loss tokens of every process (TRL's global_masked_mean)."""
+    import torch
+
     local = torch.stack([(values.detach().float() * mask).sum(), mask.sum()]).float()
     totals = trainer.accelerator.reduce(local, reduction="sum")
     return float(totals[0] / totals[1].clamp(min=1.0))
@@ -132,6 +136,8 @@ def aggregate(
 
 def compute_loss(trainer: Any, model: Any, inputs: dict[str, Any], hook: EngineHook) -> torch.Tensor:
     """The loss of one micro-batch with `hook`'s per-token policy loss (see the module's docstring)."""
+    import torch
+
     if "pixel_values" in inputs:
         raise UserError("the engine's own policy losses (clip_cov, kl_cov, gmpo) take text inputs only")
     completion_mask = inputs["completion_mask"]

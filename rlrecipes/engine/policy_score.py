@@ -18,23 +18,26 @@ TRL shards its reference model.
 Sharded policies are scored through the wrapped module's own forward (`sharded(trainer)`
 tells the score function so): calling its submodules directly would bypass the
 gathering of their parameters.
+
+torch, TRL and `advantages.py` are imported where they are used: Intuitor's module imports
+this one (its `Scorer`) when it is declared.
 """
 
 from __future__ import annotations
 
 import copy
 from contextlib import nullcontext
-from typing import Any, Callable
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable
 
 from rlrecipes.choice import Choice
-from rlrecipes.engine.advantages import group_advantages
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 
+if TYPE_CHECKING:
+    import torch
+
 # (model, scored batch, trainer) -> one score per local completion, shape [B_local]
-ScoreFn = Callable[[Any, dict[str, Any], Any], torch.Tensor]
+ScoreFn = Callable[[Any, dict[str, Any], Any], "torch.Tensor"]
 
 
 class Scorer(Choice):
@@ -78,7 +81,10 @@ class PolicyScoreAdvantage(EngineHook):
     def after_scoring(self, trainer: Any, batch: dict[str, Any], rewards: torch.Tensor) -> dict[str, Any]:
         if not trainer.model.training:
             return batch
+        import torch
         from trl.models.utils import disable_gradient_checkpointing
+
+        from rlrecipes.engine.advantages import group_advantages
 
         policy = trainer.accelerator.unwrap_model(trainer.model)
         if self.frozen is not None:

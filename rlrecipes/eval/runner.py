@@ -33,6 +33,7 @@ from rlrecipes.generation import sample_chunks
 from rlrecipes.grading import GradingCounts, GradingPool
 from rlrecipes.hub import check_model_available
 from rlrecipes.models import check_model_location, resolve_model_path
+from rlrecipes.rundir import record_vllm
 from rlrecipes.tool_loop.build import check_tools
 from rlrecipes.tool_loop.greedy import with_tools
 
@@ -181,6 +182,8 @@ def run_eval(
         if any(todo.values()):
             backend, model_path = _load_backend(cfg, plans, todo, threads, log, show_plan)
             backend_used = backend.name  # what generation.backend=auto chose, for summary.json
+            if backend_used == "vllm":  # versions.json was written before the choice
+                record_vllm(run_dir, cfg, backend_used)
             with EvalProgress(
                 sum(map(len, todo.values())), enabled=cfg.progress, every=cfg.progress_every, log=log
             ) as progress:

@@ -102,7 +102,7 @@ def build_summary(
         "limit": cfg.limit,
         "wall_seconds": round(time.time() - started, 2),
         **{k: round(v, 2) for k, v in timing.items()},
-        "versions": versions(),
+        "versions": versions(cfg, backend),
     }
     with writing(run_dir / "summary.json", f"free space and rerun the same command with resume=true run_dir={run_dir}"):
         write_json(run_dir / "summary.json", summary)  # every problem is in samples.jsonl: resume regrades them

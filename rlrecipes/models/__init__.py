@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from rlrecipes.errors import UserError
 from rlrecipes.hub import check_model_available
-from rlrecipes.models import lora, shipped, smollm2, toy
+from rlrecipes.models import lora, shipped, smollm2
 from rlrecipes.models.cache import cache_root, cached_folder, digest
 
 # 2: the warm-start plateau must lie above the untrained model's dev accuracy (version 1
@@ -78,6 +78,8 @@ def _toy_folder(
     else:
 
         def build(tmp: Path) -> None:
+            from rlrecipes.models import toy  # torch: composing a config that names a toy loads none
+
             log(shipped.building_note(model_cfg, key))
             toy.build_toy(tmp, model_cfg, task, log)
 

@@ -3,6 +3,11 @@
 The engine (`rlrecipes.engine`) knows nothing about any particular recipe. A recipe
 is one module (a `Recipe` subclass with `@register_recipe`) plus one YAML file in
 `conf/recipe/`; it states only how it differs from plain GRPO.
+
+Every recipe module is imported whenever the recipes are listed or a config is composed
+(`rlrecipes recipes`, `rlrecipes config show`: well under a second), so none imports torch,
+transformers or TRL at its top: an engine hook, a warm-start or a model check that needs them
+is imported inside the method that uses it (tests/test_import_weight.py).
 """
 
 from __future__ import annotations

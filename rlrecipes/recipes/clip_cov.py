@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.policy_loss import check_loss_settings
-from rlrecipes.engine.policy_objectives import ClipCov as ClipCovLoss
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -63,5 +62,7 @@ class ClipCov(Recipe):
             )
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.policy_objectives import ClipCov as ClipCovLoss
+
         r = self.cfg
         return [ClipCovLoss(float(r.clip_cov_ratio), float(r.clip_cov_lb), float(r.clip_cov_ub))]

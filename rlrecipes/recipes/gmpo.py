@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.policy_loss import check_loss_settings
-from rlrecipes.engine.policy_objectives import GMPO as GMPOLoss
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -61,4 +60,6 @@ class GMPO(Recipe):
             )
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.policy_objectives import GMPO as GMPOLoss
+
         return [GMPOLoss(float(self.cfg.log_ratio_clip))]

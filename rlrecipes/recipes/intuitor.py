@@ -32,7 +32,6 @@ from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe, refuse_gdpo
 from rlrecipes.rewards import RewardContext
-from rlrecipes.rewards.certainty import policy_self_certainty
 
 
 @dataclass
@@ -48,6 +47,8 @@ class IntuitorConfig(RecipeConfig):
 def batch_self_certainty(model: Any, batch: dict[str, Any], trainer: Any, batch_size: int, chunk_tokens: int) -> Any:
     """Self-certainty of each completion of TRL's scored batch (see rewards/certainty.py);
     through the model's own forward when the trainer shards it (FSDP, ZeRO-3)."""
+    from rlrecipes.rewards.certainty import policy_self_certainty
+
     mask = batch["completion_mask"]
     if "tool_mask" in batch:
         mask = mask * batch["tool_mask"]

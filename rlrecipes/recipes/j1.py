@@ -37,7 +37,6 @@ from omegaconf import OmegaConf
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.data.problems import ProblemSet
 from rlrecipes.engine.hooks import EngineHook
-from rlrecipes.engine.paired_batches import KeepRowsTogether
 from rlrecipes.errors import ConfigError
 from rlrecipes.judge.pairs import (
     PairFields,
@@ -217,6 +216,8 @@ class J1(Recipe):
         return out
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.paired_batches import KeepRowsTogether
+
         rows = self.rows_per_pair
         return [KeepRowsTogether(rows)] if rows > 1 else []  # a lone row needs no company
 

@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 from rlrecipes.config.schema import RecipeConfig
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.engine.policy_loss import check_loss_settings
-from rlrecipes.engine.policy_objectives import KLCov as KLCovLoss
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
@@ -67,4 +66,6 @@ class KLCov(Recipe):
             )
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.policy_objectives import KLCov as KLCovLoss
+
         return [KLCovLoss(float(self.cfg.kl_cov_ratio), float(self.cfg.ppo_kl_coef))]

@@ -26,21 +26,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from omegaconf import OmegaConf
 
-from rlrecipes.config.schema import RecipeConfig
+from rlrecipes.config.schema import KLPenalty, RecipeConfig
 from rlrecipes.data.problems import ProblemSet
-from rlrecipes.engine.critic import CriticSettings, PPOCritic, stored_model_config, value_head_problem
 from rlrecipes.engine.estimators import check_advantage_settings
-from rlrecipes.engine.gae import KLPenalty
 from rlrecipes.engine.grpo_args import plan_batches
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import get_recipe, register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards import RewardContext, RewardFn
+
+if TYPE_CHECKING:
+    from rlrecipes.engine.critic import CriticSettings
 
 
 @dataclass
@@ -90,6 +91,8 @@ TASKS = ("search_r1",)
 
 
 def critic_settings(recipe: Any, seed: int) -> CriticSettings:
+    from rlrecipes.engine.critic import CriticSettings
+
     c = recipe.critic
     return CriticSettings(
         source=c.model,
@@ -168,6 +171,8 @@ class PPO(Recipe):
             get_recipe(r.task).validate(cfg)
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.critic import PPOCritic
+
         return [PPOCritic(critic_settings(self.cfg, ctx.seed))]
 
     def reward_functions(self, ctx: RewardContext) -> list[tuple[RewardFn, float]]:
@@ -215,6 +220,8 @@ def _check_critic_batches(c: Any, t: Any) -> None:
 def _check_value_head(cfg: Any) -> None:
     """The value head needs a causal LM with a hidden size (and transformers' token-classification
     class for it), checked on the model's config.json where it can be read without loading."""
+    from rlrecipes.engine.critic import stored_model_config, value_head_problem
+
     source = cfg.recipe.critic.model or cfg.model.name_or_path
     key = "recipe.critic.model" if cfg.recipe.critic.model else "model.name_or_path"
     if source is None:  # the built toy (Qwen3 or Llama): both have a token-classification class

@@ -35,7 +35,6 @@ from rlrecipes.models.cache import cache_root, cached_folder, digest
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards.exact_match import ExactMatchParams
-from rlrecipes.tool_loop.greedy import tool_warm_start
 
 FACTBASE_VERSION = 1  # bump when the fact base or its teacher changes (cache keys of corpus and toy)
 TOY = "rlrecipes train experiment=search_r1_toy"
@@ -74,6 +73,8 @@ class SearchR1(Recipe):
         on the last <answer>, the paper's metric, rather than by maths equivalence."""
         if data_cfg.source != "synthetic":
             return replace(load_problem_set(data_cfg, aliases=True), verify=exact_match)
+        from rlrecipes.tool_loop.greedy import tool_warm_start
+
         task = replace(toy_task(data_cfg.synthetic), warm_start=tool_warm_start)
         train = task.train[: data_cfg.max_examples] if data_cfg.max_examples else task.train
         held_out = task.eval[: data_cfg.max_eval_examples] if data_cfg.max_eval_examples else task.eval

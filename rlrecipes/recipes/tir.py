@@ -34,7 +34,6 @@ from rlrecipes.data.problems import ProblemSet
 from rlrecipes.errors import ConfigError
 from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
-from rlrecipes.tool_loop.greedy import tool_warm_start
 
 BIGARITH_VERSION = 1  # bump when the task or its teacher changes (the toy's cache key)
 TOOLS = ("calculator", "python")
@@ -75,6 +74,8 @@ class TIR(Recipe):
         """With synthetic data, big arithmetic over `data.synthetic` (operations, operand_max)."""
         if data_cfg.source != "synthetic":
             return None
+        from rlrecipes.tool_loop.greedy import tool_warm_start
+
         s = data_cfg.synthetic
         task = bigarith_task(s.operations, list(s.operand_max), s.num_train, s.num_eval, s.seed, s.teacher_error_rate)
         task = replace(task, warm_start=tool_warm_start)

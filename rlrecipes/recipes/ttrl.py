@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from rlrecipes.config.schema import RecipeConfig
-from rlrecipes.engine.group_subset import GroupSubset
 from rlrecipes.engine.grpo_args import plan_batches
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import ConfigError
@@ -108,4 +107,6 @@ class TTRL(Recipe):
             )
 
     def hooks(self, ctx: RewardContext) -> list[EngineHook]:
+        from rlrecipes.engine.group_subset import GroupSubset
+
         return [GroupSubset(self.cfg.n_train, key="recipe.n_train", fraction=float(self.cfg.train_fraction))]

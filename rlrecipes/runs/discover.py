@@ -48,6 +48,20 @@ def is_run(path: Path) -> bool:
     )
 
 
+def is_pipeline(path: Path) -> bool:
+    """A stages parent (`rlrecipes stages`): its runs are its stages' (`<i>-<stage>/`), so a
+    report shows one row per stage. Its summary.json lists the stages; until it has one (a
+    pipeline still running), its config.yaml holds the pipeline."""
+    try:
+        if (path / "summary.json").is_file():
+            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+            return isinstance(summary, dict) and "pipeline" in summary and isinstance(summary.get("stages"), list)
+        config = path / "config.yaml"
+        return config.is_file() and re.search(r"^pipeline:", config.read_text(encoding="utf-8"), re.M) is not None
+    except (OSError, ValueError):  # torn or unreadable: read as a run, whose errors say what is wrong
+        return False
+
+
 def _natural(path: Path) -> list[Any]:
     # sweep jobs are 0-..., 1-..., 10-...: by number, not by text
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
@@ -68,7 +82,7 @@ def find_runs(paths: Sequence[str | Path], log: Callable[[str], None] = print) -
         if not matches:
             raise UserError(f"{raw}: no such run directory (the pattern matches nothing)")
         for p in matches:
-            found = [p] if is_run(p) else _runs_below(p)
+            found = [p] if is_run(p) and not is_pipeline(p) else _runs_below(p)
             if not found and pattern:
                 log(f"skipping {p}: no run here or below (it matches {raw})")
             elif not found:
@@ -87,7 +101,7 @@ def _runs_below(folder: Path) -> list[Path]:
     found = []
     for here_name, subdirs, _ in os.walk(folder):
         here = Path(here_name)
-        if here != folder and is_run(here):
+        if here != folder and is_run(here) and not is_pipeline(here):
             found.append(here)
             subdirs[:] = []
         subdirs.sort()

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rlrecipes.display import width as terminal_width
 from rlrecipes.errors import UserError
 from rlrecipes.eval.scoring import headline
 from rlrecipes.rundir import write_text
@@ -43,6 +45,7 @@ class Report:
     rows: list[dict[str, Any]]
     grouped: bool = False
     percent: set[str] = field(default_factory=set)  # metric columns that are fractions
+    group_by: list[str] = field(default_factory=list)  # the --group-by columns (a grouped report's rows)
 
 
 def _short_model(value: Any) -> Any:
@@ -90,6 +93,9 @@ def _train_metrics(run: Run) -> dict[str, Any]:
         "train_accuracy_final": train_acc[-1] if train_acc else None,
         "reward_final": rewards[-1] if rewards else None,
         "reward_best": max(rewards, default=None),
+        # an SFT run's held-out loss (a pipeline's SFT stage: what it measures besides accuracy)
+        "loss_before": number(s.get("loss_before")),
+        "loss_after": number(s.get("loss_after")),
     }
 
 
@@ -182,7 +188,7 @@ def _matches(row: dict[str, Any], condition: str) -> bool:
 
 def filter_rows(report: Report, where: Sequence[str]) -> Report:
     rows = [r for r in report.rows if all(_matches(r, c) for c in where)]
-    return Report(report.columns, report.kinds, rows, report.grouped, report.percent)
+    return Report(report.columns, report.kinds, rows, report.grouped, report.percent, report.group_by)
 
 
 def group_rows(report: Report, by: Sequence[str]) -> Report:
@@ -221,7 +227,7 @@ def group_rows(report: Report, by: Sequence[str]) -> Report:
     columns = [c for c in report.columns if c != "run"]
     columns.insert(columns.index("state") + 1, "runs")
     kinds = {c: ("id" if c == "runs" else report.kinds[c]) for c in columns}
-    return Report(columns, kinds, out, grouped=True, percent=report.percent)
+    return Report(columns, kinds, out, grouped=True, percent=report.percent, group_by=list(by))
 
 
 def sort_rows(report: Report, key: str | None, descending: bool = False) -> Report:
@@ -241,7 +247,7 @@ def sort_rows(report: Report, key: str | None, descending: bool = False) -> Repo
         reverse=descending,
     )
     rows = present + missing
-    return Report(report.columns, report.kinds, rows, report.grouped, report.percent)
+    return Report(report.columns, report.kinds, rows, report.grouped, report.percent, report.group_by)
 
 
 # ------------------------------------------------------------------------ formatting
@@ -288,15 +294,28 @@ def column_labels(columns: Sequence[str]) -> dict[str, str]:
 _WHAT = ("steps", "state", "runs", "recipe", "model", "protocol", "data", "seed")
 # a training run's other numbers: kept after what the runs are (an eval run's benchmark
 # scores and average are headline results)
-_SECONDARY = ("heldout_before", "heldout_best", "train_accuracy_final", "reward_final", "reward_best")
+_SECONDARY = (
+    "heldout_before",
+    "heldout_best",
+    "train_accuracy_final",
+    "reward_final",
+    "reward_best",
+    "loss_before",
+    "loss_after",
+)
 _CELL_CAP = 24  # a text cell wider than this is cut from the left: "…/toy/29f904068a87"
 
 
 def _keep_order(report: Report, columns: Sequence[str]) -> list[str]:
+    """`columns`, the first kept longest: the run, or a group's --group-by keys (what a row is)
+    always stay (`_fit`)."""
+
     def rank(col: str) -> tuple[int, int]:
         kind = report.kinds.get(col)
         if col == "run":
             return (0, 0)
+        if col in report.group_by:
+            return (0, 1 + report.group_by.index(col))
         if kind == "metric" and col not in _SECONDARY:
             return (1, 0)
         if col in _WHAT:
@@ -309,19 +328,30 @@ def _keep_order(report: Report, columns: Sequence[str]) -> list[str]:
 
 
 def _left_cut(text: str, cap: int = _CELL_CAP) -> str:
-    """A long name or path by its end, which tells runs apart (their start is shared)."""
-    return text if len(text) <= cap else "…" + text[-(cap - 1) :]
+    """A long name or path by its end, which tells runs apart (their start is shared), cut
+    where a path part begins ("…/seed_1") or else where a word does ("…-learning_rate"), never
+    inside a word: a last word longer than `cap` is kept whole."""
+    if len(text) <= cap:
+        return text
+    for breaks in ("/", "/-_ "):  # whole path parts first, then whole words
+        starts = [i for i, ch in enumerate(text) if ch in breaks and i > 0]
+        fitting = [i for i in starts if 1 + len(text) - i <= cap]
+        if fitting:
+            return "…" + text[min(fitting) :]
+    last = max((i for i, ch in enumerate(text) if ch in "/-_ " and i > 0), default=0)
+    return "…" + text[last:] if last else text
 
 
-def _fit(labels: dict[str, str], cells: dict[str, list[str]], order: list[str], width: int) -> set[str]:
+def _fit(labels: dict[str, str], cells: dict[str, list[str]], order: list[str], width: int, keep: int = 1) -> set[str]:
     """The columns left out so that the rest fit `width` (two spaces between columns), dropping
-    from the end of `order`; a header may wrap at its spaces, a value never."""
+    from the end of `order` but never its first `keep`; a header may wrap at its spaces, a value
+    never."""
 
     def need(col: str) -> int:
         return max([len(w) for w in labels[col].split()] + [len(v) for v in cells[col]] + [1])
 
     dropped: set[str] = set()
-    for col in reversed(order[1:]):  # the run column always stays
+    for col in reversed(order[keep:]):  # the run column (a group's keys) always stays
         kept = [c for c in order if c not in dropped]
         if sum(need(c) for c in kept) + 2 * (len(kept) - 1) <= width:
             break
@@ -334,12 +364,16 @@ def rich_table(report: Report, title: str = "rlrecipes report", width: int = 80)
     caption, so `width` columns hold what tells the runs apart; what still does not fit is left
     out by priority (`_keep_order`) and named in the caption (the exports keep every column)."""
     shown, shared = [], []
-    for col in report.columns:
+    # a group's keys first: they say what each row is, as the run column does
+    columns = [c for c in report.group_by if c in report.kinds] + [
+        c for c in report.columns if c not in report.group_by
+    ]
+    for col in columns:
         distinct = {json.dumps(r.get(col), default=str) for r in report.rows}
         # an eval run's protocol stays on its row: it says how each number was measured
         if (
             report.kinds[col] != "metric"
-            and col not in ("run", "protocol")
+            and col not in ("run", "protocol", *report.group_by)
             and len(report.rows) > 1
             and len(distinct) == 1
         ):
@@ -370,7 +404,8 @@ def rich_table(report: Report, title: str = "rlrecipes report", width: int = 80)
             if merged and c == "steps" and row.get("state") != "finished":
                 text += "*"
             cells[c].append(text if report.kinds.get(c) == "metric" else _left_cut(text))
-    dropped = _fit(labels, cells, _keep_order(report, list(shown_cols)), width - 2)
+    keep = ("run" in shown_cols) + len([c for c in report.group_by if c in shown_cols])
+    dropped = _fit(labels, cells, _keep_order(report, list(shown_cols)), width - 2, keep=max(keep, 1))
     shown_cols = [c for c in shown_cols if c not in dropped]
     for col in shown_cols:
         metric = report.kinds[col] == "metric"
@@ -386,6 +421,15 @@ def rich_table(report: Report, title: str = "rlrecipes report", width: int = 80)
         notes.append(escape(f"not shown at {width} columns: {left_out} (--csv, --md have every column)"))
     table.caption = "; ".join(notes) or None
     return table
+
+
+def print_report(report: Report, notes: Sequence[str] = (), console: Console | None = None) -> None:
+    """The table as `rlrecipes report` prints it, at the console's width, and the notes on
+    what was skipped or left out below it, where they are read with it."""
+    console = console or Console(width=terminal_width(), highlight=False)
+    console.print(rich_table(report, width=console.width))
+    for note in notes:
+        console.print(f"note: {escape(note)}", highlight=False)
 
 
 def _strip_shared_suffix(names: list[str]) -> list[str]:

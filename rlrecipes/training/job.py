@@ -59,6 +59,7 @@ from rlrecipes.rundir import is_main_process, write_json
 from rlrecipes.tool_loop.build import retrieve_once, rollout_kwargs
 from rlrecipes.training.final_eval import evaluate_final_model
 from rlrecipes.training.plan import RunPlan, plan_run, planned_rewards, reward_context
+from rlrecipes.training.sample_log import SampleLog
 
 Log = Callable[[str], None]
 
@@ -225,6 +226,8 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         hooks.append(AccuracyHistory(job.run_dir / "accuracy_history.json"))
     guard = RewardGuard(t.reward_guard.fallback, t.reward_guard.max_failure_rate, t.reward_guard.timeout_s)
     hooks.append(guard)  # last: it checks the advantages every other hook has written
+    if t.log_samples_every:  # after it: the stored advantages are the ones the update uses
+        hooks.append(SampleLog(job.run_dir, t.log_samples_every))
     keeper = CheckpointKeeper(
         job.run_dir / "checkpoints",
         lambda: {"accuracy_before": heldout.before, "heldout_seconds": heldout.seconds},

@@ -33,6 +33,7 @@ RESUMABLE_CHANGES = (
     "run_dir",
     "trainer.max_steps",
     "trainer.progress",
+    "trainer.log_samples_every",  # what is stored for reading, not what is trained
     "final_eval",
     "tracking",
     "output_root",

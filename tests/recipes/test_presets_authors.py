@@ -21,7 +21,8 @@ from omegaconf import OmegaConf
 from rlrecipes.cli import main
 from rlrecipes.compose import compose_config
 from rlrecipes.compose.compose import conf_dir
-from rlrecipes.engine.grpo_args import EngineGRPOConfig, plan_batches
+from rlrecipes.engine.grpo_args import plan_batches
+from rlrecipes.engine.grpo_config import EngineGRPOConfig
 from rlrecipes.recipes import get_recipe
 from rlrecipes.training.plan import check_run
 

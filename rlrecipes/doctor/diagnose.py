@@ -1,0 +1,92 @@
+"""A run's verdict: every check in order, and what each could not look at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from rlrecipes.doctor import learning_checks, stability_checks
+from rlrecipes.doctor.findings import Check, Finding, NotChecked
+from rlrecipes.doctor.reading import Record, RunRecord, Unreadable
+from rlrecipes.doctor.thresholds import MIN_TREND_STEPS
+
+BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
+# the order of a verdict: broken numbers and rollouts first, then what stops learning, then what spoils it
+ORDER = (
+    "numeric",
+    "rollout-mismatch",
+    "tool-loop",
+    "truncation",
+    "reward-flat",
+    "no-signal",
+    "entropy-collapse",
+    "entropy-blowup",
+    "reward-hacking",
+    "drift",
+)
+CHECKS: list[Check] = [BY_KIND[kind] for kind in ORDER]
+
+
+@dataclass
+class Verdict:
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    not_checked: list[NotChecked] = field(default_factory=list)  # it applies, but the run lacks what it reads
+    not_applicable: list[NotChecked] = field(default_factory=list)  # the run's settings rule it out
+    notes: list[str] = field(default_factory=list)
+    steps: Optional[tuple[int, int]] = None
+    unreadable: Optional[str] = None  # why the run could not be checked at all
+    skipped: Optional[str] = None  # why the run is not one to check (eval, SFT)
+
+    @property
+    def state(self) -> str:
+        if self.unreadable:
+            return "unreadable"
+        if self.skipped:
+            return "skipped"
+        return "findings" if self.findings else "healthy"
+
+
+def diagnose(record: Record) -> Verdict:
+    if isinstance(record, Unreadable):
+        if record.skipped:
+            return Verdict(record.path, skipped=record.reason)
+        return Verdict(record.path, unreadable=record.reason)
+    verdict = Verdict(record.path, steps=record.steps)
+    found: dict[str, Finding] = {}
+    for check in CHECKS:
+        reason = check.applies(record)
+        if reason:
+            verdict.not_applicable.append(NotChecked(check.kind, check.title, reason))
+            continue
+        reason = _cannot_run(check, record)
+        if reason:
+            verdict.not_checked.append(NotChecked(check.kind, check.title, reason))
+            continue
+        result = check.find(record)
+        if result is not None:
+            result.kind, result.title = check.kind, check.title
+            found[check.kind] = result
+    verdict.findings = [f for kind, f in found.items() if not any(s in found for s in BY_KIND[kind].superseded_by)]
+    verdict.notes = list(record.notes)  # after the checks: reading the samples may have added some
+    return verdict
+
+
+def _cannot_run(check: Check, record: RunRecord) -> Optional[str]:
+    missing = [metric for metric in check.needs if not record.has(metric)]
+    if missing and (not check.any_of or len(missing) == len(check.needs)):
+        listed = " or ".join(missing) if check.any_of else ", ".join(missing)
+        why = "a run from an older version, or a recipe that does not log it"
+        return f"metrics.jsonl has no {listed} ({why if record.config else 'no config.yaml says if it applies'})"
+    logged = max(len(record.series(metric)) for metric in check.needs)
+    if check.trend and logged < MIN_TREND_STEPS:
+        return f"{logged} logged steps; comparing the end with the start needs {MIN_TREND_STEPS}"
+    return None
+
+
+def exit_code(verdicts: list[Verdict]) -> int:
+    """1 when any run has findings; else 2 when any could not be read; else 0."""
+    if any(v.findings for v in verdicts):
+        return 1
+    return 2 if any(v.unreadable for v in verdicts) else 0

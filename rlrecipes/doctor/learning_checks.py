@@ -1,0 +1,283 @@
+"""Checks of whether a run can learn and learns the task: truncation, entropy collapse and
+blow-up, no learning signal, a reward that does not vary, and a reward that rises while
+held-out accuracy does not."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rlrecipes.doctor import thresholds as T
+from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
+from rlrecipes.doctor.fixes import halved_learning_rate, setting
+from rlrecipes.doctor.reading import RunRecord
+from rlrecipes.doctor.series import (
+    end,
+    longest_streak,
+    mean,
+    middle,
+    num,
+    span,
+    start,
+    start_vs_end,
+    window_text,
+    within,
+)
+
+
+# ------------------------------------------------------------------------------ truncation
+def truncation(record: RunRecord) -> Optional[Finding]:
+    points = record.series("truncated_fraction")
+    tail = end(points)
+    if mean(tail) <= T.TRUNCATED_MAX:
+        return None
+    limit = setting(record, "trainer.max_completion_length", int)
+    shape = start_vs_end if len(points) > len(tail) else window_text
+    evidence = [shape("truncated_fraction", points)]
+    shown = f"trainer.max_completion_length={limit}" if limit else "trainer.max_completion_length"
+    return finding(
+        record,
+        "truncated_fraction",
+        tail,
+        {"trainer.max_completion_length": 2 * limit if limit else "<twice yours>"},
+        evidence=evidence,
+        cause=f"most completions hit {shown} before they end: their answers are cut, so the reward "
+        "measures the limit, not the model",
+        sample=quote_sample(
+            record,
+            lambda row: row.get("truncated") is True,
+            lambda row: f"cut at {row.get('length', '?')} tokens: {excerpt(row['completion'], tail=True)}",
+        ),
+    )
+
+
+# -------------------------------------------------------------------------------- entropy
+def entropy_collapse(record: RunRecord) -> Optional[Finding]:
+    entropy, accuracy = record.series("entropy"), record.series("accuracy")
+    before, after = mean(start(entropy)), mean(end(entropy))
+    if not (before > 0 and after < T.ENTROPY_COLLAPSE_SHARE * before):
+        return None
+    acc_mid, acc_end = mean(middle(accuracy)), mean(end(accuracy))
+    if acc_end >= T.SOLVED_ACCURACY or acc_end - acc_mid >= T.ACCURACY_STALL_GAIN:
+        return None  # still learning, or solved: a confident policy, not a collapsed one
+    high = setting(record, "recipe.epsilon_high", float)
+    if high is None or high < 0.28:  # DAPO's clip-higher value
+        changes: dict[str, Any] = {"recipe.epsilon_high": 0.28}
+        advice = "clip-higher: low-probability tokens may grow, as in DAPO"
+    elif not record.setting("recipe.adaptive_entropy.enabled"):
+        changes, advice = {"recipe.adaptive_entropy.enabled": True}, "an entropy bonus that holds a target"
+    else:
+        changes, advice = halved_learning_rate(record), "smaller steps spend entropy slower"
+    return finding(
+        record,
+        "entropy",
+        end(entropy),
+        changes,
+        advice=advice,
+        evidence=[
+            start_vs_end("entropy", entropy),
+            f"accuracy {num(acc_mid)} ({span(middle(accuracy))}) -> {num(acc_end)} ({span(end(accuracy))})",
+        ],
+        cause="the policy samples nearly one completion per prompt: groups stop differing and "
+        "training accuracy has stopped rising",
+    )
+
+
+def entropy_blowup(record: RunRecord) -> Optional[Finding]:
+    entropy = record.series("entropy")
+    before, after = mean(start(entropy)), mean(end(entropy))
+    if not (before > 0 and after > T.ENTROPY_BLOWUP_FACTOR * before):
+        return None
+    bonus = setting(record, "recipe.entropy_coef", float)
+    if bonus:
+        changes: dict[str, Any] = {"recipe.entropy_coef": 0.0}
+        cause = f"the entropy bonus (recipe.entropy_coef={bonus:g}) outweighs the reward"
+    else:
+        changes, cause = halved_learning_rate(record), "updates too large for the policy (the learning rate)"
+    return finding(
+        record,
+        "entropy",
+        end(entropy),
+        changes,
+        evidence=[start_vs_end("entropy", entropy) + f", {after / before:.1f}x its start"],
+        cause=f"sampling spreads over many tokens at each position and the text garbles: {cause}",
+        sample=quote_sample(record, lambda row: True, lambda row: f"completion {excerpt(row['completion'])}"),
+    )
+
+
+# ------------------------------------------------------------------------ learning signal
+def no_signal(record: RunRecord) -> Optional[Finding]:
+    points = record.series("frac_groups_zero_std")
+    tail = end(points)
+    if mean(tail) < T.ZERO_STD_GROUPS_MAX:
+        return None
+    accuracy = within(record.series("accuracy"), tail)
+    evidence = [window_text("frac_groups_zero_std", tail)]
+    if not accuracy:
+        return finding(
+            record,
+            "frac_groups_zero_std",
+            tail,
+            {},
+            advice=f"see whether the groups all pass or all fail in a stored sample (rlrecipes show {record.path})",
+            evidence=evidence,
+            cause="nine groups in ten score every completion alike: zero advantage, little to learn "
+            "from (no accuracy is logged to say whether they pass or fail)",
+        )
+    level = mean(accuracy)
+    evidence.append(window_text("accuracy", accuracy))
+    if level >= T.SOLVED_SIDE:
+        if record.setting("recipe.dynamic_sampling.enabled"):
+            changes: dict[str, Any] = {}
+            advice = "harder training data: this run's problems are learned (data.path=...)"
+        else:
+            changes, advice = {"recipe.dynamic_sampling.enabled": True}, "drop solved groups, refill with open ones"
+        return finding(
+            record,
+            "frac_groups_zero_std",
+            tail,
+            changes,
+            advice=advice,
+            evidence=evidence,
+            cause="the groups are solved: every completion of nine prompts in ten is right, so their advantages are 0",
+        )
+    group = setting(record, "trainer.num_generations", int)
+    return finding(
+        record,
+        "frac_groups_zero_std",
+        tail,
+        {"trainer.num_generations": 2 * group if group else "<twice yours>"},
+        advice="more tries per prompt find a right one to learn from",
+        evidence=evidence,
+        cause="the groups all fail: every completion of nine prompts in ten is wrong, so there is "
+        "no right one to reinforce (too hard, or answers the grader cannot read)",
+        sample=quote_sample(record, _unrewarded, _graded),
+    )
+
+
+def _unrewarded(row: dict[str, Any]) -> bool:
+    rewards = row.get("rewards") if isinstance(row.get("rewards"), dict) else {}
+    scores = [v for v in rewards.values() if isinstance(v, (int, float))]
+    return bool(scores) and max(scores) <= 0
+
+
+def _graded(row: dict[str, Any]) -> str:
+    return f"completion {excerpt(row['completion'], tail=True, chars=60)}, answer {row.get('answer')!r}"
+
+
+def reward_flat(record: RunRecord) -> Optional[Finding]:
+    points = record.series("reward_std")
+    streak = longest_streak(points, lambda v: v <= T.REWARD_STD_FLAT)
+    if len(streak) < T.FLAT_REWARD_STEPS:
+        return None
+    rewards = within(record.series("reward_mean"), streak)
+    evidence = [f"reward_std <= {T.REWARD_STD_FLAT:g} on {len(streak)} consecutive logged steps ({span(streak)})"]
+    if rewards:
+        evidence.append(window_text("reward_mean", rewards))
+    row = latest_sample(record, lambda row: True)
+    if row:
+        changes: dict[str, Any] = {}
+        advice = (
+            f"read what it scores (rlrecipes show {record.path} --step {row['step']}) and match "
+            "data.answer_style and data.template to the completions' answers"
+        )
+    else:
+        changes = {"trainer.log_samples_every": 1, "trainer.max_steps": T.FLAT_REWARD_STEPS}
+        advice = "a short rerun keeping samples shows what the reward is given (rlrecipes show)"
+    return finding(
+        record,
+        "reward_std",
+        streak,
+        changes,
+        advice=advice,
+        evidence=evidence,
+        cause="every completion gets the same reward: the reward cannot tell them apart (answers "
+        "never extracted, a verifier that never accepts, or a constant reward)",
+        sample=quote(row, _graded(row)) if row else None,
+    )
+
+
+# ----------------------------------------------------------- reward vs held-out accuracy
+def reward_hacking(record: RunRecord) -> Optional[Finding]:
+    reward = record.series("reward_mean")
+    rise = mean(end(reward)) - mean(start(reward))
+    if rise < T.REWARD_RISE_MIN:
+        return None
+    measured = accuracy_gain(record)
+    if measured is None or measured[1] >= T.HELDOUT_GAIN_MIN:
+        return None
+    label, gain = measured
+    evidence = [start_vs_end("reward_mean", reward), f"{label}: {gain:+.3f}"]
+    length = record.series("completion_length_mean")
+    terms = _risen_terms(record)
+    if terms:
+        name, term_rise = terms[0]
+        evidence.append(f"rewards/{name}/mean rose {term_rise:+.3f}")
+        changes = _lower_weight(record, name)
+        how = f"the {name} reward pays for the form of an answer, not its correctness"
+    elif length and mean(end(length)) >= T.LENGTH_GROWTH * mean(start(length)):
+        evidence.append(start_vs_end("completion_length_mean", length))
+        how = "completions grow longer without getting right"
+        changes = (
+            {"recipe.loss_type": "dr_grpo"}  # Dr. GRPO: no per-completion length normalisation
+            if record.setting("recipe.loss_type") in ("grpo", None)
+            else halved_learning_rate(record)
+        )
+    else:
+        how = "the policy learns what the reward pays for, not the task"
+        every = max(1, record.steps[1] // 10)
+        changes = {"trainer.eval.every": every, "trainer.checkpoints.best_metric": "heldout_accuracy"}
+    return finding(
+        record,
+        "reward_mean",
+        end(reward),
+        changes,
+        evidence=evidence,
+        cause=f"the reward rose {rise:+.3f} while {label} did not: {how}",
+    )
+
+
+def accuracy_gain(record: RunRecord) -> Optional[tuple[str, float]]:
+    """(what was measured, its gain): held-out accuracy logged during the run, else the summary's
+    before/after, else training accuracy; None when the run measured none of them."""
+    heldout = record.series("heldout_accuracy")
+    if len(heldout) >= 2:
+        return f"heldout_accuracy {span(heldout)}", heldout[-1][1] - heldout[0][1]
+    before, after = record.summary.get("accuracy_before"), record.summary.get("accuracy_after")
+    if isinstance(before, (int, float)) and isinstance(after, (int, float)):
+        return "held-out accuracy (summary.json accuracy_before -> accuracy_after)", after - before
+    accuracy = record.series("accuracy")
+    if len(accuracy) >= 2:
+        return "training accuracy", mean(end(accuracy)) - mean(start(accuracy))
+    return None
+
+
+def _risen_terms(record: RunRecord) -> list[tuple[str, float]]:
+    """Reward terms other than accuracy whose mean rose by REWARD_RISE_MIN, most first."""
+    risen = []
+    for key in record.keys_like("rewards/"):
+        name = key[len("rewards/") :].removesuffix("/mean")
+        if not key.endswith("/mean") or name == "accuracy":
+            continue
+        points = record.series(key)
+        if len(points) >= 2 and (rise := mean(end(points)) - mean(start(points))) >= T.REWARD_RISE_MIN:
+            risen.append((name, rise))
+    return sorted(risen, key=lambda item: -item[1])
+
+
+def _lower_weight(record: RunRecord, name: str) -> dict[str, Any]:
+    """recipe.rewards as the run had it, with `name`'s weight halved."""
+    specs = setting(record, "recipe.rewards", list)
+    if not specs or not all(isinstance(s, dict) for s in specs):
+        return {"recipe.rewards": f"<{name}'s weight halved>"}
+    lowered = [{**s, "weight": float(s.get("weight", 1.0)) / 2} if s.get("name") == name else s for s in specs]
+    return {"recipe.rewards": lowered}
+
+
+CHECKS = [
+    Check("truncation", "truncation near 1", truncation, ("truncated_fraction",)),
+    Check("entropy-collapse", "entropy collapse", entropy_collapse, ("entropy", "accuracy"), trend=True),
+    Check("entropy-blowup", "entropy blow-up", entropy_blowup, ("entropy",), trend=True),
+    Check("reward-flat", "reward not varying", reward_flat, ("reward_std",)),
+    Check("no-signal", "no learning signal", no_signal, ("frac_groups_zero_std",), superseded_by=("reward-flat",)),
+    Check("reward-hacking", "reward rising without accuracy", reward_hacking, ("reward_mean",), trend=True),
+]

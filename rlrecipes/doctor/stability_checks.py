@@ -1,0 +1,208 @@
+"""Checks of whether the updates are sound: rollout/trainer mismatch, KL or clip-fraction
+drift, NaN/inf and their precursors, and a tool loop that never calls or always fails."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from rlrecipes.doctor import thresholds as T
+from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
+from rlrecipes.doctor.fixes import halved_learning_rate, setting
+from rlrecipes.doctor.reading import RunRecord
+from rlrecipes.doctor.series import end, mean, median, num, share, span, start, start_vs_end, window_text
+
+
+# --------------------------------------------------------------- rollout/trainer mismatch
+def mismatch(record: RunRecord) -> Optional[Finding]:
+    tests = [  # metric, the values that show a mismatch, in words
+        ("vllm/logprob_gap", lambda v: v > T.LOGPROB_GAP_MAX, f"> {T.LOGPROB_GAP_MAX:g}"),
+        ("vllm/is_ratio_p99", lambda v: v > T.IS_RATIO_P99_MAX, f"> {T.IS_RATIO_P99_MAX:g}"),
+        ("vllm/is_ratio_p1", lambda v: v < T.IS_RATIO_P1_MIN, f"< {T.IS_RATIO_P1_MIN:g}"),
+    ]
+    evidence, shown = [], None
+    for metric, bad, words in tests:
+        points = record.series(metric)
+        if points and share(points, bad) >= T.MISMATCH_STEP_SHARE:
+            hits = [p for p in points if bad(p[1])]
+            evidence.append(
+                f"{metric} {words} on {len(hits)} of {len(points)} logged rounds ({span(hits)}), "
+                f"median {num(median([v for _, v in points]))}"
+            )
+            shown = shown or (metric, hits)
+    if shown is None:
+        return None
+    if not record.setting("rollout.importance_sampling.enabled"):
+        changes: dict[str, Any] = {"rollout.importance_sampling.enabled": True}
+        advice = "weigh each token by pi_trainer / pi_vLLM, clipped"
+    else:
+        changes, advice = {"rollout.backend": "hf"}, "the correction is on and the gap stays: rule vLLM out"
+    return finding(
+        record,
+        shown[0],
+        shown[1],
+        changes,
+        advice=advice,
+        evidence=evidence,
+        cause="vLLM samples from another distribution than the trainer computes (a failed weight "
+        "sync, or bfloat16 against float32): every update is off-policy",
+    )
+
+
+# ------------------------------------------------------------------- KL and clip fraction
+def drift(record: RunRecord) -> Optional[Finding]:
+    evidence, shown = [], None
+    for metric, limit in (("kl", T.KL_HIGH), ("clip_ratio_region", T.CLIP_FRACTION_MAX)):
+        points = record.series(metric)
+        if len(points) < T.MIN_TREND_STEPS:
+            continue
+        before, after = mean(start(points)), mean(end(points))
+        if after > limit and after > before:
+            evidence.append(f"{start_vs_end(metric, points)}, above {limit:g}")
+            shown = shown or (metric, end(points))
+    if shown is None:
+        return None
+    changes = halved_learning_rate(record)
+    beta = setting(record, "recipe.beta", float)
+    advice = f"or a stronger KL penalty, recipe.beta={2 * beta:g}" if shown[0] == "kl" and beta else None
+    return finding(
+        record,
+        shown[0],
+        shown[1],
+        changes,
+        advice=advice,
+        evidence=evidence,
+        cause="each update moves the policy further than the last: it drifts from its reference "
+        "and its own rollouts, the step before instability",
+    )
+
+
+# ---------------------------------------------------------------- NaN/inf and precursors
+def numeric(record: RunRecord) -> Optional[Finding]:
+    evidence, shown = [], None
+    for metric in ("loss", "grad_norm", "reward_mean", "entropy", "kl"):
+        bad = [(step, v) for step, v in record.raw(metric) if not math.isfinite(v)]
+        if bad:
+            evidence.append(f"{metric} {bad[0][1]} at step {bad[0][0]} ({len(bad)} non-finite steps, {span(bad)})")
+            shown = shown or (metric, bad)
+    spikes = grad_spikes(record.series("grad_norm"))
+    if spikes:
+        step, value, typical = spikes[0]
+        evidence.append(
+            f"grad_norm {num(value)} at step {step}, {value / typical:.0f}x the median {num(typical)} "
+            f"of the steps before ({len(spikes)} such spikes)"
+        )
+        shown = shown or ("grad_norm", [(s, v) for s, v, _ in spikes])
+    ratios = [p for p in record.series("vllm/is_ratio_max") if p[1] > T.IS_RATIO_EXPLODE]
+    if ratios:
+        evidence.append(f"vllm/is_ratio_max above {T.IS_RATIO_EXPLODE:g} on {len(ratios)} rounds ({span(ratios)})")
+        shown = shown or ("vllm/is_ratio_max", ratios)
+    if shown is None:
+        return None
+    clip = setting(record, "trainer.max_grad_norm", float)
+    changes = {"trainer.max_grad_norm": 1.0} if clip == 0 else halved_learning_rate(record)
+    return finding(
+        record,
+        shown[0],
+        shown[1],
+        changes,
+        evidence=evidence,
+        cause="non-finite values, or the jumps that come before them: an update too large for the "
+        "model (learning rate, unclipped gradients, a huge importance weight)",
+    )
+
+
+def grad_spikes(points: list) -> list[tuple[int, float, float]]:
+    """(step, grad_norm, median of the steps before) where it exceeds GRAD_SPIKE_FACTOR times
+    that median, once GRAD_HISTORY_MIN steps give one."""
+    spikes = []
+    for i in range(T.GRAD_HISTORY_MIN, len(points)):
+        typical = median([v for _, v in points[:i]])
+        if typical > 0 and points[i][1] > T.GRAD_SPIKE_FACTOR * typical:
+            spikes.append((points[i][0], points[i][1], typical))
+    return spikes
+
+
+# ------------------------------------------------------------------------------- tool loop
+def tool_loop(record: RunRecord) -> Optional[Finding]:
+    calls = end(record.series("tools/calls_per_rollout"))
+    errors = [p for p in end(record.series("tools/error_rate")) if p[0] >= calls[0][0]]
+    invalid = [p for p in end(record.series("tools/invalid_action_rate")) if p[0] >= calls[0][0]]
+    if mean(calls) < T.TOOL_CALLS_MIN:
+        evidence = [window_text("tools/calls_per_rollout", calls)]
+        if invalid:
+            evidence.append(window_text("tools/invalid_action_rate", invalid))
+        return finding(
+            record,
+            "tools/calls_per_rollout",
+            calls,
+            {},
+            advice="show the model the tools' tags (data.system_prompt, data.template) or warm-start "
+            "it on tool use, as recipe=tir and recipe=search_r1 do for the toy",
+            evidence=evidence,
+            cause="the model writes no tool call: it does not know the tools' tags, or never learned to use them",
+            sample=quote_sample(record, lambda row: True, lambda row: f"completion {excerpt(row['completion'])}"),
+        )
+    failing = [(name, pts) for name, pts in (("error_rate", errors), ("invalid_action_rate", invalid)) if pts]
+    failing = [(name, pts) for name, pts in failing if mean(pts) >= T.TOOL_FAILURE_MAX]
+    if not failing:
+        return None
+    name, points = failing[0]
+    row = latest_sample(record, lambda row: bool(_tool_reply(row)))
+    reply = _tool_reply(row) if row else ""
+    timeout = setting(record, "rollout.tool_timeout_s", float)
+    if "timed out" in reply and timeout:  # the reply call_tool gives a call past its time
+        changes: dict[str, Any] = {"rollout.tool_timeout_s": 2 * timeout}
+        advice = None
+    else:
+        changes = {}
+        shown = f"rlrecipes show {record.path}" + (f" --step {row['step']}" if row else "")
+        advice = f"read the tools' replies ({shown}); the python tool: rlrecipes sandbox check"
+    return finding(
+        record,
+        f"tools/{name}",
+        points,
+        changes,
+        advice=advice,
+        evidence=[window_text(f"tools/{name}", points), window_text("tools/calls_per_rollout", calls)],
+        cause="nearly every tool call fails"
+        if name == "error_rate"
+        else "nearly every tool turn is malformed (neither a whole call nor an answer: cut short, "
+        "or a tag the loop does not know)",
+        sample=quote(row, f"the tool replied {excerpt(reply)}") if row else None,
+    )
+
+
+def _tool_reply(row: dict[str, Any]) -> str:
+    """The text of the row's first tool turn ('' when it has none)."""
+    turns = row.get("turns") if isinstance(row.get("turns"), list) else []
+    return next((str(t.get("text", "")) for t in turns if isinstance(t, dict) and t.get("by") == "tool"), "")
+
+
+def _vllm(record: RunRecord) -> Optional[str]:
+    backend = record.setting("rollout.backend")
+    return None if backend in (None, "vllm") else f"rollout.backend={backend}: no vLLM rollouts"
+
+
+def _tools(record: RunRecord) -> Optional[str]:
+    listed = setting(record, "rollout.tools", list)
+    if listed or record.keys_like("tools/") or "rollout.tools" not in record.config:
+        return None
+    return "rollout.tools is empty: no tool loop"
+
+
+CHECKS = [
+    Check(
+        "rollout-mismatch",
+        "rollout/trainer mismatch",
+        mismatch,
+        ("vllm/logprob_gap", "vllm/is_ratio_p99"),
+        any_of=True,
+        applies=_vllm,
+    ),
+    Check("drift", "KL or clip-fraction drift", drift, ("kl", "clip_ratio_region"), any_of=True, trend=True),
+    Check("numeric", "NaN/inf or their precursors", numeric, ("loss", "grad_norm"), any_of=True),
+    Check(
+        "tool-loop", "tool loop never calls or always fails", tool_loop, ("tools/calls_per_rollout",), applies=_tools
+    ),
+]

@@ -1,0 +1,104 @@
+"""Every number `rlrecipes doctor` judges a run by, with why it has that value.
+
+Metric values are per logged step as metrics.jsonl holds them (`docs/runs.md`). A *window* is
+a stretch of logged steps; "start" and "end" are the first and last windows of the run.
+"""
+
+from rlrecipes.display import MOSTLY_TRUNCATED
+
+# ------------------------------------------------------------------------------ windows
+# The start and end windows each hold this share of the logged steps (at least one): a fifth
+# averages out the step-to-step noise of a few completions per group, and is short enough that
+# a change in the second half of the run shows.
+EDGE_SHARE = 0.2
+# A check that compares the end with the start (a trend) needs this many logged steps: with
+# fewer, each window is one or two steps and a single noisy step decides.
+MIN_TREND_STEPS = 10
+
+# ---------------------------------------------------------- rollout/trainer mismatch
+# bfloat16 vLLM against a float32 trainer differs by about 0.03 nats a token (engine/vllm_sync.py);
+# a mean gap past three times that is no rounding: the engine samples with other weights (a
+# failed weight sync) or other numerics, and every update is off-policy.
+LOGPROB_GAP_MAX = 0.1
+# verl's rollout correction clips pi_trainer / pi_vLLM at 2 (rollout_is_threshold; our
+# rollout.importance_sampling.clip_max default): a 99th percentile past it means more than 1%
+# of the tokens would be clipped, and unweighted they bias the gradient.
+IS_RATIO_P99_MAX = 2.0
+# the same distance below 1, in log space (1/2): tokens vLLM found twice as likely as the trainer
+IS_RATIO_P1_MIN = 0.5
+# A mismatch is a finding when at least this share of the logged rounds shows it: one round can
+# spike on a rare token, a sync or dtype problem shows on most of them.
+MISMATCH_STEP_SHARE = 0.5
+
+# ------------------------------------------------------------------------------ entropy
+# Collapse: the end's entropy below a tenth of the start's. The policy then samples nearly one
+# completion per prompt, so groups stop differing and there is little left to learn from
+# (Cui et al. 2025, "The Entropy Mechanism of RL for Reasoning LMs": performance saturates as
+# entropy is spent).
+ENTROPY_COLLAPSE_SHARE = 0.1
+# ... while accuracy stalls: the end's training accuracy less than this above the middle
+# window's (steps 40%-60%): two problems in a hundred, below what one more stretch of a run
+# that is still learning gains.
+ACCURACY_STALL_GAIN = 0.02
+# A run whose training accuracy ends at or above this has solved its data: low entropy is then
+# confidence, not collapse.
+SOLVED_ACCURACY = 0.95
+# Blow-up: the end's entropy over three times the start's. Clip-higher and entropy bonuses keep
+# entropy near its start or raise it by tens of percent (DAPO's clip-higher figure); tripled, sampling
+# spreads over many tokens each position and the text garbles.
+ENTROPY_BLOWUP_FACTOR = 3.0
+
+# ------------------------------------------------------------------ learning signal
+# frac_groups_zero_std at or above 0.9 over the end window: nine groups in ten have one reward
+# for every completion, hence zero advantage, and the step trains on a tenth of its batch.
+ZERO_STD_GROUPS_MAX = 0.9
+# Which way: training accuracy at or above this over those steps means the groups are solved,
+# below it (the other side of a group of 0/1 rewards all equal) that they all fail.
+SOLVED_SIDE = 0.5
+# Reward not varying: reward_std at or below this (float rounding of identical rewards) ...
+REWARD_STD_FLAT = 1e-6
+# ... on this many consecutive logged rollout steps. reward_std is over the whole batch: 64
+# completions by default (8 prompts x 8), all equal with probability 0.95^64 = 0.04 under a
+# reward that fires on only 5% of them; ten such steps in a row (about 1e-14) mean it cannot vary.
+FLAT_REWARD_STEPS = 10
+
+# ---------------------------------------------------------- reward vs held-out accuracy
+# The reward rose: end mean minus start mean at least 0.1, a tenth of the 0/1 correctness range
+# the package's rewards are scaled to (accuracy, format, overlong penalties).
+REWARD_RISE_MIN = 0.1
+# ... while held-out accuracy (or, without one, training accuracy) gained less than one problem
+# in a hundred.
+HELDOUT_GAIN_MIN = 0.01
+# Length hacking: mean completion length grew by half while the reward rose.
+LENGTH_GROWTH = 1.5
+
+# ------------------------------------------------------------------ KL and clipping
+# k3 KL per token above 0.1 nats at the end: a KL penalty (recipe.beta) is meant to keep the
+# policy within a few hundredths of a nat of its reference; past a tenth it has left it behind
+# and the penalty no longer holds it.
+KL_HIGH = 0.1
+# Clipped-token share above 0.2 at the end: PPO runs usually clip around a tenth of their tokens;
+# a fifth and rising means each update pushes ever more tokens past the trust region. (With one
+# update per rollout the ratio is 1 and nothing is clipped at all.)
+CLIP_FRACTION_MAX = 0.2
+
+# --------------------------------------------------------------- NaN/inf precursors
+# A gradient norm over ten times the median of the steps before it: RL gradient norms vary two
+# or three times step to step (sparse rewards); a tenfold jump is outside that and comes before
+# a loss goes non-finite.
+GRAD_SPIKE_FACTOR = 10.0
+# ... judged once this many earlier steps give the median (fewer: no baseline yet).
+GRAD_HISTORY_MIN = 5
+# An importance ratio past 100 (a token e^4.6 times likelier to the trainer than to vLLM): such a
+# weight swamps the batch and precedes non-finite losses even with correction on.
+IS_RATIO_EXPLODE = 100.0
+
+# ------------------------------------------------------------------------ tool loop
+# Never calls: fewer than one tool call in twenty rollouts over the end window.
+TOOL_CALLS_MIN = 0.05
+# Always errors: nine calls in ten fail (or nine tool turns in ten are malformed).
+TOOL_FAILURE_MAX = 0.9
+
+# ----------------------------------------------------------------------- truncation
+# Most completions cut at the token limit: the same line the training progress warns at.
+TRUNCATED_MAX = MOSTLY_TRUNCATED

@@ -1,0 +1,312 @@
+"""Each failure class on a hand-written run: found just past its threshold, with the fix built
+from the run's own settings; not found just short of it. Window arithmetic: 10 logged steps,
+so the start window is steps 1-2, the end window steps 9-10 and the middle steps 5-6."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rlrecipes.doctor.diagnose import diagnose
+from rlrecipes.doctor.reading import read_run
+from tests.doctor.rundirs import make_run, rows, sample
+
+
+def check(tmp_path, metrics, **run):
+    return diagnose(read_run(make_run(tmp_path / "run", metrics, **run)))
+
+
+def only(verdict, kind):
+    found = [f for f in verdict.findings if f.kind == kind]
+    assert len(found) == 1, [f.kind for f in verdict.findings]
+    return found[0]
+
+
+def kinds(verdict):
+    return [f.kind for f in verdict.findings]
+
+
+def test_the_healthy_run_is_healthy(tmp_path):
+    verdict = check(tmp_path, rows())
+    assert verdict.state == "healthy" and verdict.findings == [] and verdict.not_checked == []
+
+
+# ------------------------------------------------------------------------------ truncation
+def test_truncation_near_1_is_found_with_the_doubled_limit_and_a_cut_sample(tmp_path):
+    cut = sample(completion="12+7 is the sum of twelve and seven, so we add them: 1", length=16, truncated=True)
+    # end window (steps 9-10): (0.6 + 0.5) / 2 = 0.55 > 0.5
+    verdict = check(tmp_path, rows({"truncated_fraction": [0.1] * 8 + [0.6, 0.5]}), samples={10: [sample(), cut]})
+    found = only(verdict, "truncation")
+    assert found.metric == "truncated_fraction" and found.steps == (9, 10)
+    assert found.evidence == ["truncated_fraction 0.1 (steps 1-2) -> 0.55 (steps 9-10)"]
+    assert found.fix == "trainer.max_completion_length=32"  # twice the run's 16
+    assert found.command == "rlrecipes train recipe=grpo trainer.max_steps=10 trainer.max_completion_length=32"
+    assert (
+        found.sample == 'step 10, group 0: cut at 16 tokens: "12+7 is the sum of twelve and seven, so we add them: 1"'
+    )
+
+
+def test_truncation_at_one_half_is_not_near_1(tmp_path):
+    assert "truncation" not in kinds(check(tmp_path, rows({"truncated_fraction": [0.1] * 8 + [0.5, 0.5]})))
+
+
+# -------------------------------------------------------------------------------- entropy
+def test_entropy_collapse_while_accuracy_stalls(tmp_path):
+    # entropy: start (0.8 + 0.6) / 2 = 0.7, end (0.05 + 0.08) / 2 = 0.065 < 0.1 * 0.7 = 0.07
+    # accuracy: middle (steps 5-6) 0.40, end (0.41 + 0.40) / 2 = 0.405: gained 0.005 < 0.02
+    entropy = [0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.05, 0.08]
+    accuracy = [0.2, 0.3, 0.35, 0.38, 0.4, 0.4, 0.4, 0.4, 0.41, 0.4]
+    found = only(check(tmp_path, rows({"entropy": entropy, "accuracy": accuracy})), "entropy-collapse")
+    assert found.evidence == [
+        "entropy 0.7 (steps 1-2) -> 0.065 (steps 9-10)",
+        "accuracy 0.4 (steps 5-6) -> 0.405 (steps 9-10)",
+    ]
+    assert found.fix.startswith("recipe.epsilon_high=0.28 ")  # the run had no clip-higher
+    assert found.command.endswith("recipe.epsilon_high=0.28")
+
+
+@pytest.mark.parametrize(
+    "entropy_end, accuracy_end",
+    [
+        ([0.07, 0.08], [0.41, 0.4]),  # end entropy 0.075: above a tenth of 0.7
+        ([0.05, 0.08], [0.45, 0.4]),  # accuracy still rising: 0.425 - 0.40 = 0.025 >= 0.02
+        ([0.05, 0.08], [0.96, 0.96]),  # solved: confident, not collapsed
+    ],
+)
+def test_no_entropy_collapse_short_of_it_or_while_learning(tmp_path, entropy_end, accuracy_end):
+    entropy = [0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, *entropy_end]
+    accuracy = [0.2, 0.3, 0.35, 0.38, 0.4, 0.4, 0.4, 0.4, *accuracy_end]
+    assert "entropy-collapse" not in kinds(check(tmp_path, rows({"entropy": entropy, "accuracy": accuracy})))
+
+
+def test_entropy_blowup_names_the_entropy_bonus(tmp_path):
+    # start 0.5, end 1.75 > 3 * 0.5 = 1.5
+    entropy = [0.5, 0.5, 0.8, 1.0, 1.2, 1.4, 1.6, 1.7, 1.75, 1.75]
+    garbled = sample(completion="q#z 19 ]]x 7 k")
+    verdict = check(tmp_path, rows({"entropy": entropy}), config={"recipe.entropy_coef": 0.01}, samples={10: [garbled]})
+    found = only(verdict, "entropy-blowup")
+    assert found.evidence == ["entropy 0.5 (steps 1-2) -> 1.75 (steps 9-10), 3.5x its start"]
+    assert found.fix == "recipe.entropy_coef=0" and "recipe.entropy_coef=0.01" in found.cause
+    assert found.sample == 'step 10, group 0: completion "q#z 19 ]]x 7 k"'
+
+
+def test_entropy_blowup_without_a_bonus_halves_the_learning_rate(tmp_path):
+    entropy = [0.5, 0.5, 0.8, 1.0, 1.2, 1.4, 1.6, 1.7, 1.75, 1.75]
+    assert only(check(tmp_path, rows({"entropy": entropy})), "entropy-blowup").fix == "trainer.learning_rate=0.0001"
+
+
+def test_entropy_tripled_exactly_is_no_blowup(tmp_path):
+    entropy = [0.5, 0.5, 0.8, 1.0, 1.2, 1.4, 1.6, 1.5, 1.5, 1.5]  # end 1.5 = 3 * 0.5, not above
+    assert "entropy-blowup" not in kinds(check(tmp_path, rows({"entropy": entropy})))
+
+
+# ------------------------------------------------------------------------ learning signal
+def test_no_signal_with_groups_all_failing_asks_for_more_generations(tmp_path):
+    # end window: (0.9 + 0.95) / 2 = 0.925 >= 0.9; accuracy there (0.05 + 0.0) / 2 = 0.025 < 0.5: failing
+    wrong = sample(completion="12+7=20", rewards={"accuracy": 0.0})
+    metrics = rows({"frac_groups_zero_std": [0.25] * 8 + [0.9, 0.95], "accuracy": [0.3] * 8 + [0.05, 0.0]})
+    found = only(check(tmp_path, metrics, samples={9: [wrong]}), "no-signal")
+    assert "the groups all fail" in found.cause
+    assert found.evidence == [
+        "frac_groups_zero_std 0.925 (mean of steps 9-10)",
+        "accuracy 0.025 (mean of steps 9-10)",
+    ]
+    assert found.fix.startswith("trainer.num_generations=16 ")  # twice the run's 8
+    assert found.sample == "step 9, group 0: completion \"12+7=20\", answer '19'"
+
+
+def test_no_signal_with_groups_all_solved_turns_on_dynamic_sampling(tmp_path):
+    metrics = rows({"frac_groups_zero_std": [0.25] * 8 + [0.9, 0.95], "accuracy": [0.3] * 8 + [0.98, 1.0]})
+    found = only(check(tmp_path, metrics), "no-signal")
+    assert "the groups are solved" in found.cause
+    assert found.fix.startswith("recipe.dynamic_sampling.enabled=true ")
+
+
+def test_most_groups_without_signal_is_not_none(tmp_path):
+    # end window (0.85 + 0.9) / 2 = 0.875 < 0.9
+    metrics = rows({"frac_groups_zero_std": [0.25] * 8 + [0.85, 0.9]})
+    assert "no-signal" not in kinds(check(tmp_path, metrics))
+
+
+def test_a_reward_flat_for_ten_steps_is_found_and_explains_the_missing_signal(tmp_path):
+    # reward_std 0 on steps 1-10: ten in a row; every group then has zero std too, which the
+    # reward-flat finding explains (no separate no-signal finding)
+    metrics = rows({"reward_std": 0.0, "frac_groups_zero_std": 1.0, "reward_mean": 0.0, "accuracy": 0.0})
+    verdict = check(tmp_path, metrics)
+    assert kinds(verdict) == ["reward-flat"]
+    found = verdict.findings[0]
+    assert found.evidence[0] == "reward_std <= 1e-06 on 10 consecutive logged steps (steps 1-10)"
+    assert found.fix.startswith("trainer.log_samples_every=1 trainer.max_steps=10 ")  # no samples to read yet
+    assert found.command == "rlrecipes train recipe=grpo trainer.log_samples_every=1 trainer.max_steps=10"
+
+
+def test_a_flat_reward_quotes_what_it_scored_when_samples_are_stored(tmp_path):
+    unparsed = sample(completion="the sum is nineteen", rewards={"accuracy": 0.0})
+    found = only(check(tmp_path, rows({"reward_std": 0.0}), samples={10: [unparsed]}), "reward-flat")
+    assert found.sample == "step 10, group 0: completion \"the sum is nineteen\", answer '19'"
+    assert found.fix.startswith(f"read what it scores (rlrecipes show {tmp_path / 'run'} --step 10)")
+    assert found.command is None  # no setting to change names the cause
+
+
+def test_a_reward_flat_for_nine_steps_is_not_found(tmp_path):
+    metrics = rows({"reward_std": [0.0] * 9 + [0.1]})
+    assert "reward-flat" not in kinds(check(tmp_path, metrics))
+
+
+# ----------------------------------------------------------- reward vs held-out accuracy
+def hacked_rewards(length=None):
+    # reward: start (0.2 + 0.2) / 2 = 0.2, end (0.35 + 0.35) / 2 = 0.35: rose 0.15 >= 0.1
+    changes = {"reward_mean": [0.2, 0.2, 0.25, 0.25, 0.3, 0.3, 0.3, 0.3, 0.35, 0.35]}
+    if length:
+        changes["completion_length_mean"] = length
+    return rows(changes)
+
+
+def test_reward_rising_while_heldout_accuracy_does_not_with_longer_completions(tmp_path):
+    # held-out 0.40 -> 0.405: +0.005 < 0.01; length start 10, end (16 + 14) / 2 = 15 = 1.5 * 10
+    length = [10.0, 10.0, 11.0, 12.0, 12.0, 13.0, 13.0, 14.0, 16.0, 14.0]
+    verdict = check(tmp_path, hacked_rewards(length), summary={"accuracy_before": 0.4, "accuracy_after": 0.405})
+    found = only(verdict, "reward-hacking")
+    assert found.evidence == [
+        "reward_mean 0.2 (steps 1-2) -> 0.35 (steps 9-10)",
+        "held-out accuracy (summary.json accuracy_before -> accuracy_after): +0.005",
+        "completion_length_mean 10 (steps 1-2) -> 15 (steps 9-10)",
+    ]
+    assert found.fix == "recipe.loss_type=dr_grpo"
+
+
+def test_a_rising_format_reward_gets_its_weight_halved(tmp_path):
+    metrics = hacked_rewards()
+    for row, value in zip(metrics, [0.0, 0.0, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3, 0.3, 0.3]):
+        row["rewards/format/mean"] = value
+    rewards = [{"name": "accuracy", "weight": 1.0, "options": {}}, {"name": "format", "weight": 0.5, "options": {}}]
+    verdict = check(
+        tmp_path,
+        metrics,
+        config={"recipe.rewards": rewards},
+        summary={"accuracy_before": 0.4, "accuracy_after": 0.4},
+    )
+    found = only(verdict, "reward-hacking")
+    assert "rewards/format/mean rose +0.300" in found.evidence
+    assert found.fix == "recipe.rewards=[{name: accuracy, weight: 1}, {name: format, weight: 0.25}]"
+    assert found.command.endswith("'recipe.rewards=[{name: accuracy, weight: 1}, {name: format, weight: 0.25}]'")
+
+
+def test_heldout_accuracy_logged_during_the_run_is_preferred(tmp_path):
+    metrics = hacked_rewards()
+    metrics[0]["heldout_accuracy"], metrics[-1]["heldout_accuracy"] = 0.5, 0.5
+    verdict = check(tmp_path, metrics, summary={"accuracy_before": 0.1, "accuracy_after": 0.9})
+    found = only(verdict, "reward-hacking")
+    assert "heldout_accuracy steps 1-10: +0.000" in found.evidence
+    assert found.fix == "trainer.eval.every=1 trainer.checkpoints.best_metric=heldout_accuracy"
+
+
+def test_reward_rising_with_heldout_accuracy_is_learning(tmp_path):
+    verdict = check(tmp_path, hacked_rewards(), summary={"accuracy_before": 0.4, "accuracy_after": 0.42})
+    assert "reward-hacking" not in kinds(verdict)
+
+
+# --------------------------------------------------------------- rollout/trainer mismatch
+VLLM = {"rollout.backend": "vllm"}
+
+
+def test_a_logprob_gap_on_most_rounds_is_a_mismatch(tmp_path):
+    gap = [0.3, 0.01, 0.3, 0.01, 0.3, 0.01, 0.3, 0.01, 0.3, 0.3]  # 6 of 10 rounds > 0.1
+    found = only(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM), "rollout-mismatch")
+    assert found.evidence == ["vllm/logprob_gap > 0.1 on 6 of 10 logged rounds (steps 1-10), median 0.3"]
+    assert found.fix.startswith("rollout.importance_sampling.enabled=true ")
+
+
+def test_an_importance_ratio_tail_past_the_clip_is_a_mismatch(tmp_path):
+    metrics = rows({"vllm/logprob_gap": 0.02, "vllm/is_ratio_p99": 2.5, "vllm/is_ratio_p1": 0.9})
+    found = only(check(tmp_path, metrics, config=VLLM), "rollout-mismatch")
+    assert found.metric == "vllm/is_ratio_p99"
+
+
+def test_a_gap_on_fewer_than_half_the_rounds_is_not_a_mismatch(tmp_path):
+    gap = [0.3, 0.01, 0.3, 0.01, 0.3, 0.01, 0.3, 0.01, 0.01, 0.01]  # 4 of 10
+    assert "rollout-mismatch" not in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
+
+
+def test_a_run_without_vllm_is_not_checked_for_a_mismatch_nor_told_it_was_not(tmp_path):
+    verdict = check(tmp_path, rows())
+    assert [c.kind for c in verdict.not_applicable] == ["rollout-mismatch", "tool-loop"]
+    assert verdict.not_checked == []
+
+
+# ------------------------------------------------------------------- KL and clip fraction
+def test_kl_drift(tmp_path):
+    # start (0.01 + 0.02) / 2 = 0.015, end (0.15 + 0.2) / 2 = 0.175 > 0.1
+    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2]
+    found = only(check(tmp_path, rows({"kl": kl}), config={"recipe.beta": 0.04}), "drift")
+    assert found.evidence == ["kl 0.015 (steps 1-2) -> 0.175 (steps 9-10), above 0.1"]
+    assert found.fix == "trainer.learning_rate=0.0001 (or a stronger KL penalty, recipe.beta=0.08)"
+
+
+def test_clip_fraction_drift(tmp_path):
+    clip = [0.05, 0.05, 0.1, 0.1, 0.15, 0.15, 0.2, 0.2, 0.25, 0.3]  # end 0.275 > 0.2
+    found = only(check(tmp_path, rows({"clip_ratio_region": clip})), "drift")
+    assert found.metric == "clip_ratio_region" and found.fix == "trainer.learning_rate=0.0001"
+
+
+def test_kl_at_its_limit_is_no_drift(tmp_path):
+    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.1, 0.1, 0.1]  # end 0.1, not above
+    assert "drift" not in kinds(check(tmp_path, rows({"kl": kl}), config={"recipe.beta": 0.04}))
+
+
+# ---------------------------------------------------------------- NaN/inf and precursors
+def test_a_nan_loss_is_found_at_its_first_step(tmp_path):
+    loss = [0.01] * 6 + [math.nan, math.nan, math.inf, 0.01]
+    found = only(check(tmp_path, rows({"loss": loss})), "numeric")
+    assert found.evidence == ["loss nan at step 7 (3 non-finite steps, steps 7-9)"]
+    assert found.fix == "trainer.learning_rate=0.0001"
+
+
+def test_a_grad_norm_spike_over_ten_times_the_median_before_it(tmp_path):
+    # median of steps 1-6 is 0.5; step 7's 6.0 > 10 * 0.5
+    grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 6.0, 0.5, 0.5, 0.5]
+    found = only(check(tmp_path, rows({"grad_norm": grad}), config={"trainer.max_grad_norm": 0.0}), "numeric")
+    assert found.evidence == ["grad_norm 6 at step 7, 12x the median 0.5 of the steps before (1 such spikes)"]
+    assert found.fix == "trainer.max_grad_norm=1"  # the run clipped nothing
+
+
+def test_a_grad_norm_ten_times_the_median_is_no_spike(tmp_path):
+    grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 5.0, 0.5, 0.5, 0.5]
+    assert "numeric" not in kinds(check(tmp_path, rows({"grad_norm": grad})))
+
+
+# ------------------------------------------------------------------------------- tool loop
+TOOLS = {"rollout.tools": ["calculator"]}
+
+
+def tool_rows(calls, errors, invalid=0.0):
+    return rows({"tools/calls_per_rollout": calls, "tools/error_rate": errors, "tools/invalid_action_rate": invalid})
+
+
+def test_a_tool_loop_that_never_calls(tmp_path):
+    found = only(check(tmp_path, tool_rows([1.0] * 8 + [0.04, 0.04], 0.0, 1.0), config=TOOLS), "tool-loop")
+    assert found.metric == "tools/calls_per_rollout"
+    assert found.evidence == [
+        "tools/calls_per_rollout 0.04 (mean of steps 9-10)",
+        "tools/invalid_action_rate 1 (mean of steps 9-10)",
+    ]
+
+
+def test_a_tool_that_always_times_out_gets_more_time(tmp_path):
+    # error rate at the end (0.95 + 0.9) / 2 = 0.925 >= 0.9; the stored reply says why
+    reply = sample(
+        turns=[
+            {"by": "model", "text": "<calc>2**99</calc>"},
+            {"by": "tool", "text": "error: calculator timed out after 10 s"},
+        ]
+    )
+    verdict = check(tmp_path, tool_rows(1.5, [0.5] * 8 + [0.95, 0.9]), config=TOOLS, samples={10: [reply]})
+    found = only(verdict, "tool-loop")
+    assert found.metric == "tools/error_rate" and found.fix == "rollout.tool_timeout_s=20"
+    assert found.sample == 'step 10, group 0: the tool replied "error: calculator timed out after 10 s"'
+
+
+def test_a_tool_loop_that_calls_and_mostly_works_is_fine(tmp_path):
+    verdict = check(tmp_path, tool_rows([1.0] * 8 + [0.05, 0.05], [0.5] * 8 + [0.85, 0.85]), config=TOOLS)
+    assert "tool-loop" not in kinds(verdict)
