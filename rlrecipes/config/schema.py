@@ -288,6 +288,12 @@ class RewardGuardConfig:
     timeout_s: Optional[float] = 300.0  # CPU seconds per reward call (one batch); null = no limit
 
 
+class DoctorMode(Choice):  # training/live_doctor.py: the doctor's checks during training
+    off = "off"
+    warn = "warn"  # each class of finding once: a line, RUN/doctor.log, summary.json's `doctor`
+    stop = "stop"  # the same, then a checkpoint and the run ends (as on SIGTERM)
+
+
 @dataclass
 class TrainerConfig:
     """Optimisation and batching, in the papers' vocabulary.
@@ -340,6 +346,7 @@ class TrainerConfig:
     log_samples_every: int = 0
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display
+    doctor: DoctorMode = DoctorMode.warn  # `rlrecipes doctor`'s checks on the steps logged so far
 
 
 class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/tool_loop/build.py)

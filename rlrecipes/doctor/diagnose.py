@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from rlrecipes.doctor import learning_checks, stability_checks
 from rlrecipes.doctor.findings import Check, Finding, NotChecked
-from rlrecipes.doctor.reading import Record, RunRecord, Unreadable
+from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation
 from rlrecipes.doctor.thresholds import MIN_TREND_STEPS
 
 BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
@@ -71,6 +71,14 @@ def diagnose(record: Record) -> Verdict:
     verdict.findings = [f for kind, f in found.items() if not any(s in found for s in BY_KIND[kind].superseded_by)]
     verdict.notes = list(record.notes)  # after the checks: reading the samples may have added some
     return verdict
+
+
+def diagnose_rows(path: Path, rows: list[dict[str, Any]], config: dict[str, Any]) -> Verdict:
+    """The verdict on the steps a run being trained has logged so far (`trainer.doctor`), from its
+    metrics rows and resolved config (flattened to dotted keys) rather than its folder. Its stored
+    samples are not read: that would be every one of them each step; the verdict quotes none."""
+    command, overrides = _invocation(path)
+    return diagnose(RunRecord(path, rows, config, {}, command, overrides, _samples=[]))
 
 
 def _cannot_run(check: Check, record: RunRecord) -> Optional[str]:

@@ -194,15 +194,21 @@ class GracefulStop(TrainerCallback):
 
     The signal only sets a flag; the processes agree on it at each step end (a max over
     ranks: Slurm may signal one task first), and act on it at the next rollout boundary.
-    A second SIGINT interrupts at once, without a checkpoint.
+    A second SIGINT interrupts at once, without a checkpoint. `request(reason)` stops the run
+    the same way, as SIGTERM would, for a reason of the run's own (`trainer.doctor=stop`).
     """
 
     def __init__(self, rollout_steps: int, notify: Callable[[str], None] = print):
         self.rollout_steps, self.notify = max(1, rollout_steps), notify
         self.received: int | None = None  # the signal number, once one arrived
         self.stopped_at: int | None = None  # the step whose checkpoint ended the run
+        self.reason: str | None = None  # why `request` asked to stop (said instead of the signal's name)
         self.trainer: Any = None
         self._previous: dict[int, Any] = {}
+
+    def request(self, reason: str) -> None:
+        """Stop at the next rollout boundary with a checkpoint, as on SIGTERM, for `reason`."""
+        self.reason = self.reason or reason
 
     def on_train_begin(self, args, state, control, **kwargs):
         import threading
@@ -222,7 +228,8 @@ class GracefulStop(TrainerCallback):
         )
 
     def on_step_end(self, args, state, control, **kwargs):
-        flag = torch.tensor([self.received or 0], dtype=torch.long, device=self.trainer.accelerator.device)
+        asked = self.received or (signal.SIGTERM if self.reason else 0)
+        flag = torch.tensor([asked], dtype=torch.long, device=self.trainer.accelerator.device)
         received = int(self.trainer.accelerator.reduce(flag, reduction="max").item())
         if received and state.global_step % self.rollout_steps == 0:
             self.received = self.received or received

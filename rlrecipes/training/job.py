@@ -58,6 +58,7 @@ from rlrecipes.rewards import GroupReward, RewardContext, needs_answer
 from rlrecipes.rundir import is_main_process, write_json
 from rlrecipes.tool_loop.build import retrieve_once, rollout_kwargs
 from rlrecipes.training.final_eval import evaluate_final_model
+from rlrecipes.training.live_doctor import live_doctor
 from rlrecipes.training.plan import RunPlan, plan_run, planned_rewards, reward_context
 from rlrecipes.training.sample_log import SampleLog
 
@@ -236,6 +237,9 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
         latest_metrics=lambda: writer.rows[-1] if writer.rows else {},
     )
     stop = GracefulStop(rollout_steps(t), notify=job.log)
+    doctor = live_doctor(job, writer, stop)  # after the writer: it reads each step's row
+    if doctor is not None:
+        callbacks.append(doctor)
     if t.max_train_seconds is not None:  # seconds of RL: the held-out measurements are not counted
         callbacks.append(TrainingTimeBudget(t.max_train_seconds, rollout_steps(t), excluded=lambda: heldout.seconds))
     with _engine_start(cfg, job.log):  # colocated vLLM starts inside TRL's trainer: minutes on a CPU
@@ -294,8 +298,9 @@ def run(job: TrainingJob, trainer: Any, writer: Any, heldout: Any, stop: Any) ->
             ) from None
     if stop.stopped_at is not None:
         command = f"rlrecipes train resume=true run_dir={job.run_dir}"
+        command += " trainer.doctor=warn" if stop.reason else ""  # =stop would stop again at once
         raise TrainingInterrupted(
-            f"{signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
+            f"{stop.reason or signal.Signals(stop.received).name}: stopped after step {stop.stopped_at} with "
             f"a checkpoint; continue with: {command}",
             stop.received,
         )

@@ -34,6 +34,7 @@ RESUMABLE_CHANGES = (
     "trainer.max_steps",
     "trainer.progress",
     "trainer.log_samples_every",  # what is stored for reading, not what is trained
+    "trainer.doctor",  # what is reported (and whether a finding stops the run), not what is trained
     "final_eval",
     "tracking",
     "output_root",
