@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
             f.write(signal.Signals(signum).name + "\n")
 
     signal.signal(signal.SIGTERM, stop)
-    (run / "child.pid.tmp").write_text(str(os.getpid()))
+    (run / "child.pid.tmp").write_text(f"{os.getpid()}\n")  # a whole line: what the tests wait for
     (run / "child.pid.tmp").rename(run / "child.pid")
     while not received:
         time.sleep(0.05)
