@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-# One cache for the whole session (and for subprocesses the tests start).
-os.environ.setdefault("RLRECIPES_CACHE", str(Path(tempfile.gettempdir()) / "rlrecipes-test-cache"))
+# One cache for the whole session (and for subprocesses the tests start), one per pytest-xdist
+# worker: a test that damages or rebuilds a cache entry on purpose must not pull it from under a
+# test of the other worker reading it.
+_CACHE = os.environ.get("RLRECIPES_CACHE") or str(Path(tempfile.gettempdir()) / "rlrecipes-test-cache")
+os.environ["RLRECIPES_CACHE"] = str(Path(_CACHE) / os.environ.get("PYTEST_XDIST_WORKER", ""))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -88,11 +91,16 @@ _LAUNCHER_VARIABLES = (
 
 
 @pytest.fixture(autouse=True)
-def _no_leaked_launcher_environment():
+def _no_leaked_launcher_environment(request):
     """A test that leaves WORLD_SIZE & co. in os.environ makes every later subprocess a rank waiting
     for peers that never come (and a tracker directory sends later runs' logs elsewhere); restore
-    them after each test whatever it did."""
+    them after each test whatever it did. A test that starts vLLM gets a free MASTER_PORT of its
+    own: its engine's process group would take 29500, which the other xdist worker's test may hold."""
     saved = {key: os.environ.get(key) for key in _LAUNCHER_VARIABLES}
+    if "vllm" in request.node.nodeid.lower() and "MASTER_PORT" not in os.environ:
+        from tests.helpers.processes import free_port
+
+        os.environ["MASTER_PORT"] = str(free_port())
     yield
     for key, value in saved.items():
         if value is None:
@@ -126,6 +134,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "vllm" in item.nodeid.lower():
             item.add_marker(pytest.mark.xdist_group("vllm"))
+        elif "sandbox" in item.nodeid.lower():  # the hostile suites judge concurrent calls: one at a time
+            item.add_marker(pytest.mark.xdist_group("sandbox"))
     unmarked = [
         item.nodeid
         for item in items
