@@ -7,6 +7,9 @@ import json
 import shlex
 from typing import Any
 
+from omegaconf import OmegaConf
+
+from rlrecipes.compose.compose import conf_dir
 from rlrecipes.config.schema import MOVED_KEYS
 from rlrecipes.doctor.reading import RunRecord
 
@@ -65,3 +68,8 @@ def halved_learning_rate(record: RunRecord) -> dict[str, Any]:
     """{"trainer.learning_rate": half the run's} (a placeholder when the config is unreadable)."""
     lr = setting(record, "trainer.learning_rate", float)
     return {"trainer.learning_rate": lr / 2 if lr else "<half of yours>"}
+
+
+def dapo_epsilon_high() -> float:
+    """DAPO's clip-higher bound, read from its recipe YAML (its one home)."""
+    return float(OmegaConf.load(conf_dir() / "recipe" / "dapo.yaml").epsilon_high)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from rlrecipes.doctor import thresholds as T
 from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
-from rlrecipes.doctor.fixes import halved_learning_rate, setting
+from rlrecipes.doctor.fixes import dapo_epsilon_high, halved_learning_rate, setting
 from rlrecipes.doctor.reading import RunRecord
 from rlrecipes.doctor.series import (
     end,
@@ -59,9 +59,9 @@ def entropy_collapse(record: RunRecord) -> Optional[Finding]:
     acc_mid, acc_end = mean(middle(accuracy)), mean(end(accuracy))
     if acc_end >= T.SOLVED_ACCURACY or acc_end - acc_mid >= T.ACCURACY_STALL_GAIN:
         return None  # still learning, or solved: a confident policy, not a collapsed one
-    high = setting(record, "recipe.epsilon_high", float)
-    if high is None or high < 0.28:  # DAPO's clip-higher value
-        changes: dict[str, Any] = {"recipe.epsilon_high": 0.28}
+    high, dapo_high = setting(record, "recipe.epsilon_high", float), dapo_epsilon_high()
+    if high is None or high < dapo_high:
+        changes: dict[str, Any] = {"recipe.epsilon_high": dapo_high}
         advice = "clip-higher: low-probability tokens may grow, as in DAPO"
     elif not record.setting("recipe.adaptive_entropy.enabled"):
         changes, advice = {"recipe.adaptive_entropy.enabled": True}, "an entropy bonus that holds a target"

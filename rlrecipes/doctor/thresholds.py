@@ -4,6 +4,7 @@ Metric values are per logged step as metrics.jsonl holds them (`docs/runs.md`). 
 a stretch of logged steps; "start" and "end" are the first and last windows of the run.
 """
 
+from rlrecipes.config.schema import ImportanceSamplingConfig
 from rlrecipes.display import MOSTLY_TRUNCATED
 
 # ------------------------------------------------------------------------------ windows
@@ -23,9 +24,9 @@ LOGPROB_GAP_MAX = 0.1
 # verl's rollout correction clips pi_trainer / pi_vLLM at 2 (rollout_is_threshold; our
 # rollout.importance_sampling.clip_max default): a 99th percentile past it means more than 1%
 # of the tokens would be clipped, and unweighted they bias the gradient.
-IS_RATIO_P99_MAX = 2.0
+IS_RATIO_P99_MAX = ImportanceSamplingConfig.clip_max
 # the same distance below 1, in log space (1/2): tokens vLLM found twice as likely as the trainer
-IS_RATIO_P1_MIN = 0.5
+IS_RATIO_P1_MIN = 1 / IS_RATIO_P99_MAX
 # A mismatch is a finding when at least this share of the logged rounds shows it: one round can
 # spike on a rare token, a sync or dtype problem shows on most of them.
 MISMATCH_STEP_SHARE = 0.5
