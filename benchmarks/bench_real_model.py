@@ -65,6 +65,7 @@ SMOKE = [
     "trainer.prompts_per_rollout=2",
     "trainer.num_generations=2",
     "trainer.max_completion_length=8",
+    "trainer.preflight=false",  # 8 tokens cut every completion: the pre-flight would refuse the run
 ]
 
 

@@ -87,6 +87,7 @@ def test_a_training_run_cut_by_its_limit_warns_in_80_columns(tmp_path):
     base = scripted_model(tmp_path / "model", answering("95"))  # "Answer: 95": 10 tokens, cut at 4
     run = tmp_path / "run"
     args = [*TINY, "trainer.progress=true", f"model.name_or_path={base}", "trainer.max_completion_length=4"]
+    args.append("--no-preflight")  # every completion is cut: the run is refused without it
     out = subprocess.run(
         [sys.executable, "-m", "rlrecipes.cli", "train", *args, f"run_dir={run}"],
         capture_output=True,

@@ -23,9 +23,14 @@ def train(
     dry: bool = typer.Option(
         False, "--dry-run", help="Run every check and print the run's plan; load nothing, write nothing."
     ),
+    no_preflight: bool = typer.Option(
+        False,
+        "--no-preflight",
+        help="Skip the pre-flight verdict on the first rollout (trainer.preflight=false).",
+    ),
 ) -> None:
     """Train with RL (no arguments: the CPU quick-start). Takes Hydra overrides key=value."""
-    invoke(TRAIN, list(ctx.args), multirun, dry)
+    invoke(TRAIN, [*ctx.args, *(["trainer.preflight=false"] if no_preflight else [])], multirun, dry)
 
 
 # The training job is imported only once Hydra has composed the config: it imports TRL, and

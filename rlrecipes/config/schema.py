@@ -347,6 +347,9 @@ class TrainerConfig:
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display
     doctor: DoctorMode = DoctorMode.warn  # `rlrecipes doctor`'s checks on the steps logged so far
+    # judge the first rollout before the first update (training/preflight.py): refuse a run that
+    # cannot move (every completion cut, no answer readable); `train --no-preflight` sets false
+    preflight: bool = True
 
 
 class ToolMode(Choice):  # how the tools in `tools` are used (rlrecipes/tool_loop/build.py)

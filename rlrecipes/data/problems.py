@@ -21,6 +21,9 @@ class ProblemSet:
     verify: Callable[[str, Any], bool]
     task: SyntheticTask | None  # set for synthetic data (the toy model warm-starts on it)
     report: str
+    # the style `verify` reads a completion's answer in (grading.extract), None where the set has a
+    # verifier of its own; the pre-flight judges whether answers are readable only when it is known
+    answer_style: str | None = None
 
 
 class DataSource(Choice):  # `data.source`: where `load_problem_set` reads the problems
@@ -40,7 +43,9 @@ def load_problem_set(data_cfg: Any, aliases: bool = False) -> ProblemSet:
         if not data_cfg.answer_field:  # train as on unlabelled questions; held-out keeps its answers
             train = [{**item, "answer": None} for item in train]
             report += "; training answers withheld (data.answer_field=null)"
-        return ProblemSet(train, held_out, task.verify, task, report)
+        return ProblemSet(
+            train, held_out, task.verify, task, report, "answer_line" if task.answer_line_graded else None
+        )
     if data_cfg.source not in DataSource.values():
         raise UserError(f"data.source={data_cfg.source!r}; valid: {DataSource.valid()}")
     if not data_cfg.path:
@@ -57,7 +62,8 @@ def load_problem_set(data_cfg: Any, aliases: bool = False) -> ProblemSet:
         else LoadedProblems([], "none")
     )
     report = f"train: {train.report()}; held-out: {held_out.report()}"
-    return ProblemSet(train.items, held_out.items, answer_verifier(data_cfg.answer_style), None, report)
+    style = str(data_cfg.answer_style)
+    return ProblemSet(train.items, held_out.items, answer_verifier(style), None, report, style)
 
 
 def _load(data_cfg: Any, path: str, split: str, limit: int | None, aliases: bool = False) -> LoadedProblems:

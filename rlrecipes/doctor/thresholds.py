@@ -103,3 +103,14 @@ TOOL_FAILURE_MAX = 0.9
 # ----------------------------------------------------------------------- truncation
 # Most completions cut at the token limit: the same line the training progress warns at.
 TRUNCATED_MAX = MOSTLY_TRUNCATED
+
+# ------------------------------------------------------------------------- pre-flight
+# The first rollout proves the run cannot move when every advantage is this close to 0 (float
+# rounding of a group mean subtracted from equal rewards, divided by std + 1e-4).
+PREFLIGHT_ADVANTAGE_ZERO = 1e-6
+# ... and at least this share of its completions was cut at the token limit: a completion or two
+# ending by chance in a batch of dozens does not make the limit right.
+PREFLIGHT_ALL_TRUNCATED = 0.95
+# Fewer readable answers than one completion in ten (but some): the grader reads a different form
+# than the one the template asks for, or the model rarely finishes one.
+PREFLIGHT_READABLE_MIN = 0.1

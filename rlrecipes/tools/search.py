@@ -25,6 +25,7 @@ budget does.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import urllib.error
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from rlrecipes.errors import ConfigError, DataError
+from rlrecipes.phase import Phase
 from rlrecipes.tools import ToolFailure, ToolSpec, register_tool
 from rlrecipes.tools.bm25 import BM25Index, Passage
 
@@ -216,9 +218,12 @@ def make_retriever(options: SearchOptions) -> Retriever:
     budget = options.max_passage_chars
     if options.retriever == "http":
         return HttpRetriever(options.url, options.http_timeout_s, options.http_max_bytes, budget)
-    if options.retriever == "random":
-        return RandomRetriever(load_corpus(options.corpus, budget), options.seed)
-    return BM25Retriever(load_corpus(options.corpus, budget), options.k1, options.b, budget)
+    # a corpus of a million passages takes minutes to read and index in plain Python: said once it
+    # has taken 10 s (a toy corpus takes milliseconds and says nothing)
+    with Phase(f"reading and indexing the search corpus {options.corpus}", functools.partial(print, flush=True)):
+        if options.retriever == "random":
+            return RandomRetriever(load_corpus(options.corpus, budget), options.seed)
+        return BM25Retriever(load_corpus(options.corpus, budget), options.k1, options.b, budget)
 
 
 @register_tool("search", SearchOptions)

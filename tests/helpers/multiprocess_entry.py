@@ -14,6 +14,8 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
   metrics line — counted from this process's start: the chaos test's seeded random moments;
 - `disk_full_in_checkpoint:N`: writing checkpoint-N's weights fails half-way as safetensors
   fails on a full disk (its own exception type, not an OSError), leaving a partial file.
+- `skip_weight_sync:0`: the colocated vLLM-CPU engine is never given the trained weights (a
+  failed sync): it keeps sampling from the initial model while the trainer moves on.
 
 `scripted_groups` scores a completion from its prompt and its position in the group only,
 never from its sampled text, so which groups are mixed is the same whatever the process
@@ -86,6 +88,11 @@ def inject_fault(spec: str) -> None:
 
     kind, step = spec.split(":")
     step = int(step)
+    if kind == "skip_weight_sync":
+        from rlrecipes.engine import vllm_sync
+
+        vllm_sync.sync_weights = lambda generation: None
+        return
     if kind == "disk_full_at_final_save":
         import errno
 

@@ -247,3 +247,30 @@ def test_eval_refuses_an_unreadable_corpus_in_one_line(tmp_path, capsys):
     tokenizer = SimpleNamespace(eos_token_id=0)
     line = _fail_as_the_cli_does(capsys, lambda: tool_rollout_for(rollout, tokenizer, 1))
     assert line.startswith(f"error: {path} line 1: JSON nested too deeply to read")
+
+
+def test_reading_and_indexing_a_corpus_is_a_phase_that_speaks_if_it_is_long(tmp_path, monkeypatch):
+    """A million-passage corpus takes minutes: make_retriever reads and indexes it inside a Phase
+    (announced once it has run 10 s, tests/test_phase.py), and the Phase ends when the index exists."""
+    seen = []
+
+    class Recorder:
+        def __init__(self, what, log):
+            seen.append(what)
+
+        def __enter__(self):
+            seen.append("entered")
+
+        def __exit__(self, *exc):
+            seen.append("left")
+
+    def loading(*args, **kwargs):
+        seen.append("load")
+        return [Passage("1", "T\nsome text")]
+
+    monkeypatch.setattr(search, "Phase", Recorder)
+    monkeypatch.setattr(search, "load_corpus", loading)
+    corpus = tmp_path / "wiki.jsonl"
+    corpus.write_text('{"id": "1", "contents": "T\\nsome text"}\n')
+    make_retriever(SearchOptions(corpus=str(corpus)))
+    assert seen == [f"reading and indexing the search corpus {corpus}", "entered", "load", "left"]
