@@ -29,6 +29,9 @@ class ProbeSettings:
     answer_style: Optional[str]
     answer_graded: bool  # a reward with weight != 0 grades against the gold answer
     template: str  # data.template, named in the fix when no answer can be read
+    # a multi-turn tool rollout: a completion also ends without an end token when its tool turns run
+    # out, so a cut completion does not prove the token limit is too small (warned, never refused)
+    multi_turn: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
     verdict = PreflightVerdict(probe)
     limit = settings.max_completion_length
     no_signal = probe.max_abs_advantage <= T.PREFLIGHT_ADVANTAGE_ZERO
-    cut = probe.truncated_share >= T.PREFLIGHT_ALL_TRUNCATED
+    cut = probe.truncated_share >= T.PREFLIGHT_ALL_TRUNCATED and not settings.multi_turn
     unreadable = settings.answer_graded and probe.extractable_share == 0.0
     if no_signal and cut:
         verdict.refusal = (
@@ -105,9 +108,10 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
             "those groups teach nothing (data too easy or too hard for this model)"
         )
     if probe.truncated_share >= T.TRUNCATED_MAX:
+        turns = " or ran out of tool turns (rollout.max_turns)" if settings.multi_turn else ""
         warn(
             f"{probe.truncated_share:.0%} of the first rollout's completions were cut at "
-            f"trainer.max_completion_length={limit}: consider trainer.max_completion_length={2 * limit}"
+            f"trainer.max_completion_length={limit}{turns}: consider trainer.max_completion_length={2 * limit}"
         )
     if (
         settings.answer_graded

@@ -276,6 +276,7 @@ def _probe_settings(job: TrainingJob) -> ProbeSettings:
         answer_style=job.problems.answer_style,
         answer_graded=bool(_graded_rewards(cfg.recipe.rewards)),
         template=str(cfg.data.template),
+        multi_turn=str(cfg.rollout.tool_mode) == "loop" and bool(cfg.rollout.tools),
     )
 
 

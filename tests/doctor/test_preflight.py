@@ -60,6 +60,15 @@ def test_cut_completions_that_still_differ_in_reward_can_learn_with_a_warning():
     ]
 
 
+def test_a_tool_rollout_that_ran_out_of_turns_is_not_refused_as_cut():
+    verdict = judge(replace(HEALTHY, truncated_share=1.0, **FLAT), replace(SETTINGS, multi_turn=True))
+    assert verdict.refusal is None
+    assert verdict.warnings[1] == (
+        "100% of the first rollout's completions were cut at trainer.max_completion_length=16 or ran out of "
+        "tool turns (rollout.max_turns): consider trainer.max_completion_length=32"
+    )
+
+
 def test_a_few_completions_ending_below_the_threshold_is_not_a_proof():
     share = T.PREFLIGHT_ALL_TRUNCATED - 0.01  # 94%: not every completion was cut
     verdict = judge(replace(HEALTHY, truncated_share=share, **FLAT), SETTINGS)
@@ -210,3 +219,16 @@ def test_a_run_cut_at_its_token_limit_is_refused_in_one_line_and_trains_with_no_
     assert code == 0, out
     summary = json.loads((tmp_path / "trained" / "summary.json").read_text())
     assert summary["steps"] == 2 and "preflight" not in summary
+
+
+@pytest.mark.parametrize(
+    "overrides, multi_turn, graded",
+    [((), False, True), (("rollout.tools=[calculator]",), True, True), (("recipe=intuitor",), False, False)],
+)
+def test_the_runs_settings_name_the_limit_the_turns_and_whether_answers_are_graded(overrides, multi_turn, graded):
+    from rlrecipes.training.job import _probe_settings
+    from tests.conftest import compose
+
+    cfg = compose("trainer.max_completion_length=24", *overrides)
+    settings = _probe_settings(SimpleNamespace(cfg=cfg, problems=SimpleNamespace(answer_style="answer_line")))
+    assert settings == ProbeSettings(24, "answer_line", graded, str(cfg.data.template), multi_turn)
