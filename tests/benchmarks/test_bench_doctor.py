@@ -1,0 +1,63 @@
+"""bench_doctor's figures on hand-made run records (no training): recall per class, false alarms,
+correct cause in the doctor's order, the warning's lead over a collapse, and the collapse step."""
+
+from __future__ import annotations
+
+import bench_doctor as bench
+import pytest
+
+
+def rec(case, seed, found, live=(), collapse=None):
+    expected = None if case.startswith("healthy/") else case.split("/")[0]
+    return {
+        "case": case,
+        "seed": seed,
+        "expected": expected,
+        "found": list(found),
+        "live": list(live),
+        "collapse_step": collapse,
+    }
+
+
+def test_figures_by_hand():
+    records = [
+        rec("truncation/limit", 1, ["truncation"]),  # found, right cause
+        rec("numeric/lr", 1, ["entropy-blowup", "numeric"], live=[(4, "numeric"), (9, "entropy-blowup")], collapse=12),
+        rec("drift/kl", 1, ["no-signal", "drift"]),  # found, but no-signal comes first in the doctor's order
+        rec("drift/kl", 3, []),  # missed
+        rec("healthy/grpo", 1, []),
+        rec("healthy/dapo", 1, ["no-signal"]),  # a false alarm
+        rec("healthy/rloo", 1, []),
+        rec("healthy/gspo", 1, []),
+    ]
+    f = bench.figures(records)
+    assert (f["faulty_runs"], f["healthy_runs"]) == (4, 4)
+    assert f["recall"] == 0.75 and f["false_alarm_rate"] == 0.25
+    assert f["recall_per_class"]["drift"] == {"runs": 2, "found": 1, "recall": 0.5}
+    # numeric/lr: numeric precedes entropy-blowup in the doctor's order (and blow-up is in its `also`)
+    assert f["correct_cause_rate"] == pytest.approx(2 / 3, abs=1e-4)
+    assert f["wrong_causes"] == ["drift/kl seed 1: no-signal"]
+    assert f["missed"] == ["drift/kl seed 3: found nothing"]
+    assert f["false_alarms"] == ["healthy/dapo seed 1: no-signal"]
+    assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
+
+
+def test_collapse_is_the_first_step_below_half_the_best_before_it():
+    rows = [
+        {"step": 1, "reward_mean": 0.2},
+        {"step": 2, "reward_mean": 0.6},
+        {"step": 3, "reward_mean": 0.31},
+        {"step": 4, "loss": 1.0},
+        {"step": 5, "reward_mean": 0.29},
+    ]
+    assert bench.collapse_step(rows) == 5
+    assert bench.collapse_step(rows[:3]) is None and bench.collapse_step([]) is None
+
+
+def test_every_case_names_a_doctor_class_and_the_smoke_cases_exist():
+    from rlrecipes.doctor.diagnose import ORDER
+
+    assert all(c.expected in (None, *ORDER) and set(c.also) <= set(ORDER) for c in bench.CASES)
+    names = [c.name for c in bench.CASES]
+    assert len(set(names)) == len(names) and set(bench.SMOKE_CASES) <= set(names)
+    assert {c.expected for c in bench.CASES} - {None} == {n.split("/")[0] for n in names if not n.startswith("healthy")}
