@@ -472,6 +472,13 @@ ROWS = (
         real_model,
     ),
     Row(
+        "cpu_paths",
+        "`bench_cpu_paths`",
+        "the quick start (`rlrecipes train seed=S`, from the shipped toy) on this CPU's own kernel path and on the "
+        "plain one every x86 CPU runs (ATEN_CPU_CAPABILITY=default), same seeds",
+        lambda rec: cpu_paths_headline(rec) + f" ({seeds(rec)})",
+    ),
+    Row(
         "doctor",
         "`bench_doctor`",
         "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs, each healthy or broken by "
@@ -572,6 +579,14 @@ def sandbox_headline(rec: dict) -> str:
     )
 
 
+def cpu_paths_headline(rec: dict) -> str:
+    r = rec["result"]
+    runs = "; ".join(
+        f"{p['capability']}: {', '.join(f'{a:.4f}' for a in p['accuracy_after'])}" for p in r["paths"].values()
+    )
+    return f"held-out accuracy after RL per seed, {runs} (largest difference {r['max_abs_difference']:.4f})"
+
+
 HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (bench, headline)
     "quickstart": ("quickstart", quickstart_headline),
     "dapo": ("dapo", dapo_headline),
@@ -584,6 +599,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "tir": ("tools", tir_headline),
     "real_model": ("real_model", real_model_headline),
     "sandbox": ("sandbox", sandbox_headline),
+    "cpu_paths": ("cpu_paths", cpu_paths_headline),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 
