@@ -1,13 +1,13 @@
 """bench_doctor: how often `rlrecipes doctor` (with the pre-flight and the live checks) is right,
 on a zoo of seeded CPU runs, each healthy or broken by **one** planted setting.
 
-Every run trains the bench's small toy (benchkit.SMOKE_MODEL: right about half the time, so a
-healthy group has both right and wrong answers) for `--steps` optimizer steps with the live
-doctor on (`trainer.doctor=warn`) and the pre-flight on, then `rlrecipes doctor`'s checks read
-its folder. A faulty case names the class it must be found as (`expected`) and the classes its
-fault also causes that are no false cause (`also`: a learning rate that garbles the text also
-spikes the gradient). A run the pre-flight refuses counts as found, with the class its refusal
-names.
+Every run trains a toy that ships with the package and learns (the quick start's, 0.30 held-out
+accuracy before RL; Countdown's; the tool toy's; the vLLM one's), so no run waits for a build and
+no fault changes the model, for `--steps` optimizer steps with the live doctor on
+(`trainer.doctor=warn`) and the pre-flight on; then `rlrecipes doctor`'s checks read its folder.
+A faulty case names the class it must be found as (`expected`) and the classes its fault also
+causes that are no false cause (`also`: a learning rate that garbles the text also spikes the
+gradient). A run the pre-flight refuses counts as found, with the class its refusal names.
 
 Figures, over the *report* seeds (odd) and apart over the *tuning* seeds (even), so that a
 threshold changed after looking at the zoo shows as a difference between the halves: recall per
@@ -18,16 +18,19 @@ reward collapsed the first live warning came (median). The thresholds themselves
 the zoo, each with its reason (rlrecipes/doctor/thresholds.py), and are not fitted here.
 
 Faults planted by one setting each (the zoo's own rewards below are registered by this script):
-  truncation       trainer.max_completion_length below the answer's length
-  no-signal        data the toy always solves (operands 0-2)
+  truncation       trainer.max_completion_length below every answer (refused) or the longer ones
+  no-signal        a sampling temperature so low that a group's completions are one
   reward-flat      a reward that pays 1 for every completion (zoo_constant)
   reward-hacking   a reward that pays for length (zoo_length) beside accuracy
   numeric          a learning rate of 1 (non-finite loss)
   entropy-blowup   a learning rate of 0.02 (the text garbles)
   drift            a KL penalty with a learning rate that leaves the reference behind
   rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights
-Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO and GSPO at the toy's learning rate, and GRPO at lower and
-higher ones, over the same seeds.
+  tool-loop        a calculator that refuses every problem (tir_toy)
+Not planted yet: entropy collapse (a setting that collapses this toy's entropy while its accuracy
+stalls is still to be found).
+Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO and REINFORCE++ at the toy's learning rate, GRPO at
+lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, over the same seeds.
 
 Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...]
        --smoke: one healthy and one faulty case, one seed, a few steps (the e2e tier runs it)
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchkit import SMOKE_MODEL, parse_bench_args, save_result
+from benchkit import parse_bench_args, save_result
 
 from rlrecipes.rewards import RewardContext, register_reward
 
@@ -60,17 +63,22 @@ class Case:
 
 
 CASES = [
-    # healthy: the recipes and learning rates a researcher runs
+    # healthy: the recipes, learning rates and tasks a researcher runs
     Case("healthy/grpo", ()),
     Case("healthy/dapo", ("recipe=dapo",)),
-    Case("healthy/dr_grpo", ("recipe=dr_grpo",)),
+    Case("healthy/dr_grpo", ("recipe.loss_type=dr_grpo", "recipe.scale_rewards=none")),
     Case("healthy/rloo", ("recipe=rloo",)),
-    Case("healthy/gspo", ("recipe=gspo",)),
-    Case("healthy/lr_low", ("trainer.learning_rate=5e-5",)),
-    Case("healthy/lr_high", ("trainer.learning_rate=1e-3",)),
+    Case("healthy/gspo", ("recipe=gspo", "trainer.updates_per_rollout=2")),
+    Case("healthy/lr_low", ("trainer.learning_rate=1e-4",)),
+    Case("healthy/lr_high", ("trainer.learning_rate=5e-4",)),
+    Case("healthy/countdown", ("data=countdown",)),
+    Case("healthy/reinforce_pp", ("recipe=reinforce_pp",)),
+    Case("healthy/tir_toy", ("experiment=tir_toy",)),
+    Case("healthy/vllm", ("model=toy_vllm", "rollout=vllm")),
     # faults, one setting each
-    Case("truncation/limit", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
-    Case("no-signal/solved", ("data.synthetic.operand_max=[2,2]",), "no-signal", ("reward-flat", "entropy-collapse")),
+    Case("truncation/refused", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
+    Case("truncation/partial", ("trainer.max_completion_length=10",), "truncation", ("reward-flat", "no-signal")),
+    Case("no-signal/cold", ("trainer.temperature=0.05",), "no-signal", ("reward-flat", "entropy-collapse")),
     Case("reward-flat/constant", ("recipe.rewards=[{name:zoo_constant,weight:1.0}]",), "reward-flat", ("no-signal",)),
     Case(
         "reward-hacking/length",
@@ -94,11 +102,12 @@ CASES = [
         ("numeric",),
         fault="skip_weight_sync",
     ),
+    Case("tool-loop/broken", ("experiment=tir_toy", "+rollout.tool_kwargs.calculator.max_digits=1"), "tool-loop"),
 ]
-SMOKE_CASES = ["healthy/grpo", "truncation/limit"]
+SMOKE_CASES = ["healthy/grpo", "truncation/refused"]
 
 MODES = {
-    "full": {"seeds": [0, 1, 2, 3], "steps": 30, "cases": [c.name for c in CASES]},
+    "full": {"seeds": [0, 1, 2, 3, 4, 5], "steps": 30, "cases": [c.name for c in CASES]},
     "quick": {"seeds": [0, 1], "steps": 20},
     "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES},
 }
@@ -228,7 +237,7 @@ def main() -> None:
     unknown = sorted(set(args.cases) - set(cases))
     if unknown:
         raise SystemExit(f"--cases {unknown[0]} is unknown; valid: {', '.join(cases)}")
-    base = [*SMOKE_MODEL, *args.overrides] if args.mode != "smoke" else list(args.overrides)
+    base = list(args.overrides)  # a smoke run: the tiny toy (benchkit.SMOKE_MODEL) before them
     records = []
     for seed in args.seeds:
         for name in args.cases:

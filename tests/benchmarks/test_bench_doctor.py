@@ -61,3 +61,12 @@ def test_every_case_names_a_doctor_class_and_the_smoke_cases_exist():
     names = [c.name for c in bench.CASES]
     assert len(set(names)) == len(names) and set(bench.SMOKE_CASES) <= set(names)
     assert {c.expected for c in bench.CASES} - {None} == {n.split("/")[0] for n in names if not n.startswith("healthy")}
+
+
+def test_every_case_is_a_run_the_planner_accepts():
+    """A case whose settings the planner refuses would be recorded as a run that never trained."""
+    from rlrecipes.compose import compose_config
+    from rlrecipes.training.plan import plan_run
+
+    for case in bench.CASES:
+        plan_run(compose_config("train", [*case.overrides, "trainer.max_steps=30"]), hardware=False)
