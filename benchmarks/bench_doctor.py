@@ -21,7 +21,7 @@ Faults planted by one setting each (the zoo's own rewards below are registered b
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
   no-signal        a sampling temperature so low that a group's completions are one
   reward-flat      a reward that pays 1 for every completion (zoo_constant)
-  reward-hacking   a reward that pays for length (zoo_length) beside accuracy
+  reward-hacking   a reward that pays for length (zoo_length) in place of accuracy
   numeric          a learning rate of 1 (non-finite loss)
   entropy-blowup   a learning rate of 0.02 (the text garbles)
   drift            a KL penalty with a learning rate that leaves the reference behind
@@ -82,7 +82,7 @@ CASES = [
     Case("reward-flat/constant", ("recipe.rewards=[{name:zoo_constant,weight:1.0}]",), "reward-flat", ("no-signal",)),
     Case(
         "reward-hacking/length",
-        ("recipe.rewards=[{name:accuracy,weight:1.0},{name:zoo_length,weight:1.0}]",),
+        ("recipe.rewards=[{name:zoo_length,weight:1.0}]",),
         "reward-hacking",
         ("truncation",),
     ),
