@@ -119,7 +119,8 @@ def test_toy_problem_set_is_both_orders_and_keyed_apart_from_the_arithmetic_toy(
 def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
     from rlrecipes.training.job import train
 
-    cfg = compose(*TOY_JUDGE, "recipe.reward=consistency", "recipe.max_eval_pairs=8")
+    # what is checked is what is logged, not learning: a first rollout cut at 24 tokens would be refused
+    cfg = compose(*TOY_JUDGE, "recipe.reward=consistency", "recipe.max_eval_pairs=8", "trainer.preflight=false")
     summary = train(cfg, tmp_path, log=lambda _: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "j1/consistent" in r]
@@ -170,6 +171,7 @@ def test_both_orders_share_a_batch_on_two_processes(tmp_path):
         "recipe.reward=consistency",
         "trainer.eval.before=false",
         "trainer.eval.after=false",
+        "trainer.preflight=false",  # what is checked is the batch, not learning: a cut first rollout would be refused
         f"run_dir={tmp_path / 'run'}",
         cwd=tmp_path,
     )
