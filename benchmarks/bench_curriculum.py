@@ -134,7 +134,8 @@ def pipeline_for(arm: str, seed: int, args: Any, extra: list[str], limits: tuple
         ]
     )
     warmup, phase1, phase2 = cfg.pipeline.stages
-    if args.mode == "smoke":  # the smoke toy's 40 warm-start steps write no answer yet: the pre-flight would refuse
+    # the smoke toy's 40 warm-start steps write no answer yet: the pre-flight would refuse its RL stages
+    if getattr(args, "mode", "full") == "smoke":
         phase1.overrides.append("trainer.preflight=false")
         phase2.overrides.append("trainer.preflight=false")
     phase1.phase.max_input_tokens, phase2.phase.max_input_tokens = limits
