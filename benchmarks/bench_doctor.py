@@ -159,7 +159,7 @@ def run_case(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, An
         try:
             summary = train(cfg, run, log=lambda _: None)
         except PreflightRefused as exc:
-            record.update(found=[_refused_class(str(exc))], by="preflight", live=[], seconds=time.time() - started)
+            record.update(found=[exc.refused_as], by="preflight", live=[], seconds=time.time() - started)
             return record
         verdict = diagnose(read_run(run))
         rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -169,10 +169,6 @@ def run_case(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, An
     record["collapse_step"] = collapse_step(rows) if case.collapses else None
     record["seconds"] = round(time.time() - started, 1)
     return record
-
-
-def _refused_class(message: str) -> str:
-    return "truncation" if "were cut at" in message else "format"
 
 
 def collapse_step(rows: list[dict[str, Any]]) -> Optional[int]:

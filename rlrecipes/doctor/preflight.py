@@ -50,6 +50,7 @@ class Probe:
 class PreflightVerdict:
     probe: Probe
     refusal: Optional[str] = None  # one line: why no update can move the policy, and the setting to change
+    refused_as: Optional[str] = None  # the doctor's class of the refusal: "truncation" or "format"
     warnings: list[str] = field(default_factory=list)
 
     def summary_line(self) -> str:
@@ -81,12 +82,14 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
     cut = probe.truncated_share >= T.PREFLIGHT_ALL_TRUNCATED and not settings.multi_turn
     unreadable = settings.answer_graded and probe.extractable_share == 0.0
     if no_signal and cut:
+        verdict.refused_as = "truncation"
         verdict.refusal = (
             f"pre-flight: all {probe.completions} completions of the first rollout were cut at "
             f"trainer.max_completion_length={limit} and every advantage is 0, so no update can move the "
             f"policy; raise it, e.g. trainer.max_completion_length={2 * limit} {SKIP}"
         )
     elif no_signal and unreadable:
+        verdict.refused_as = "format"
         verdict.refusal = (
             f"pre-flight: none of the first rollout's {probe.completions} completions holds an answer the "
             f"grader reads (data.answer_style={settings.answer_style}), so every reward is "

@@ -23,7 +23,12 @@ RESULT_FILE = "preflight.json"
 
 
 class PreflightRefused(UserError):
-    """The first rollout shows the run cannot learn; the message names the setting to change."""
+    """The first rollout shows the run cannot learn; the message names the setting to change and
+    `refused_as` the doctor's class of the cause."""
+
+    def __init__(self, message: str, refused_as: Optional[str] = None):
+        super().__init__(message)
+        self.refused_as = refused_as
 
 
 class Preflight(EngineHook):
@@ -45,7 +50,7 @@ class Preflight(EngineHook):
             self.summary["preflight"] = verdict.as_json()
             write_json(self.run_dir / RESULT_FILE, verdict.as_json())
         if verdict.refusal:
-            raise PreflightRefused(verdict.refusal)
+            raise PreflightRefused(verdict.refusal, verdict.refused_as)
         return batch
 
 

@@ -47,7 +47,7 @@ def test_every_completion_cut_and_no_advantage_is_refused_with_twice_the_limit()
     assert "trainer.max_completion_length=16 and every advantage is 0" in verdict.refusal
     assert "raise it, e.g. trainer.max_completion_length=32" in verdict.refusal
     assert verdict.refusal.endswith("(or --no-preflight to train anyway)") and "\n" not in verdict.refusal
-    assert verdict.summary_line().endswith(": refused")
+    assert verdict.summary_line().endswith(": refused") and verdict.refused_as == "truncation"
 
 
 def test_cut_completions_that_still_differ_in_reward_can_learn_with_a_warning():
@@ -79,6 +79,7 @@ def test_a_few_completions_ending_below_the_threshold_is_not_a_proof():
 
 def test_no_readable_answer_under_a_graded_reward_is_refused_naming_the_style_and_template():
     verdict = judge(replace(HEALTHY, extractable_share=0.0, **FLAT), SETTINGS)
+    assert verdict.refused_as == "format"
     assert verdict.refusal == (
         "pre-flight: none of the first rollout's 64 completions holds an answer the grader reads "
         "(data.answer_style=boxed), so every reward is 0 and every advantage 0; check data.template=chat "
@@ -188,8 +189,9 @@ def test_the_hook_refuses_on_every_process_and_writes_on_the_main_one(tmp_path):
         trainer._metrics["train"]["completions/clipped_ratio"] = [1.0]
         preflight, lines, _ = hook(tmp_path / str(main))
         (tmp_path / str(main)).mkdir()
-        with pytest.raises(PreflightRefused, match="trainer.max_completion_length=32"):
+        with pytest.raises(PreflightRefused, match="trainer.max_completion_length=32") as refused:
             preflight.after_scoring(trainer, cut, None)
+        assert refused.value.refused_as == "truncation"
         assert (tmp_path / str(main) / RESULT_FILE).exists() == main and bool(lines) == main
 
 
