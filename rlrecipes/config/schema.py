@@ -185,9 +185,8 @@ class ModelConfig:
     lora: Optional[LoraConfig] = field(default_factory=LoraConfig)
     # The completion budget that fits this model's answers on the synthetic tasks: training's
     # trainer.max_completion_length and the synthetic benchmarks' token limit follow it unless
-    # set. The toy's longest correct answer is 12 tokens ("Answer: 198" + EOS); 4 more leave
-    # room for DAPO's soft overlong window without punishing right answers. A chat model that
-    # explains first needs hundreds (conf/model/smollm2-135m.yaml).
+    # set. The toy's follows the task (data.toy_completion_tokens, conf/model/toy.yaml); a chat
+    # model that explains first needs hundreds (conf/model/smollm2-135m.yaml).
     max_completion_length: int = 16
 
 
@@ -241,6 +240,11 @@ class DataConfig:
     template: Template = Template.chat  # how a problem becomes a prompt (data/templates.py)
     system_prompt: Optional[str] = None
     answer_style: AnswerStyle = AnswerStyle.auto
+    # The toy model's completion budget on this task (conf/model/toy.yaml sets
+    # model.max_completion_length to it): the toy writes one token a character, so it is the
+    # task's longest correct answer with its end token, plus 4 for DAPO's soft overlong window.
+    # Arithmetic: "Answer: 198" + EOS = 12, so 16; Countdown sets its own (conf/data/countdown.yaml).
+    toy_completion_tokens: int = 16
 
 
 @dataclass

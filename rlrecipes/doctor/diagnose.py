@@ -12,16 +12,19 @@ from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation
 from rlrecipes.doctor.thresholds import MIN_TREND_STEPS
 
 BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
-# the order of a verdict: broken numbers and rollouts first, then what stops learning, then what spoils it
+# the order of a verdict: broken numbers and rollouts first, then what stops learning, then what
+# spoils it. A policy that collapsed or garbled comes before truncation, a flat reward and empty
+# groups: a degenerate policy causes those (text that never ends, completions all alike), they do
+# not cause it.
 ORDER = (
     "numeric",
     "rollout-mismatch",
     "tool-loop",
+    "entropy-collapse",
+    "entropy-blowup",
     "truncation",
     "reward-flat",
     "no-signal",
-    "entropy-collapse",
-    "entropy-blowup",
     "reward-hacking",
     "drift",
 )
@@ -68,7 +71,7 @@ def diagnose(record: Record) -> Verdict:
         if result is not None:
             result.kind, result.title = check.kind, check.title
             found[check.kind] = result
-    verdict.findings = [f for kind, f in found.items() if not any(s in found for s in BY_KIND[kind].superseded_by)]
+    verdict.findings = [f for kind, f in found.items() if not _explained(BY_KIND[kind], record, found)]
     verdict.notes = list(record.notes)  # after the checks: reading the samples may have added some
     return verdict
 
@@ -79,6 +82,11 @@ def diagnose_rows(path: Path, rows: list[dict[str, Any]], config: dict[str, Any]
     samples are not read: that would be every one of them each step; the verdict quotes none."""
     command, overrides = _invocation(path)
     return diagnose(RunRecord(path, rows, config, {}, command, overrides, _samples=[]))
+
+
+def _explained(check: Check, record: RunRecord, found: dict[str, Finding]) -> bool:
+    """Whether another finding of the run explains this one (it is then a symptom, left out)."""
+    return any(kind in found for kind in (*check.superseded_by, *check.symptom_of(record)))
 
 
 def _cannot_run(check: Check, record: RunRecord) -> Optional[str]:

@@ -76,6 +76,9 @@ class Check:
     trend: bool = False
     applies: Callable[[RunRecord], Optional[str]] = lambda record: None
     superseded_by: tuple[str, ...] = field(default=())  # classes whose finding explains this one's
+    # classes whose finding explains this one's on this run (e.g. truncation that the run's first,
+    # untrained rollout did not have is a symptom of the policy degenerating)
+    symptom_of: Callable[[RunRecord], tuple[str, ...]] = lambda record: ()
 
 
 Row = dict[str, Any]

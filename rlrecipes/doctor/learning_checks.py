@@ -56,17 +56,28 @@ def entropy_collapse(record: RunRecord) -> Optional[Finding]:
     before, after = mean(start(entropy)), mean(end(entropy))
     if not (before > 0 and after < T.ENTROPY_COLLAPSE_SHARE * before):
         return None
-    acc_mid, acc_end = mean(middle(accuracy)), mean(end(accuracy))
+    acc_start, acc_mid, acc_end = mean(start(accuracy)), mean(middle(accuracy)), mean(end(accuracy))
     if acc_end >= T.SOLVED_ACCURACY or acc_end - acc_mid >= T.ACCURACY_STALL_GAIN:
         return None  # still learning, or solved: a confident policy, not a collapsed one
+    shown = middle(accuracy)
     high, dapo_high = setting(record, "recipe.epsilon_high", float), dapo_epsilon_high()
-    if high is None or high < dapo_high:
-        changes: dict[str, Any] = {"recipe.epsilon_high": dapo_high}
-        advice = "clip-higher: low-probability tokens may grow, as in DAPO"
-    elif not record.setting("recipe.adaptive_entropy.enabled"):
-        changes, advice = {"recipe.adaptive_entropy.enabled": True}, "an entropy bonus that holds a target"
+    if acc_end < acc_start:  # worse than the untrained policy: the updates broke it, not slow sharpening
+        shown = start(accuracy)
+        changes: dict[str, Any] = halved_learning_rate(record)
+        advice = "updates too large: the policy fell into one completion"
+        cause = "the policy samples nearly one completion per prompt, and answers worse than before training"
     else:
-        changes, advice = halved_learning_rate(record), "smaller steps spend entropy slower"
+        cause = (
+            "the policy samples nearly one completion per prompt: groups stop differing and "
+            "training accuracy has stopped rising"
+        )
+        if high is None or high < dapo_high:
+            changes = {"recipe.epsilon_high": dapo_high}
+            advice = "clip-higher: low-probability tokens may grow, as in DAPO"
+        elif not record.setting("recipe.adaptive_entropy.enabled"):
+            changes, advice = {"recipe.adaptive_entropy.enabled": True}, "an entropy bonus that holds a target"
+        else:
+            changes, advice = halved_learning_rate(record), "smaller steps spend entropy slower"
     return finding(
         record,
         "entropy",
@@ -75,10 +86,9 @@ def entropy_collapse(record: RunRecord) -> Optional[Finding]:
         advice=advice,
         evidence=[
             start_vs_end("entropy", entropy),
-            f"accuracy {num(acc_mid)} ({span(middle(accuracy))}) -> {num(acc_end)} ({span(end(accuracy))})",
+            f"accuracy {num(mean(shown))} ({span(shown)}) -> {num(acc_end)} ({span(end(accuracy))})",
         ],
-        cause="the policy samples nearly one completion per prompt: groups stop differing and "
-        "training accuracy has stopped rising",
+        cause=cause,
     )
 
 
@@ -170,10 +180,29 @@ def reward_flat(record: RunRecord) -> Optional[Finding]:
     if len(streak) < T.FLAT_REWARD_STEPS:
         return None
     rewards = within(record.series("reward_mean"), streak)
+    solved = within(record.series("accuracy"), streak)
+    if solved and mean(solved) >= T.SOLVED_ACCURACY:
+        return None  # every completion right: the data is solved, no-signal says so
     evidence = [f"reward_std <= {T.REWARD_STD_FLAT:g} on {len(streak)} consecutive logged steps ({span(streak)})"]
     if rewards:
         evidence.append(window_text("reward_mean", rewards))
     row = latest_sample(record, lambda row: True)
+    earlier = [p for p in record.series("reward_mean") if p[0] < streak[0][0]]
+    if earlier and rewards and mean(rewards) < mean(earlier) and _flat_by_training(record):
+        # the reward told the first rollout's completions apart and they have since fallen to one
+        # (lower) reward: the updates broke the policy, the reward is not at fault
+        evidence.append(f"reward_mean {num(mean(earlier))} before ({span(earlier)})")
+        return finding(
+            record,
+            "reward_std",
+            streak,
+            halved_learning_rate(record),
+            advice="updates too large: the policy lost what it could do",
+            evidence=evidence,
+            cause="every completion now gets the same, lower reward, though the reward told them apart "
+            "at first: the policy degraded, not the reward",
+            sample=quote(row, _graded(row)) if row else None,
+        )
     if row:
         changes: dict[str, Any] = {}
         advice = (
@@ -201,6 +230,11 @@ def reward_hacking(record: RunRecord) -> Optional[Finding]:
     reward = record.series("reward_mean")
     rise = mean(end(reward)) - mean(start(reward))
     if rise < T.REWARD_RISE_MIN:
+        return None
+    accuracy = record.series("accuracy")
+    if len(accuracy) >= 2 and rise - (mean(end(accuracy)) - mean(start(accuracy))) < T.REWARD_RISE_MIN:
+        # the samples' own correctness rose with the reward: the policy learns its training
+        # problems (sampling sharpens towards what greedy decoding already answers), not the reward
         return None
     measured = accuracy_gain(record)
     if measured is None or measured[1] >= T.HELDOUT_GAIN_MIN:
@@ -273,11 +307,67 @@ def _lower_weight(record: RunRecord, name: str) -> dict[str, Any]:
     return {"recipe.rewards": lowered}
 
 
+# A degenerate policy (collapsed to one completion, or garbled) is cut at the limit and scored
+# alike; where the run's first rollout, from the untrained policy, was neither, the limit and the
+# reward are fine and the finding is the policy's symptom.
+DEGENERATE = ("entropy-collapse", "entropy-blowup")
+
+
+def _cut_by_training(record: RunRecord) -> tuple[str, ...]:
+    points = record.series("truncated_fraction")
+    return DEGENERATE if points and points[0][1] <= T.TRUNCATED_MAX else ()
+
+
+def _flat_by_training(record: RunRecord) -> tuple[str, ...]:
+    points = record.series("reward_std")
+    return DEGENERATE if points and points[0][1] > T.REWARD_STD_FLAT else ()
+
+
+def _emptied_by_training(record: RunRecord) -> tuple[str, ...]:
+    points = record.series("frac_groups_zero_std")
+    return DEGENERATE if points and points[0][1] < T.ZERO_STD_GROUPS_MAX else ()
+
+
+def _rewards_train(record: RunRecord) -> Optional[str]:
+    """Why the reward checks do not apply: every reward has weight 0, so the rewards (and TRL's
+    reward_std and frac_groups_zero_std, computed from them) are logged, not trained on; the
+    advantages come from the recipe's own score (INTUITOR's self-certainty, recipes/intuitor.py)."""
+    specs = setting(record, "recipe.rewards", list)
+    if not specs or not all(isinstance(s, dict) for s in specs):
+        return None
+    weights = [s.get("weight", 1.0) for s in specs]
+    if all(isinstance(w, (int, float)) and w == 0 for w in weights):
+        return "every recipe.rewards weight is 0: the rewards are logged, not trained on"
+    return None
+
+
 CHECKS = [
-    Check("truncation", "truncation near 1", truncation, ("truncated_fraction",)),
+    Check("truncation", "truncation near 1", truncation, ("truncated_fraction",), symptom_of=_cut_by_training),
     Check("entropy-collapse", "entropy collapse", entropy_collapse, ("entropy", "accuracy"), trend=True),
     Check("entropy-blowup", "entropy blow-up", entropy_blowup, ("entropy",), trend=True),
-    Check("reward-flat", "reward not varying", reward_flat, ("reward_std",)),
-    Check("no-signal", "no learning signal", no_signal, ("frac_groups_zero_std",), superseded_by=("reward-flat",)),
-    Check("reward-hacking", "reward rising without accuracy", reward_hacking, ("reward_mean",), trend=True),
+    Check(
+        "reward-flat",
+        "reward not varying",
+        reward_flat,
+        ("reward_std",),
+        applies=_rewards_train,
+        symptom_of=_flat_by_training,
+    ),
+    Check(
+        "no-signal",
+        "no learning signal",
+        no_signal,
+        ("frac_groups_zero_std",),
+        superseded_by=("reward-flat",),
+        applies=_rewards_train,
+        symptom_of=_emptied_by_training,
+    ),
+    Check(
+        "reward-hacking",
+        "reward rising without accuracy",
+        reward_hacking,
+        ("reward_mean",),
+        trend=True,
+        applies=_rewards_train,
+    ),
 ]

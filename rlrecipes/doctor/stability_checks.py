@@ -99,6 +99,21 @@ def numeric(record: RunRecord) -> Optional[Finding]:
         shown = shown or ("vllm/is_ratio_max", ratios)
     if shown is None:
         return None
+    outlier = reward_outlier(record, spikes[0][0]) if spikes else None
+    if outlier is not None:
+        evidence.append(outlier)
+        scale = record.setting("recipe.scale_rewards")
+        changes: dict[str, Any] = {"recipe.scale_rewards": "group"} if scale in ("none", False) else {}
+        return finding(
+            record,
+            shown[0],
+            shown[1],
+            changes,
+            advice=f"and read what the reward returned (rlrecipes show {record.path})",
+            evidence=evidence,
+            cause="a reward far outside its usual range (a unit or parsing bug, a raw score) scales "
+            "its completion's advantage and the gradient with it",
+        )
     clip = setting(record, "trainer.max_grad_norm", float)
     changes = {"trainer.max_grad_norm": 1.0} if clip == 0 else halved_learning_rate(record)
     return finding(
@@ -110,6 +125,20 @@ def numeric(record: RunRecord) -> Optional[Finding]:
         cause="non-finite values, or the jumps that come before them: an update too large for the "
         "model (learning rate, unclipped gradients, a huge importance weight)",
     )
+
+
+def reward_outlier(record: RunRecord, step: int) -> Optional[str]:
+    """Evidence that the gradient spike at `step` came with the reward's spread jumping as far
+    (GRAD_SPIKE_FACTOR times its median over the steps before), or None."""
+    points = record.series("reward_std")
+    before = [v for s, v in points if s < step]
+    now = [v for s, v in points if s == step]
+    if len(before) < T.GRAD_HISTORY_MIN or not now:
+        return None
+    typical = median(before)
+    if typical <= 0 or now[0] <= T.GRAD_SPIKE_FACTOR * typical:
+        return None
+    return f"reward_std {num(now[0])} at step {step}, {now[0] / typical:.0f}x the median {num(typical)} before"
 
 
 def grad_spikes(points: list) -> list[tuple[int, float, float]]:

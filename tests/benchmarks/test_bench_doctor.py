@@ -22,7 +22,13 @@ def rec(case, seed, found, live=(), collapse=None):
 def test_figures_by_hand():
     records = [
         rec("truncation/limit", 1, ["truncation"]),  # found, right cause
-        rec("numeric/lr", 1, ["entropy-blowup", "numeric"], live=[(4, "numeric"), (9, "entropy-blowup")], collapse=12),
+        rec(
+            "numeric/reward_outlier",
+            1,
+            ["entropy-blowup", "numeric"],
+            live=[(4, "numeric"), (9, "entropy-blowup")],
+            collapse=12,
+        ),
         rec("drift/kl", 1, ["no-signal", "drift"]),  # found, but no-signal comes first in the doctor's order
         rec("drift/kl", 3, []),  # missed
         rec("healthy/grpo", 1, []),
@@ -34,7 +40,7 @@ def test_figures_by_hand():
     assert (f["faulty_runs"], f["healthy_runs"]) == (4, 4)
     assert f["recall"] == 0.75 and f["false_alarm_rate"] == 0.25
     assert f["recall_per_class"]["drift"] == {"runs": 2, "found": 1, "recall": 0.5}
-    # numeric/lr: numeric precedes entropy-blowup in the doctor's order (and blow-up is in its `also`)
+    # numeric/reward_outlier: numeric precedes entropy-blowup in the doctor's order
     assert f["correct_cause_rate"] == pytest.approx(2 / 3, abs=1e-4)
     assert f["wrong_causes"] == ["drift/kl seed 1: no-signal"]
     assert f["missed"] == ["drift/kl seed 3: found nothing"]

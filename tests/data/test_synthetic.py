@@ -85,3 +85,22 @@ def test_unknown_task_and_bad_sizes_fail_with_one_line():
         make_task(SimpleNamespace(task="sudoku"))
     with pytest.raises(UserError, match="distinct"):
         make_task(task_cfg(operand_max=[3, 3], num_train=100, num_eval=10))
+
+
+@pytest.mark.parametrize("data", ["arithmetic", "countdown"])
+def test_the_toy_completion_budget_holds_every_correct_answer(data):
+    """`rlrecipes train data=X` on the toy must not cut a right answer: the composed
+    trainer.max_completion_length (model.max_completion_length <- data.toy_completion_tokens) is at
+    least the longest correct solution, in the toy's tokens, with its end token. Countdown's
+    default of 16 cut 88% of the first rollout's completions (held-out 0.11 instead of 0.28)."""
+    from rlrecipes.compose import compose_config
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.models.toy import _encode, build_tokenizer, dev_decode_tokens
+
+    cfg = compose_config("train", [f"data={data}"])
+    problems = load_problem_set(cfg.data)
+    tokenizer = build_tokenizer()
+    items = problems.train + problems.eval
+    needed = dev_decode_tokens(problems.task, items, tokenizer, 0)  # the longest solution + its end token
+    assert needed == max(len(_encode(tokenizer, problems.task.solution(it), as_prompt=False)) for it in items) + 1
+    assert cfg.trainer.max_completion_length >= needed

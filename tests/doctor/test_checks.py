@@ -66,6 +66,43 @@ def test_entropy_collapse_while_accuracy_stalls(tmp_path):
     assert found.command.endswith("recipe.epsilon_high=0.28")
 
 
+def degenerate(truncated_first=0.05, reward_std_first=0.27):
+    # one update turns the policy into a repeated token (trainer.learning_rate=1.0 on the toy):
+    # the first, untrained rollout fits the limit and its rewards vary; then every completion is
+    # cut, scored 0 and alike. entropy: start (0.08 + 0.02) / 2 = 0.05, end 0 < 0.005;
+    # accuracy: start (0.1 + 0) / 2 = 0.05, end 0 < 0.05: worse than before training
+    return rows(
+        {
+            "entropy": [0.08, 0.02] + [0.0] * 8,
+            "accuracy": [0.1] + [0.0] * 9,
+            "reward_mean": [0.1] + [0.0] * 9,
+            "truncated_fraction": [truncated_first] + [1.0] * 9,
+            "reward_std": [reward_std_first] + [0.0] * 9,
+            "frac_groups_zero_std": [0.6] + [1.0] * 9,
+        }
+    )
+
+
+def test_a_policy_broken_by_its_updates_is_a_collapse_not_a_limit_or_a_reward(tmp_path):
+    verdict = check(tmp_path, degenerate())
+    # truncation, the flat reward and the empty groups are its symptoms: the first rollout had none
+    assert kinds(verdict) == ["entropy-collapse"]
+    found = verdict.findings[0]
+    assert found.evidence == [
+        "entropy 0.05 (steps 1-2) -> 0 (steps 9-10)",
+        "accuracy 0.05 (steps 1-2) -> 0 (steps 9-10)",
+    ]
+    assert found.fix.startswith("trainer.learning_rate=0.0001 ")  # half the run's 2e-4, not clip-higher
+    assert "worse than before training" in found.cause
+
+
+def test_a_limit_that_cut_the_first_rollout_stays_a_finding_beside_a_collapse(tmp_path):
+    # the untrained policy was already cut (0.9 > 0.5) and its rewards were all alike: the limit and
+    # the reward are causes of their own
+    verdict = check(tmp_path, degenerate(truncated_first=0.9, reward_std_first=0.0))
+    assert kinds(verdict) == ["entropy-collapse", "truncation", "reward-flat"]
+
+
 @pytest.mark.parametrize(
     "entropy_end, accuracy_end",
     [
@@ -149,15 +186,49 @@ def test_a_flat_reward_quotes_what_it_scored_when_samples_are_stored(tmp_path):
     assert found.command is None  # no setting to change names the cause
 
 
+def test_rewards_logged_at_weight_0_are_not_judged(tmp_path):
+    # INTUITOR (recipe=intuitor): accuracy at weight 0 is logged only, the advantages come from
+    # self-certainty; its flat reward_std and all-zero-std groups are no finding
+    metrics = rows({"reward_std": 0.0, "frac_groups_zero_std": 1.0, "reward_mean": 0.0})
+    logged = {"recipe.name": "intuitor", "recipe.rewards": [{"name": "accuracy", "weight": 0.0, "options": {}}]}
+    verdict = check(tmp_path, metrics, config=logged)
+    assert verdict.findings == []
+    ruled_out = {n.kind: n.reason for n in verdict.not_applicable}
+    assert ruled_out.keys() >= {"reward-flat", "no-signal", "reward-hacking"}
+    assert ruled_out["reward-flat"] == "every recipe.rewards weight is 0: the rewards are logged, not trained on"
+
+
+def test_one_reward_with_a_weight_keeps_the_reward_checks(tmp_path):
+    metrics = rows({"reward_std": 0.0, "frac_groups_zero_std": 1.0, "reward_mean": 0.0})
+    both = {"recipe.rewards": [{"name": "accuracy", "weight": 0.0}, {"name": "format", "weight": 0.5}]}
+    assert kinds(check(tmp_path, metrics, config=both)) == ["reward-flat"]
+
+
+def test_a_reward_that_went_flat_after_varying_blames_the_updates(tmp_path):
+    # 12 steps: rewards vary on steps 1-2 (mean 0.15), then every completion scores 0 on steps 3-12
+    # (ten in a row): the reward could tell completions apart, the policy lost them
+    metrics = rows(
+        {"reward_std": [0.3, 0.3] + [0.0] * 10, "reward_mean": [0.1, 0.2] + [0.0] * 10, "accuracy": 0.0}, steps=12
+    )
+    found = only(check(tmp_path, metrics), "reward-flat")
+    assert found.evidence[1:] == ["reward_mean 0 (mean of steps 3-12)", "reward_mean 0.15 before (steps 1-2)"]
+    assert found.fix == "trainer.learning_rate=0.0001 (updates too large: the policy lost what it could do)"
+    # flat at a higher reward than before, every completion now right: the data is solved
+    solved = {"reward_std": [0.3, 0.3] + [0.0] * 10, "reward_mean": [0.1, 0.2] + [1.0] * 10}
+    solved |= {"accuracy": [0.1, 0.2] + [1.0] * 10, "frac_groups_zero_std": 1.0}
+    assert kinds(check(tmp_path / "b", rows(solved, steps=12))) == ["no-signal"]
+
+
 def test_a_reward_flat_for_nine_steps_is_not_found(tmp_path):
     metrics = rows({"reward_std": [0.0] * 9 + [0.1]})
     assert "reward-flat" not in kinds(check(tmp_path, metrics))
 
 
 # ----------------------------------------------------------- reward vs held-out accuracy
-def hacked_rewards(length=None):
-    # reward: start (0.2 + 0.2) / 2 = 0.2, end (0.35 + 0.35) / 2 = 0.35: rose 0.15 >= 0.1
-    changes = {"reward_mean": [0.2, 0.2, 0.25, 0.25, 0.3, 0.3, 0.3, 0.3, 0.35, 0.35]}
+def hacked_rewards(length=None, accuracy=0.4):
+    # reward: start (0.2 + 0.2) / 2 = 0.2, end (0.35 + 0.35) / 2 = 0.35: rose 0.15 >= 0.1, while
+    # the samples' own correctness (training accuracy) stays at 0.4
+    changes = {"reward_mean": [0.2, 0.2, 0.25, 0.25, 0.3, 0.3, 0.3, 0.3, 0.35, 0.35], "accuracy": accuracy}
     if length:
         changes["completion_length_mean"] = length
     return rows(changes)
@@ -174,6 +245,18 @@ def test_reward_rising_while_heldout_accuracy_does_not_with_longer_completions(t
         "completion_length_mean 10 (steps 1-2) -> 15 (steps 9-10)",
     ]
     assert found.fix == "recipe.loss_type=dr_grpo"
+
+
+def test_a_reward_that_rises_with_the_samples_correctness_is_no_hack(tmp_path):
+    # training accuracy rises as the reward does (0.2 -> 0.35 each) while greedy held-out accuracy
+    # stays: sampling sharpens towards what greedy already answers, the reward is not gamed
+    risen = [0.2, 0.2, 0.25, 0.25, 0.3, 0.3, 0.3, 0.3, 0.35, 0.35]
+    summary = {"accuracy_before": 0.4, "accuracy_after": 0.4}
+    verdict = check(tmp_path, hacked_rewards(accuracy=risen), summary=summary)
+    assert "reward-hacking" not in kinds(verdict)
+    # with the samples' accuracy up only 0.04 (0.2 -> 0.24), 0.11 of the reward's rise is unexplained
+    partly = [0.2, 0.2, 0.21, 0.21, 0.22, 0.22, 0.23, 0.23, 0.24, 0.24]
+    assert "reward-hacking" in kinds(check(tmp_path / "b", hacked_rewards(accuracy=partly), summary=summary))
 
 
 def test_a_rising_format_reward_gets_its_weight_halved(tmp_path):
@@ -269,6 +352,28 @@ def test_a_grad_norm_spike_over_ten_times_the_median_before_it(tmp_path):
     found = only(check(tmp_path, rows({"grad_norm": grad}), config={"trainer.max_grad_norm": 0.0}), "numeric")
     assert found.evidence == ["grad_norm 6 at step 7, 12x the median 0.5 of the steps before (1 such spikes)"]
     assert found.fix == "trainer.max_grad_norm=1"  # the run clipped nothing
+
+
+def test_a_spike_that_comes_with_a_reward_outlier_blames_the_reward(tmp_path):
+    # steps 1-6: grad_norm median 0.5, reward_std median 0.4; step 7: 300 (600x) with reward_std
+    # 1250 (3125x): one completion scored on another scale, unnormalised (scale_rewards=none)
+    grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 300.0, 0.5, 0.5, 0.5]
+    spread = [0.4] * 6 + [1250.0, 0.4, 0.4, 0.4]
+    unscaled = {"recipe.scale_rewards": "none"}
+    found = only(check(tmp_path, rows({"grad_norm": grad, "reward_std": spread}), config=unscaled), "numeric")
+    assert found.evidence[1] == "reward_std 1.25e+03 at step 7, 3125x the median 0.4 before"
+    assert (
+        found.fix
+        == f"recipe.scale_rewards=group (and read what the reward returned (rlrecipes show {tmp_path / 'run'}))"
+    )
+    assert "reward far outside its usual range" in found.cause
+
+
+def test_a_spike_with_a_calm_reward_is_the_update_size(tmp_path):
+    grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 300.0, 0.5, 0.5, 0.5]
+    spread = [0.4] * 6 + [4.0, 0.4, 0.4, 0.4]  # 10x the median: not past it
+    found = only(check(tmp_path, rows({"grad_norm": grad, "reward_std": spread})), "numeric")
+    assert found.fix == "trainer.learning_rate=0.0001" and len(found.evidence) == 1
 
 
 def test_a_grad_norm_ten_times_the_median_is_no_spike(tmp_path):
