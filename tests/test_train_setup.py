@@ -103,6 +103,13 @@ MISTAKES = [
     (["model.lora.r=8", "model.lora.dropout=1.5"], "model.lora.dropout=1.5 must be in [0, 1)"),
     (["trainer.micro_batch_size=3"], "trainer.micro_batch_size=3 x 1 processes must divide"),
     (["trainer.updates_per_rollout=3"], "trainer.updates_per_rollout=3 must divide the 16 completions"),
+    # an experiment whose recipe builds its problems, run with another recipe
+    (
+        ["experiment=search_r1_toy", "recipe=grpo"],
+        "the experiment's problems are built by recipe=search_r1, so recipe=grpo would train "
+        "data.synthetic.task=arithmetic instead; keep recipe=search_r1",
+    ),
+    (["experiment=tir_toy", "recipe=grpo"], "the experiment's problems are built by recipe=tir"),
     (["report_to=[mlflow]"], "report_to='mlflow' is unknown; valid: tensorboard, wandb, trackio"),
 ]
 
@@ -130,6 +137,15 @@ def test_check_run_returns_the_grpo_config_the_job_trains_with(warm, nothing_loa
     assert type(args.loss_type) is str  # the schema's Choice reaches TRL as a plain string
     assert list(args.reward_weights) == [1.0, 1.0, 0.0]  # dapo_answer, overlong, the accuracy monitor
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (16, 1)
+
+
+def test_an_experiment_keeps_its_recipe_or_takes_one_whose_problems_come_from_data(warm, nothing_loads):
+    from rlrecipes.training.plan import plan_run
+
+    assert plan_run(compose("experiment=search_r1_toy"), None, hardware=False).recipe.name == "search_r1"
+    # the SmolLM2 preset trains its data config's word problems: another recipe on it is a comparison
+    plan = plan_run(compose("experiment=real_model_smollm2", "recipe=rloo"), None, hardware=False)
+    assert plan.recipe.name == "rloo"
 
 
 def test_a_gpu_preset_is_checked_on_a_cpu_machine(warm, nothing_loads):

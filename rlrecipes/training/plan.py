@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from rlrecipes.compose import eval_config_for
+from rlrecipes.compose import conf_dir, eval_config_for
 from rlrecipes.config.checks import check_train_values
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER, OPTIMIZER_FILE
@@ -80,6 +80,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     check_train_values(cfg)
     check_optimizer_source(cfg.trainer.checkpoints.init_optimizer_from)
     recipe_cls = get_recipe(cfg.recipe.name)
+    check_experiment_recipe(cfg)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
     check_tool_rollout(cfg)
@@ -107,6 +108,34 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
         label=label,
         hardware=hardware,
     )
+
+
+def check_experiment_recipe(cfg: DictConfig) -> None:
+    """An experiment whose recipe builds its problems (the fact base of recipe=search_r1, J1's
+    judge prompts, TIR's big arithmetic) with another recipe would train the `data` config's plain
+    synthetic task under the experiment's name instead: refused, naming the recipe to keep."""
+    built_by = _experiment_recipe(cfg.get("experiment"))
+    if built_by is None or built_by == cfg.recipe.name:
+        return
+    if get_recipe(built_by).problem_set is Recipe.problem_set:
+        return  # the experiment's problems come from its data config: any recipe trains them
+    raise ConfigError(
+        f"recipe={cfg.recipe.name} with experiment={cfg.experiment}: the experiment's problems are built by "
+        f"recipe={built_by}, so recipe={cfg.recipe.name} would train data.synthetic.task="
+        f"{cfg.data.synthetic.task} instead; keep recipe={built_by} and change its settings (recipe.loss_type=..., "
+        "recipe.epsilon_high=...)"
+    )
+
+
+def _experiment_recipe(experiment: Any) -> str | None:
+    """The recipe conf/experiment/<experiment>.yaml selects (`override /recipe: NAME`), or None."""
+    path = conf_dir() / "experiment" / f"{experiment}.yaml"
+    if not experiment or not path.is_file():
+        return None
+    for entry in OmegaConf.to_container(OmegaConf.load(path)).get("defaults", []):
+        if isinstance(entry, dict) and "override /recipe" in entry:
+            return str(entry["override /recipe"])
+    return None
 
 
 def check_optimizer_source(source: Any) -> None:
