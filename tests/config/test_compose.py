@@ -27,7 +27,7 @@ def test_overrides_apply_with_types():
         ("model=gpt5", "unknown model 'gpt5'; valid: "),
         (
             "experiment=dapo_papr",
-            "unknown experiment 'dapo_papr'; valid: clip_cov_qwen2_5_7b, cognitive_behaviors_llama3_2_3b, ",
+            "unknown experiment 'dapo_papr'; valid: atlas_qwen2_5_math_1_5b, clip_cov_qwen2_5_7b, ",
         ),
         ("reward=randm", "unknown reward 'randm'; valid: format, ground_truth, "),
         ("seeed=1", "unknown key 'seeed'; valid keys here: cache_dir, data"),
