@@ -68,12 +68,15 @@ from typing import Any, Optional
 from benchkit import (
     REPO,
     ci95_halfwidth,
+    error_line,
     finite,
     parse_bench_args,
     pass_at_ks,
     result_path,
+    run_spawned,
     save_result,
     stats,
+    write_text_atomically,
 )
 
 
@@ -436,11 +439,8 @@ def read_store(path: Path) -> tuple[Optional[dict], list[dict]]:
 
 
 def write_store(path: Path, header: dict, cells: list[dict]) -> None:
-    """Replace the store whole (a fresh start, or dropped cells): written aside, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in [header, *cells]))
-    os.replace(tmp, path)
+    """Replace the store whole (a fresh start, or dropped cells), never leaving half of one."""
+    write_text_atomically(path, "".join(json.dumps(row) + "\n" for row in [header, *cells]))
 
 
 def append_cell(path: Path, cell: dict) -> None:
@@ -641,18 +641,14 @@ def run_in_child(cell: Cell, scorer: Any = None) -> dict[str, Any]:
     A vLLM-scored cell is then scored by `scorer`, the task's one scoring process, whose engine
     starts once (20-70 s on 2 cores) and is given each model in turn; the trainer's own engine has
     gone with the training process by then."""
-    import multiprocessing
-
     started = time.time()
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                record = pool.apply(run_cell, (cell, scratch))
+            record = run_spawned(run_cell, cell, scratch)
             if scorer is not None:
                 record.update(scorer.apply_async(score_cell, (cell, scratch)).get(timeout=SCORING_TIMEOUT_S))
     except Exception as exc:  # recorded as what the cell ended with
-        message = str(exc).splitlines()[0] if str(exc) else ""
-        record = {"error": f"{type(exc).__name__}: {message}"}
+        record = {"error": error_line(exc)}
     return {**record, "wall_seconds": round(time.time() - started, 1)}
 
 

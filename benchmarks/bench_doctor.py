@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchkit import parse_bench_args, save_result
+from benchkit import error_line, parse_bench_args, run_spawned, save_result
 
 from rlrecipes.rewards import RewardContext, register_reward
 
@@ -296,22 +296,18 @@ def main() -> None:
 def run_in_child(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, Any]:
     """One run in a fresh process: a planted fault patches the engine for that run only, and a
     run that dies (a non-finite loss reaching an assertion) is recorded, not the bench's end."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        try:
-            return pool.apply(run_case, (case, seed, steps, base))
-        except Exception as exc:  # recorded as what the run ended with
-            return {
-                "case": case.name,
-                "seed": seed,
-                "expected": case.expected,
-                "found": [],
-                "by": None,
-                "live": [],
-                "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-            }
+    try:
+        return run_spawned(run_case, case, seed, steps, base)
+    except Exception as exc:  # recorded as what the run ended with
+        return {
+            "case": case.name,
+            "seed": seed,
+            "expected": case.expected,
+            "found": [],
+            "by": None,
+            "live": [],
+            "error": error_line(exc),
+        }
 
 
 if __name__ == "__main__":

@@ -169,11 +169,29 @@ def report_status(status: dict[str, str]) -> None:
         write_json_atomically(Path(path), status)
 
 
+def run_spawned(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a fresh spawn process: what one run patches or leaks (a planted fault, a vLLM
+    engine, a dying assertion) stays there. Its exception is raised here."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
+def error_line(exc: BaseException) -> str:
+    """`Type: first line of the message`, how a bench records a run that ended with an error."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 def write_json_atomically(path: Path, record: Any) -> None:
+    """Replace `path` only with a complete JSON file (write_text_atomically)."""
+    write_text_atomically(path, json.dumps(record, indent=2, allow_nan=False) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
     """Replace `path` only with a complete file: a write that fails or is interrupted leaves
-    the previous result as it was (the text is built first, then a temporary file in the
+    the previous one as it was (the text is built first, then a temporary file in the
     same folder is renamed over it)."""
-    text = json.dumps(record, indent=2, allow_nan=False) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -4,7 +4,7 @@ held-out accuracy does not."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rlrecipes.doctor import thresholds as T
 from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
@@ -313,19 +313,20 @@ def _lower_weight(record: RunRecord, name: str) -> dict[str, Any]:
 DEGENERATE = ("entropy-collapse", "entropy-blowup")
 
 
-def _cut_by_training(record: RunRecord) -> tuple[str, ...]:
-    points = record.series("truncated_fraction")
-    return DEGENERATE if points and points[0][1] <= T.TRUNCATED_MAX else ()
+def _arose_in_training(metric: str, healthy: Callable[[float], bool]) -> Callable[[RunRecord], tuple[str, ...]]:
+    """A Check's `symptom_of`: DEGENERATE where the run's first logged `metric` (the untrained
+    policy's rollout) was `healthy`, so the finding arose from the updates."""
+
+    def symptom_of(record: RunRecord) -> tuple[str, ...]:
+        points = record.series(metric)
+        return DEGENERATE if points and healthy(points[0][1]) else ()
+
+    return symptom_of
 
 
-def _flat_by_training(record: RunRecord) -> tuple[str, ...]:
-    points = record.series("reward_std")
-    return DEGENERATE if points and points[0][1] > T.REWARD_STD_FLAT else ()
-
-
-def _emptied_by_training(record: RunRecord) -> tuple[str, ...]:
-    points = record.series("frac_groups_zero_std")
-    return DEGENERATE if points and points[0][1] < T.ZERO_STD_GROUPS_MAX else ()
+_cut_by_training = _arose_in_training("truncated_fraction", lambda v: v <= T.TRUNCATED_MAX)
+_flat_by_training = _arose_in_training("reward_std", lambda v: v > T.REWARD_STD_FLAT)
+_emptied_by_training = _arose_in_training("frac_groups_zero_std", lambda v: v < T.ZERO_STD_GROUPS_MAX)
 
 
 def _rewards_train(record: RunRecord) -> Optional[str]:

@@ -131,3 +131,18 @@ def test_pass_at_k_stats_per_k_over_seeds():
         "pass@1": {"mean": 0.3, "stdev": 0.1414, "min": 0.2, "max": 0.4},
         "pass@8": {"mean": 0.7, "stdev": 0.1414, "min": 0.6, "max": 0.8},
     }
+
+
+def test_an_error_is_recorded_as_its_type_and_first_line():
+    assert benchkit.error_line(RuntimeError("non-finite loss\nat step 3")) == "RuntimeError: non-finite loss"
+    assert benchkit.error_line(KeyError()) == "KeyError: "
+
+
+def _boom(message: str) -> None:
+    raise ValueError(message)
+
+
+def test_a_spawned_run_returns_its_value_and_raises_its_error_here():
+    assert benchkit.run_spawned(divmod, 7, 2) == (3, 1)
+    with pytest.raises(ValueError, match="from the child"):
+        benchkit.run_spawned(_boom, "from the child")
