@@ -126,9 +126,15 @@ SMOKE_CASES = ["healthy/grpo", "truncation/refused"]
 
 MODES = {
     # seeds 0-5 were the development runs the checks were written against; the zoo's are others
-    "full": {"seeds": [100, 101, 102, 103, 104, 105], "steps": 30, "cases": [c.name for c in CASES]},
+    # case_timeout_s: a run still going then is recorded as timed out (its stacks printed), not waited on
+    "full": {
+        "seeds": [100, 101, 102, 103, 104, 105],
+        "steps": 30,
+        "cases": [c.name for c in CASES],
+        "case_timeout_s": 7200,
+    },
     "quick": {"seeds": [100, 101], "steps": 20},
-    "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES},
+    "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES, "case_timeout_s": 300},
 }
 
 
@@ -280,7 +286,7 @@ def main() -> None:
     records = []
     for seed in args.seeds:
         for name in args.cases:
-            record = run_in_child(cases[name], seed, args.steps, base)
+            record = run_in_child(cases[name], seed, args.steps, base, args.case_timeout_s)
             records.append(record)
             print(f"{name} seed {seed}: found {record.get('found')} ({record.get('by')})", file=sys.stderr)
     tuning = [r for r in records if r["seed"] % 2 == 0]
@@ -293,11 +299,12 @@ def main() -> None:
     save_result(args, result)
 
 
-def run_in_child(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, Any]:
+def run_in_child(case: Case, seed: int, steps: int, base: list[str], timeout_s: float) -> dict[str, Any]:
     """One run in a fresh process: a planted fault patches the engine for that run only, and a
-    run that dies (a non-finite loss reaching an assertion) is recorded, not the bench's end."""
+    run that dies (a non-finite loss reaching an assertion, a process killed for memory) or hangs
+    is recorded, not the bench's end."""
     try:
-        return run_spawned(run_case, case, seed, steps, base)
+        return run_spawned(run_case, case, seed, steps, base, timeout_s=timeout_s)
     except Exception as exc:  # recorded as what the run ended with
         return {
             "case": case.name,

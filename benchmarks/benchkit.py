@@ -169,13 +169,68 @@ def report_status(status: dict[str, str]) -> None:
         write_json_atomically(Path(path), status)
 
 
-def run_spawned(fn: Callable[..., Any], *args: Any) -> Any:
+def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Any:
     """`fn(*args)` in a fresh spawn process: what one run patches or leaks (a planted fault, a vLLM
-    engine, a dying assertion) stays there. Its exception is raised here."""
+    engine, a dying assertion) stays there. Its exception is raised here; a process that dies
+    without answering (killed for memory, a crash in C) raises ChildProcessError with its exit code,
+    and one still running after `timeout_s` first prints every thread's stack to stderr (where a
+    hang is) and is then killed and raises TimeoutError. (multiprocessing.Pool waits for ever on a
+    worker that died.)"""
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(fn, args)
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_answer, args=(sending, fn, args), name=f"spawned {fn.__name__}")
+    child.start()
+    sending.close()  # the child's end is the only writer left: its death reads as EOF here
+    try:
+        if not receiving.poll(timeout_s):
+            _dump_stacks(child)
+            raise TimeoutError(f"{fn.__name__} did not finish in {timeout_s:.0f} s (its stacks are above)")
+        try:
+            ok, value = receiving.recv()
+        except EOFError:
+            child.join(timeout=30)
+            raise ChildProcessError(
+                f"{fn.__name__}'s process died without an answer (exit code {child.exitcode})"
+            ) from None
+    finally:
+        receiving.close()
+        child.join(timeout=30)  # it exits once it has answered; one stuck on its way out is killed
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if ok:
+        return value
+    raise value
+
+
+def _answer(sending: Any, fn: Callable[..., Any], args: tuple) -> None:
+    """run_spawned's child: send (True, result) or (False, the exception) back."""
+    import faulthandler
+    import signal
+    import traceback
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # _dump_stacks's signal
+    try:
+        answer = (True, fn(*args))
+    except BaseException as exc:  # noqa: BLE001 - every way it ends is the parent's to raise
+        exc.add_note(traceback.format_exc())  # where in the child it was raised
+        answer = (False, exc)
+    try:
+        sending.send(answer)
+    except Exception as exc:  # an exception or result that does not pickle: its line instead
+        sending.send((False, RuntimeError(error_line(answer[1]) if not answer[0] else error_line(exc))))
+    sending.close()
+
+
+def _dump_stacks(child: Any) -> None:
+    """Ask a hung child for its threads' stacks (faulthandler, on SIGUSR1) and give it a moment."""
+    import signal
+
+    if child.pid is not None and child.is_alive():
+        os.kill(child.pid, signal.SIGUSR1)
+        child.join(timeout=3)
 
 
 def error_line(exc: BaseException) -> str:

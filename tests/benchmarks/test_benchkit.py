@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import time
 from types import SimpleNamespace
 
 import benchkit
@@ -142,7 +145,31 @@ def _boom(message: str) -> None:
     raise ValueError(message)
 
 
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel kills a process for memory
+
+
+def _hung_in_here() -> None:
+    time.sleep(600)
+
+
 def test_a_spawned_run_returns_its_value_and_raises_its_error_here():
     assert benchkit.run_spawned(divmod, 7, 2) == (3, 1)
-    with pytest.raises(ValueError, match="from the child"):
+    with pytest.raises(ValueError, match="from the child") as raised:
         benchkit.run_spawned(_boom, "from the child")
+    assert "_boom" in "".join(raised.value.__notes__)  # the child's traceback comes with it
+
+
+def test_a_spawned_run_that_dies_raises_instead_of_waiting_for_ever():
+    # multiprocessing.Pool.apply never returns once its worker is killed (a case hung the CI's
+    # bench_doctor smoke run for its whole 20 minutes)
+    with pytest.raises(ChildProcessError, match="exit code -9"):
+        benchkit.run_spawned(_killed)
+
+
+def test_a_spawned_run_past_its_time_shows_where_it_hung_and_is_killed(capfd):
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish in 5 s"):
+        benchkit.run_spawned(_hung_in_here, timeout_s=5)
+    assert time.monotonic() - started < 60
+    assert "_hung_in_here" in capfd.readouterr().err  # the child's stack at the timeout
