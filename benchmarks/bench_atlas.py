@@ -146,11 +146,12 @@ ARMS = (
     Arm("clip_cov", ("recipe=clip_cov",), "docs/methods/clip_cov.md", "Cui et al. 2025, arXiv 2505.22617"),
     Arm(
         "kl_cov",
-        ("recipe=kl_cov",),
+        ("recipe=kl_cov", "trainer.updates_per_rollout=2"),
         "docs/methods/kl_cov.md",
         "Cui et al. 2025, arXiv 2505.22617",
-        note="one update per rollout step, as every arm: its |log-ratio| penalty acts from a rollout's "
-        "second update, so here it trains the unclipped surrogate",
+        note="two updates per rollout step (its authors' script: 8): its |log-ratio| penalty is 0 on a "
+        "rollout's first update, so with one it would train the unclipped surrogate (the same optimiser "
+        "steps over half as many rollouts)",
     ),
     Arm(
         "top_entropy",
@@ -184,11 +185,13 @@ ARMS = (
     Arm("intuitor", ("recipe=intuitor",), None, "Zhao et al. 2025, arXiv 2505.19590", reference="untrained"),
     Arm(
         "spurious",
-        ("recipe=spurious", "reward=random"),
+        ("recipe=spurious", "reward=random", "trainer.updates_per_rollout=2"),
         None,
         "Shao et al. 2025, arXiv 2506.10947",
         reference="untrained",
-        note="one update per rollout step, as every arm: the clip never binds (the ratio is 1)",
+        note="two updates per rollout step (its authors' script: 8): the paper's effect is the clip's bias, "
+        "and on a rollout's first update the ratio is 1 and the clip never binds (the same optimiser steps "
+        "over half as many rollouts)",
     ),
 )
 ARM = {arm.name: arm for arm in ARMS}
