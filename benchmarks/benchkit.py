@@ -41,6 +41,8 @@ RESULTS_DIR = REPO / "benchmarks" / "results"
 # checkout; --data-dir points elsewhere.
 DATA_DIR = REPO.parent / "shared" / "data"
 MODES = ("full", "quick", "smoke")
+# what a page quotes in place of a figure no stored result holds
+UNMEASURED = "not yet measured on this commit"
 # Where a bench run by run_all.py reports how it ended (a JSON file run_all reads: ok and the
 # result's path, or skipped and why), so run_all never parses a bench's printed lines.
 STATUS_FILE_ENV = "RLRECIPES_BENCH_STATUS_FILE"
@@ -167,6 +169,25 @@ def report_status(status: dict[str, str]) -> None:
     path = os.environ.get(STATUS_FILE_ENV)
     if path:
         write_json_atomically(Path(path), status)
+
+
+def load_result(bench: str, results_dir: Path = RESULTS_DIR) -> dict | None:
+    """The stored result of `bench`, or None when there is none. A file from a quick or smoke
+    run is refused: its figures are not the bench's."""
+    path = results_dir / f"{bench}.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    if record.get("mode") != "full":
+        raise SystemExit(f"{path}: a {record.get('mode')!r} run; only a full run's result is quoted")
+    return record
+
+
+def provenance(record: dict) -> str:
+    commit = (record.get("commit") or "unknown")[:7]
+    dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
+    machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
+    return f"`{commit}`{dirty}, {record['date'][:10]}, {machine['cpus']} cores, load {machine['load_average'][1]:.1f}"
 
 
 def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Any:

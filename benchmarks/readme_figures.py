@@ -5,12 +5,15 @@ Every figure in the table's result column comes from a bench's result file, and 
 column says which commit, date and machine it came from; a bench without a stored result
 reads "not yet measured on this commit" rather than an older figure. The README quotes one
 headline per paper row between markers, `<!-- bench:KEY -->...<!-- /bench -->` (KEY: a name
-of HEADLINES), rendered from the same files.
+of HEADLINES), rendered from the same files. docs/atlas.md's tables, claims and figures come from
+the atlas's records the same way (atlas_page.py).
 
   python benchmarks/readme_figures.py            print the table
-  python benchmarks/readme_figures.py --check    exit 1 when docs/development.md's table or a README
-                                                 headline differs (and list the benches not yet measured)
-  python benchmarks/readme_figures.py --write    put them into docs/development.md and README.md
+  python benchmarks/readme_figures.py --check    exit 1 when docs/development.md's table, a README
+                                                 headline or a docs/atlas.md block differs (and list the
+                                                 benches not yet measured)
+  python benchmarks/readme_figures.py --write    put them into docs/development.md, README.md and
+                                                 docs/atlas.md (and draw the atlas's figures)
 
 tests/benchmarks/test_readme_figures.py runs the check.
 """
@@ -18,19 +21,18 @@ tests/benchmarks/test_readme_figures.py runs the check.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from benchkit import REPO, RESULTS_DIR
+import atlas_page
+from benchkit import REPO, RESULTS_DIR, UNMEASURED, load_result, provenance
 
 README = REPO / "docs" / "development.md"  # the page that holds the bench table
 FRONT_PAGE = REPO / "README.md"  # the page that quotes one headline per paper row
 HEADER = ["| bench | what it compares | result | measured |", "| --- | --- | --- | --- |"]
-UNMEASURED = "not yet measured on this commit"
 
 
 def pm(stats: dict, digits: int = 1, sign: bool = True) -> str:
@@ -625,25 +627,6 @@ def headline_differences(text: str, results_dir: Path = RESULTS_DIR) -> list[str
     return [f"README.md {key}: {a!r} should be {b!r}" for (key, a), (_, b) in zip(have_marks, want_marks) if a != b]
 
 
-def load_result(bench: str, results_dir: Path = RESULTS_DIR) -> dict | None:
-    """The stored result of `bench`, or None when there is none. A file from a quick or smoke
-    run is refused: its figures are not the bench's."""
-    path = results_dir / f"{bench}.json"
-    if not path.is_file():
-        return None
-    record = json.loads(path.read_text())
-    if record.get("mode") != "full":
-        raise SystemExit(f"{path}: a {record.get('mode')!r} run; only a full run's result is quoted")
-    return record
-
-
-def provenance(record: dict) -> str:
-    commit = (record.get("commit") or "unknown")[:7]
-    dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
-    machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
-    return f"`{commit}`{dirty}, {record['date'][:10]}, {machine['cpus']} cores, load {machine['load_average'][1]:.1f}"
-
-
 def render_row(row: Row, record: dict | None) -> str:
     if record is None:
         return f"| {row.label} | {row.compares} | {UNMEASURED} | – |"
@@ -687,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = unmeasured()
     if args.check:
         problems = differences(README.read_text()) + headline_differences(FRONT_PAGE.read_text())
+        problems += atlas_page.page_differences(atlas_page.ATLAS_PAGE.read_text())
         for line in problems:
             print(line)
         print(f"not yet measured: {', '.join(missing) or 'none'}", file=sys.stderr)
@@ -696,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
         start, end = table_span(lines)
         README.write_text("\n".join([*lines[:start], *render_table(), *lines[end:]]) + "\n")
         FRONT_PAGE.write_text(with_headlines(FRONT_PAGE.read_text()))
+        atlas_page.write_figures()  # before the page, whose tables show a figure only where it exists
+        atlas_page.ATLAS_PAGE.write_text(atlas_page.with_results(atlas_page.ATLAS_PAGE.read_text()))
         print(f"wrote the bench table into {README} (not yet measured: {', '.join(missing) or 'none'})")
         return 0
     print("\n".join(render_table()))
