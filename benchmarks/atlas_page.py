@@ -130,6 +130,8 @@ def evidence(claim: dict[str, Any]) -> str:
             parts.append(
                 f"{key.replace('_', ' ')} {difference(value)}" + (f" ({value['why']})" if "why" in value else "")
             )
+        elif isinstance(value, str):
+            parts.append(f"{key.replace('_', ' ')}: {value}")
         elif isinstance(value, dict):  # a part with its own verdict (claim 3's two arms)
             parts.append(f"{key}: {value['verdict']} ({evidence(value)})")
         else:

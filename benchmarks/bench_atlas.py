@@ -635,7 +635,23 @@ def score_with_vllm(cfg, task: Task, model_dir: Optional[Path], heldout: int) ->
         "greedy": round(right / len(items), 4),
         "pass_at_k": pass_at_ks(correct, n, task.ks),
         "pass_problems": len(sampled),
+        **majority_right(texts, sampled, problems),
     }
+
+
+def majority_right(texts: list[list[str]], items: list[dict], problems: Any) -> dict[str, Any]:
+    """`majority`: the share of problems whose samples' majority answer (TTRL's label, answers grouped
+    by equivalence) is right: where it is not, TTRL's pseudo-reward pays for a wrong answer (claim 4
+    quotes it for the starting model). Empty where the data grades with a verifier of its own."""
+    from rlrecipes.rewards.majority import vote_rewards
+
+    if problems.answer_style is None or not items:
+        return {}
+    votes = [
+        vote_rewards(group, style=problems.answer_style, verify=problems.verify, gold=it["answer"])
+        for group, it in zip(texts, items)
+    ]
+    return {"majority": round(sum(bool(v.label_correct) for v in votes) / len(votes), 4)}
 
 
 def run_in_child(cell: Cell, scorer: Any = None) -> dict[str, Any]:
@@ -825,6 +841,7 @@ def claim_verdicts(by_task: dict[str, list[dict]]) -> dict[str, Any]:
     }
     covs = {arm: stability(by_task, arm, "entropy_collapsed") for arm in ("clip_cov", "kl_cov")}
     out[3] = {"verdict": combine(*(c["verdict"] for c in covs.values())), **covs}
+    out[4] = {"starting_model": starting_votes(smollm2)} if starting_votes(smollm2) else {}
     for claim, arm, rule, ref in (
         (4, "ttrl", "above", "untrained"),
         (5, "intuitor", "above", "untrained"),
@@ -832,8 +849,21 @@ def claim_verdicts(by_task: dict[str, list[dict]]) -> dict[str, Any]:
         (7, "dapo", "not_below", "grpo"),
     ):
         verdict, found = side(paired(smollm2, arm, ref), rule)
-        out[claim] = {"verdict": verdict, f"greedy_{arm}_minus_{ref}": found}
+        out[claim] = {"verdict": verdict, f"greedy_{arm}_minus_{ref}": found, **out.get(claim, {})}
     return {str(n): {"claim": CLAIMS[n], **v} for n, v in out.items()}
+
+
+def starting_votes(cells: list[dict]) -> Optional[str]:
+    """What TTRL's labels can teach the starting model: how often its majority answer is right beside
+    how often one sample is (its untrained cell's `majority` and pass@1, on the same problems)."""
+    start = next((c for c in cells if c["arm"] == "untrained" and "majority" in c), None)
+    if start is None:
+        return None
+    return (
+        f"its majority answer of {max(int(k.removeprefix('pass@')) for k in start['pass_at_k'])} samples is right "
+        f"on {start['majority']:.3f} of {start['pass_problems']} problems, one sample on "
+        f"{start['pass_at_k']['pass@1']:.3f}"
+    )
 
 
 CLAIM_TASKS = {1: None, 2: ("toy",), 3: None, 4: ("smollm2",), 5: ("smollm2",), 6: ("smollm2",), 7: ("smollm2",)}

@@ -163,6 +163,38 @@ def test_claims_4_to_6_against_the_untrained_model(n, arm, values, verdict):
     assert claim({"smollm2": cells}, n)["verdict"] == verdict
 
 
+def test_claim_4_quotes_how_often_the_starting_models_majority_is_right():
+    start = {**cell("untrained", 0, 0.20, "smollm2", pass1=0.25, pass8=0.5), "majority": 0.3, "pass_problems": 50}
+    cells = [start, *arms_cells("smollm2", {"ttrl": [0.30, 0.32, 0.31]})]
+    found = claim({"smollm2": cells}, 4)
+    assert found["verdict"] == "supported"
+    assert (
+        found["starting_model"]
+        == "its majority answer of 8 samples is right on 0.300 of 50 problems, one sample on 0.250"
+    )
+    assert "starting_model" not in claim({"smollm2": cells[1:]}, 4)  # no scored start: nothing said
+
+
+def test_the_majority_answer_is_right_where_the_equivalent_answers_outvote_the_rest():
+    from types import SimpleNamespace
+
+    from rlrecipes.grading import extract_answer
+
+    def verify(text, gold):
+        return extract_answer(text, "boxed") == str(gold)
+
+    problems = SimpleNamespace(answer_style="boxed", verify=verify)
+    texts = [
+        ["\\boxed{4}", "\\boxed{4}", "\\boxed{5}"],  # majority 4, right
+        ["\\boxed{7}", "\\boxed{7}", "\\boxed{6}"],  # majority 7, wrong (gold 6)
+        ["no answer", "\\boxed{2}", "no answer"],  # the one answer given wins, right
+        ["\\boxed{1}", "\\boxed{3}", "\\boxed{3}"],  # majority 3, wrong (gold 1)
+    ]
+    items = [{"answer": 4}, {"answer": 6}, {"answer": 2}, {"answer": 1}]
+    assert bench.majority_right(texts, items, problems) == {"majority": 0.5}
+    assert bench.majority_right(texts, items, SimpleNamespace(answer_style=None, verify=verify)) == {}
+
+
 def test_claim_7_dapo_not_below_grpo_on_smollm2():
     fine = arms_cells("smollm2", {"grpo": [0.3, 0.4, 0.5], "dapo": [0.35, 0.38, 0.5]})
     assert claim({"smollm2": fine}, 7)["verdict"] == "supported"
