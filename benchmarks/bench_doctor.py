@@ -35,23 +35,33 @@ GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, ov
 The checks were written and their fixes checked against development runs on seeds 0-5 (the
 calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
 
-Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...]
+The zoo's runs are kept (outputs/doctor-zoo/<mode>-<digest of the settings>/, or under --results-dir:
+each run's folder under
+runs/, and records.jsonl, a line per finished case), so a rerun with the same settings continues
+where the last stopped, and `--rediagnose` judges the kept runs again with this checkout's doctor
+without training anything (after a threshold changed on the tuning half). The live warnings are
+replayed from each run's metrics: the live doctor's verdict after each logged step is the doctor's
+on the rows logged so far (live_doctor.py: diagnose_rows), so a replay gives the same steps.
+
+Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...] [--rediagnose]
        --smoke: one healthy and one faulty case, one seed, a few steps (the e2e tier runs it)
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
+import shutil
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchkit import error_line, parse_bench_args, run_spawned, save_result
+from benchkit import REPO, error_line, parse_bench_args, run_spawned, save_result
 
 from rlrecipes.rewards import RewardContext, register_reward
 
@@ -132,10 +142,12 @@ MODES = {
         "steps": 30,
         "cases": [c.name for c in CASES],
         "case_timeout_s": 7200,
+        "rediagnose": False,
     },
     "quick": {"seeds": [100, 101], "steps": 20},
     "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES, "case_timeout_s": 300},
 }
+FLAGS = ("rediagnose", "case_timeout_s")  # how to run, not what: not part of the record
 
 
 # ------------------------------------------------------------------ the zoo's planted rewards
@@ -183,10 +195,9 @@ def _outlier(ctx: RewardContext):
 
 
 # ------------------------------------------------------------------------------ one run
-def run_case(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, Any]:
+def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> dict[str, Any]:
+    """Train the case into the new folder `run` (kept) and judge it."""
     from rlrecipes.compose import compose_config
-    from rlrecipes.doctor.diagnose import diagnose
-    from rlrecipes.doctor.reading import read_run
     from rlrecipes.rundir import write_manifest
     from rlrecipes.training.job import train
     from rlrecipes.training.preflight import PreflightRefused
@@ -198,25 +209,52 @@ def run_case(case: Case, seed: int, steps: int, base: list[str]) -> dict[str, An
         inject_fault(f"{case.fault}:0")  # this process only: the case runs in its own (main())
     overrides = [*base, *case.overrides, f"seed={seed}", f"trainer.max_steps={steps}", "trainer.progress=false"]
     cfg = compose_config("train", overrides)
-    record: dict[str, Any] = {"case": case.name, "seed": seed, "expected": case.expected}
+    record: dict[str, Any] = {"case": case.name, "seed": seed, "expected": case.expected, "run": run.name}
     started = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        run = Path(tmp) / "run"
-        run.mkdir()
-        write_manifest(run, cfg)  # config.yaml and versions.json, as `rlrecipes train` writes them
-        try:
-            summary = train(cfg, run, log=lambda _: None)
-        except PreflightRefused as exc:
-            record.update(found=[exc.refused_as], by="preflight", live=[], seconds=time.time() - started)
-            return record
-        verdict = diagnose(read_run(run))
-        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    record["found"] = [f.kind for f in verdict.findings]
-    record["by"] = "doctor" if record["found"] else None
-    record["live"] = [(e["step"], e["class"]) for e in summary.get("doctor", [])]
-    record["collapse_step"] = collapse_step(rows) if case.collapses else None
+    run.mkdir(parents=True)
+    write_manifest(run, cfg)  # config.yaml and versions.json, as `rlrecipes train` writes them
+    try:
+        train(cfg, run, log=lambda _: None)
+    except PreflightRefused as exc:
+        record.update(found=[exc.refused_as], by="preflight", live=[], seconds=round(time.time() - started, 1))
+        return record
     record["seconds"] = round(time.time() - started, 1)
-    return record
+    for weights in ("model", "checkpoints"):  # kept: what the doctor reads, not the 144 runs' weights
+        shutil.rmtree(run / weights, ignore_errors=True)
+    return {**record, **judge(case, run)}
+
+
+def judge(case: Case, run: Path) -> dict[str, Any]:
+    """The doctor's verdict on the kept run `run`, the live warnings replayed from its metrics, and
+    for a case that collapses, the step its reward collapsed at."""
+    from rlrecipes.doctor.diagnose import diagnose
+    from rlrecipes.doctor.reading import RunRecord, read_run
+
+    record = read_run(run)
+    if not isinstance(record, RunRecord):
+        return {"found": [], "by": None, "live": [], "error": f"unreadable: {record.reason}"}
+    found = [f.kind for f in diagnose(record).findings]
+    return {
+        "found": found,
+        "by": "doctor" if found else None,
+        "live": replay_live(record),
+        "collapse_step": collapse_step(record.rows) if case.collapses else None,
+    }
+
+
+def replay_live(record: Any) -> list[tuple[int, str]]:
+    """(step, class) for each class the live doctor (trainer.doctor=warn) says first: its verdict
+    after each logged step is diagnose_rows' on the rows so far, which sees no summary or samples."""
+    from dataclasses import replace
+
+    from rlrecipes.doctor.diagnose import diagnose
+
+    said: dict[str, int] = {}
+    for i in range(1, len(record.rows) + 1):
+        so_far = replace(record, rows=record.rows[:i], summary={}, _samples=[])
+        for finding in diagnose(so_far).findings:
+            said.setdefault(finding.kind, int(record.rows[i - 1]["step"]))
+    return [(step, kind) for kind, step in said.items()]
 
 
 def collapse_step(rows: list[dict[str, Any]]) -> Optional[int]:
@@ -276,22 +314,41 @@ def _share(part: list, whole: list) -> Optional[float]:
 
 
 # ---------------------------------------------------------------------------------- main
-def main() -> None:
-    args = parse_bench_args(__file__, MODES, overrides=True)
+def main(argv: Optional[list[str]] = None) -> None:
+    args = parse_bench_args(__file__, MODES, overrides=True, argv=argv)
+    for flag in FLAGS:
+        args.settings.pop(flag)
     cases = {c.name: c for c in CASES}
     unknown = sorted(set(args.cases) - set(cases))
     if unknown:
         raise SystemExit(f"--cases {unknown[0]} is unknown; valid: {', '.join(cases)}")
     base = list(args.overrides)  # a smoke run: the tiny toy (benchkit.SMOKE_MODEL) before them
+    zoo = zoo_dir(args.results_dir or REPO / "outputs", args.mode, {"steps": args.steps, "overrides": base})
+    # a case's latest record, where the case still plants what it planted then (else it trains anew)
+    kept = {(r["case"], r["seed"]): r for r in read_records(zoo) if r.get("planted") == planted(cases.get(r["case"]))}
     records = []
     for seed in args.seeds:
         for name in args.cases:
-            record = run_in_child(cases[name], seed, args.steps, base, args.case_timeout_s)
+            record = kept.get((name, seed))
+            if record is None and args.rediagnose:
+                raise SystemExit(f"--rediagnose: {zoo} has no run of {name} seed {seed}; run without it first")
+            if record is None:
+                run = new_run(zoo, name, seed)
+                record = {
+                    **run_in_child(cases[name], seed, args.steps, base, args.case_timeout_s, run),
+                    "planted": planted(cases[name]),
+                    "trained_at": args.commit,
+                }
+                append_record(zoo, record)
+            elif args.rediagnose and record.get("by") != "preflight" and not record.get("error"):
+                record = {**record, **judge(cases[name], zoo / "runs" / record["run"])}
             records.append(record)
             print(f"{name} seed {seed}: found {record.get('found')} ({record.get('by')})", file=sys.stderr)
     tuning = [r for r in records if r["seed"] % 2 == 0]
     report = [r for r in records if r["seed"] % 2 == 1]
     result = {
+        "zoo": str(zoo.relative_to(REPO)) if zoo.is_relative_to(REPO) else str(zoo),
+        "judged_at": args.commit,  # the doctor that judged the runs (each record has the commit that trained it)
         "report_half": figures(report) if report else None,
         "tuning_half": figures(tuning) if tuning else None,
         "runs": records,
@@ -299,12 +356,55 @@ def main() -> None:
     save_result(args, result)
 
 
-def run_in_child(case: Case, seed: int, steps: int, base: list[str], timeout_s: float) -> dict[str, Any]:
+# ----------------------------------------------------------------------------- the kept runs
+def planted(case: Optional[Case]) -> Optional[list[str]]:
+    """What a case sets: a kept run of the case counts only while the case still sets the same."""
+    return None if case is None else [*case.overrides, *([f"fault={case.fault}"] if case.fault else [])]
+
+
+def zoo_dir(root: Path, mode: str, settings: dict[str, Any]) -> Path:
+    """ROOT/doctor-zoo/<mode>-<digest> (ROOT: outputs/, or --results-dir): one folder per number of
+    steps and overrides every run shares, so a rerun continues (with more seeds or cases too)."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    return Path(root) / "doctor-zoo" / f"{mode}-{digest}"
+
+
+def read_records(zoo: Path) -> list[dict[str, Any]]:
+    """The finished cases of `zoo` (a last line cut short by a kill is dropped: its case reruns)."""
+    path = zoo / "records.jsonl"
+    records = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+def append_record(zoo: Path, record: dict[str, Any]) -> None:
+    zoo.mkdir(parents=True, exist_ok=True)
+    with (zoo / "records.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def new_run(zoo: Path, name: str, seed: int) -> Path:
+    """A folder no earlier run used: a case killed before its record was written keeps its folder."""
+    stem = f"{name.replace('/', '-')}_s{seed}"
+    run, n = zoo / "runs" / stem, 1
+    while run.exists():
+        n += 1
+        run = zoo / "runs" / f"{stem}-{n}"
+    return run
+
+
+def run_in_child(case: Case, seed: int, steps: int, base: list[str], timeout_s: float, run: Path) -> dict[str, Any]:
     """One run in a fresh process: a planted fault patches the engine for that run only, and a
     run that dies (a non-finite loss reaching an assertion, a process killed for memory) or hangs
     is recorded, not the bench's end."""
     try:
-        return run_spawned(run_case, case, seed, steps, base, timeout_s=timeout_s)
+        return run_spawned(run_case, case, seed, steps, base, run, timeout_s=timeout_s)
     except Exception as exc:  # recorded as what the run ended with
         return {
             "case": case.name,
@@ -313,6 +413,7 @@ def run_in_child(case: Case, seed: int, steps: int, base: list[str], timeout_s: 
             "found": [],
             "by": None,
             "live": [],
+            "run": run.name,
             "error": error_line(exc),
         }
 

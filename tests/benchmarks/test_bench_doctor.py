@@ -3,6 +3,8 @@ correct cause in the doctor's order, the warning's lead over a collapse, and the
 
 from __future__ import annotations
 
+import json
+
 import bench_doctor as bench
 import pytest
 
@@ -76,3 +78,65 @@ def test_every_case_is_a_run_the_planner_accepts():
 
     for case in bench.CASES:
         plan_run(compose_config("train", [*case.overrides, "trainer.max_steps=30"]), hardware=False)
+
+
+# ------------------------------------------------------------------ the kept zoo and its replay
+def test_the_live_warnings_are_replayed_at_the_step_the_live_doctor_said_them(tmp_path):
+    from rlrecipes.doctor.reading import RunRecord
+
+    rows = [{"step": s, "loss": 0.1, "grad_norm": 1.0} for s in (1, 2, 3)]
+    rows += [{"step": 4, "loss": float("nan"), "grad_norm": 1.0}, {"step": 5, "loss": 0.1, "grad_norm": 1.0}]
+    record = RunRecord(tmp_path, rows, {}, {"doctor": []}, "train", [])
+    assert bench.replay_live(record) == [(4, "numeric")]
+
+
+def fake_child(calls: list):
+    def run_in_child(case, seed, steps, base, timeout_s, run):
+        calls.append((case.name, seed, run.name))
+        run.mkdir(parents=True)
+        return {"case": case.name, "seed": seed, "expected": case.expected, "run": run.name, "found": [], "live": []}
+
+    return run_in_child
+
+
+def test_a_rerun_continues_the_kept_zoo_and_retrains_only_a_case_that_changed(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
+    argv = ["--cases", "healthy/grpo", "healthy/dapo", "--seeds", "100", "--results-dir", str(tmp_path)]
+    bench.main(argv)
+    assert calls == [("healthy/grpo", 100, "healthy-grpo_s100"), ("healthy/dapo", 100, "healthy-dapo_s100")]
+    bench.main(argv)  # everything kept: nothing trains again
+    assert len(calls) == 2
+    changed = [
+        bench.Case("healthy/dapo", ("recipe=dapo", "recipe.beta=0.01")) if c.name == "healthy/dapo" else c
+        for c in bench.CASES
+    ]
+    monkeypatch.setattr(bench, "CASES", changed)
+    bench.main(argv)  # the case plants something else now: its kept run is not its run, a new folder is
+    assert calls[2:] == [("healthy/dapo", 100, "healthy-dapo_s100-2")]
+    record = json.loads((tmp_path / "doctor.json").read_text())
+    assert [r["run"] for r in record["result"]["runs"]] == ["healthy-grpo_s100", "healthy-dapo_s100-2"]
+
+
+def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatch):
+    calls, judged = [], []
+    monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
+    argv = ["--cases", "healthy/grpo", "--seeds", "100", "101", "--results-dir", str(tmp_path)]
+    with pytest.raises(SystemExit, match="--rediagnose: .* has no run of healthy/grpo seed 100; run without it first"):
+        bench.main([*argv, "--rediagnose"])
+    bench.main(argv)
+    monkeypatch.setattr(
+        bench, "judge", lambda case, run: judged.append(run.name) or {"found": ["drift"], "by": "doctor"}
+    )
+    bench.main([*argv, "--rediagnose"])
+    assert len(calls) == 2 and judged == ["healthy-grpo_s100", "healthy-grpo_s101"]
+    result = json.loads((tmp_path / "doctor.json").read_text())["result"]
+    assert result["report_half"]["false_alarms"] == ["healthy/grpo seed 101: drift"]
+
+
+def test_a_record_cut_short_by_a_kill_is_dropped_and_its_case_reruns(tmp_path):
+    zoo = tmp_path / "zoo"
+    bench.append_record(zoo, {"case": "healthy/grpo", "seed": 1})
+    with (zoo / "records.jsonl").open("a") as f:
+        f.write('{"case": "healthy/da')
+    assert bench.read_records(zoo) == [{"case": "healthy/grpo", "seed": 1}]
