@@ -481,6 +481,13 @@ ROWS = (
         lambda rec: cpu_paths_headline(rec) + f" ({seeds(rec)})",
     ),
     Row(
+        "build_spread",
+        "`bench_build_spread`",
+        "the quick start's GRPO run from the shipped toy (build seed 0) and from a second build of the same recipe "
+        "(`model.toy.seed=1`), same training seeds",
+        lambda rec: build_spread_headline(rec) + f" ({seeds(rec)} per build)",
+    ),
+    Row(
         "doctor",
         "`bench_doctor`",
         "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs, each healthy or broken by "
@@ -504,6 +511,19 @@ def quickstart_headline(rec: dict) -> str:
     return (
         f"held-out greedy accuracy {before:.2f} before; GRPO {gain(r['grpo']['gain_points'])}, "
         f"rejection-sampling FT {gain(r['rft']['gain_points'])}"
+    )
+
+
+def build_spread_headline(rec: dict) -> str:
+    r = rec["result"]
+    builds = "; ".join(
+        f"build {b} (held-out {', '.join(f'{a:.2f}' for a in v['accuracy_before'])} before) {gain(v['gain_points'])}"
+        for b, v in r["builds"].items()
+    )
+    a = r["across_builds"]
+    return (
+        f"GRPO gain {builds}: builds differ by {a['largest_difference_points']:.1f} points, seeds within one by "
+        f"up to {a['largest_seed_stdev_points']:.1f} (stdev)"
     )
 
 
@@ -602,6 +622,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "real_model": ("real_model", real_model_headline),
     "sandbox": ("sandbox", sandbox_headline),
     "cpu_paths": ("cpu_paths", cpu_paths_headline),
+    "build_spread": ("build_spread", build_spread_headline),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 
