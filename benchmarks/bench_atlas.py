@@ -112,11 +112,9 @@ ARMS = (
     ),
     Arm(
         "gspo",
-        ("recipe=gspo", "trainer.updates_per_rollout=2"),
+        ("recipe=gspo",),
         "docs/methods/gspo.md",
         "Zheng et al. 2025, arXiv 2507.18071",
-        note="two updates per rollout step: on-policy its ratio is 1 and the engine refuses it (the same "
-        "optimiser steps over half as many rollouts)",
     ),
     Arm(
         "cispo",
@@ -146,12 +144,9 @@ ARMS = (
     Arm("clip_cov", ("recipe=clip_cov",), "docs/methods/clip_cov.md", "Cui et al. 2025, arXiv 2505.22617"),
     Arm(
         "kl_cov",
-        ("recipe=kl_cov", "trainer.updates_per_rollout=2"),
+        ("recipe=kl_cov",),
         "docs/methods/kl_cov.md",
         "Cui et al. 2025, arXiv 2505.22617",
-        note="two updates per rollout step (its authors' script: 8): its |log-ratio| penalty is 0 on a "
-        "rollout's first update, so with one it would train the unclipped surrogate (the same optimiser "
-        "steps over half as many rollouts)",
     ),
     Arm(
         "top_entropy",
@@ -185,13 +180,10 @@ ARMS = (
     Arm("intuitor", ("recipe=intuitor",), None, "Zhao et al. 2025, arXiv 2505.19590", reference="untrained"),
     Arm(
         "spurious",
-        ("recipe=spurious", "reward=random", "trainer.updates_per_rollout=2"),
+        ("recipe=spurious", "reward=random"),
         None,
         "Shao et al. 2025, arXiv 2506.10947",
         reference="untrained",
-        note="two updates per rollout step (its authors' script: 8): the paper's effect is the clip's bias, "
-        "and on a rollout's first update the ratio is 1 and the clip never binds (the same optimiser steps "
-        "over half as many rollouts)",
     ),
 )
 ARM = {arm.name: arm for arm in ARMS}
@@ -317,8 +309,20 @@ GPU_TASKS = [name for name, task in TASKS.items() if task.gpu]
 # Every cell's settings besides the task's and the arm's: the harness scores held-out itself (the run's
 # own pass would sample SmolLM2 with transformers), checkpoints are not needed, no live display.
 HARNESS = ("trainer.progress=false", "trainer.checkpoints.every=null", "trainer.eval.before=false")
+# Every arm takes two optimiser steps per rollout step, each on half of its completions (verl's
+# mini-batches; the authors' scripts of GSPO, KL-Cov, Spurious Rewards and DAPO take 4-16): with one,
+# every importance ratio is 1, so the objectives that differ only off-policy (the clip, CISPO's capped
+# weight, SAPO's gate, GSPO's sequence ratio, KL-Cov's penalty, the random reward's clipping bias)
+# would all train GRPO's gradient.
+UPDATES = ("trainer.updates_per_rollout=2",)
 # what every arm of a task shares (docs/atlas.md: one engine, one budget)
-BUDGET = ("trainer.prompts_per_rollout", "trainer.num_generations", "trainer.max_steps", "trainer.learning_rate")
+BUDGET = (
+    "trainer.prompts_per_rollout",
+    "trainer.num_generations",
+    "trainer.updates_per_rollout",
+    "trainer.max_steps",
+    "trainer.learning_rate",
+)
 
 MODES = {
     "full": {
@@ -350,7 +354,7 @@ def task_settings(task: Task, args: Any) -> list[str]:
     """Every cell's overrides on `task` before the arm's: the task's, the command line's (a smoke run:
     the tiny toy first), the harness's and whether the run measures held-out itself (the steps follow)."""
     after = f"trainer.eval.after={str(task.scoring == 'tool_loop').lower()}"  # the tool loop's own greedy pass
-    return [*task.overrides, *args.overrides, *HARNESS, after]
+    return [*task.overrides, *UPDATES, *args.overrides, *HARNESS, after]
 
 
 def steps_of(task: Task, args: Any) -> int:

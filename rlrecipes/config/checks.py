@@ -18,6 +18,7 @@ from rlrecipes.config.schema import (
     AdaptiveEntropyConfig,
     ImportanceSamplingConfig,
     ImportanceSamplingLevel,
+    RecipeConfig,
     SapoConfig,
     VespoConfig,
 )
@@ -205,6 +206,7 @@ def check_objective(cfg: Any) -> None:
         upper = 1 + (r.epsilon if r.epsilon_high is None else r.epsilon_high)
         if not r.delta > upper:
             raise ConfigError(f"recipe.delta={r.delta} must be above 1 + the upper clip ({upper:g})")
+    _refuse_unread_clip(r, loss)
     if loss != "sapo":
         _refuse_inert("recipe.sapo", r.sapo, vars(SapoConfig()), "it applies only with recipe.loss_type=sapo")
     if loss != "vespo":
@@ -223,6 +225,30 @@ def check_objective(cfg: Any) -> None:
             raise ConfigError(
                 "recipe.replay.enabled=true recomputes advantages from the summed reward; "
                 "it cannot keep recipe.multi_objective_aggregation=normalize_then_sum"
+            )
+
+
+# the clip range's settings TRL 1.16's loss never reads under these loss types (grpo_trainer.py
+# _compute_loss: CISPO clamps its weight only above, at epsilon_high; SAPO's gate and VESPO's
+# weights replace the clip)
+UNREAD_CLIP = {
+    "cispo": ("epsilon",),
+    "sapo": ("epsilon", "epsilon_high"),
+    "vespo": ("epsilon", "epsilon_high"),
+}
+
+
+def _refuse_unread_clip(r: Any, loss: str) -> None:
+    """A clip bound changed from its default under a loss type that has no such bound: one line."""
+    for key in UNREAD_CLIP.get(loss, ()):
+        if r[key] != getattr(RecipeConfig, key):
+            raise ConfigError(
+                f"recipe.{key}={r[key]} has no effect: recipe.loss_type={loss} has no such clip bound "
+                + (
+                    "(it caps its weight only above, at recipe.epsilon_high)"
+                    if loss == "cispo"
+                    else f"(recipe.{loss}.* shape its weights)"
+                )
             )
 
 

@@ -5,10 +5,10 @@ take the most common answer as the label and reward each response 1 if it agrees
 the label, else 0. Gold answers never enter the reward; when a dataset has them they
 only feed the paper's diagnostics (label accuracy, reward accuracy, majority ratio).
 
-Two vote rules (`exact`):
-- equivalence (default): answers are grouped by mathematical equivalence
-  (`rlrecipes.metrics.majority_vote`); a response without an answer votes for nobody.
-- exact (TTRL's code, `ttt_metrics.py`): a `Counter` over the normalised answer
+Two vote rules (`recipe.vote`):
+- equivalence: answers are grouped by mathematical equivalence
+  (`rlrecipes.grading.vote.majority_vote`); a response without an answer votes for nobody.
+- exact (the default, as TTRL's code, `ttt_metrics.py`): a `Counter` over the normalised answer
   strings, so "0.5" and "\\frac{1}{2}" split the vote, and a missing answer counts as
   the empty string, which can win; the code's grader then gives 1 to every response
   without an answer (its MATH normaliser maps "" to "", so `grade_answer("", "")`
