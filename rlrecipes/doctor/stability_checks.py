@@ -31,7 +31,7 @@ def mismatch(record: RunRecord) -> Optional[Finding]:
             )
             shown = shown or (metric, hits)
     if shown is None:
-        return None
+        return stale_engine(record)
     if not record.setting("rollout.importance_sampling.enabled"):
         changes: dict[str, Any] = {"rollout.importance_sampling.enabled": True}
         advice = "weigh each token by pi_trainer / pi_vLLM, clipped"
@@ -49,10 +49,34 @@ def mismatch(record: RunRecord) -> Optional[Finding]:
     )
 
 
+def stale_engine(record: RunRecord) -> Optional[Finding]:
+    """A gap below every fixed limit that grows with training (thresholds.LOGPROB_GAP_RISING_*): the
+    engine keeps sampling from weights the trainer has left, which importance weights would only hide."""
+    gap = record.series("vllm/logprob_gap")
+    if len(gap) < T.MIN_TREND_STEPS:
+        return None
+    first, last = mean(start(gap)), mean(end(gap))
+    if last < T.LOGPROB_GAP_RISING_MIN or last < T.LOGPROB_GAP_RISING_FACTOR * first:
+        return None
+    return finding(
+        record,
+        "vllm/logprob_gap",
+        end(gap),
+        {"rollout.backend": "hf"},
+        advice="until the engine gets the trainer's weights: transformers rollouts",
+        evidence=[f"{start_vs_end('vllm/logprob_gap', gap)}: it grows as the trainer moves on"],
+        cause="vLLM samples from weights the trainer has left behind (a weight sync skipped, failed or "
+        "not reaching the engine): every update is more off-policy than the last",
+    )
+
+
 # ------------------------------------------------------------------- KL and clip fraction
 def drift(record: RunRecord) -> Optional[Finding]:
     evidence, shown = [], None
+    token_ratios = record.setting("recipe.importance_sampling_level") in (None, "token")
     for metric, limit in (("kl", T.KL_HIGH), ("clip_ratio_region", T.CLIP_FRACTION_MAX)):
+        if metric == "clip_ratio_region" and not token_ratios:
+            continue  # a sequence-level ratio clips most sequences by design (thresholds.CLIP_FRACTION_MAX)
         points = record.series(metric)
         if len(points) < T.MIN_TREND_STEPS:
             continue

@@ -30,6 +30,14 @@ IS_RATIO_P1_MIN = 1 / IS_RATIO_P99_MAX
 # A mismatch is a finding when at least this share of the logged rounds shows it: one round can
 # spike on a rare token, a sync or dtype problem shows on most of them.
 MISMATCH_STEP_SHARE = 0.5
+# A stale engine (a sync that failed or was skipped) samples from the weights it last received
+# while the trainer moves on, so its gap *grows*: a mean over the last fifth of the rounds at
+# least this many times the first fifth's, and at least LOGPROB_GAP_RISING_MIN, is one too. A
+# dtype mismatch stays flat; matching numerics (float32 on both sides) give a gap of 0. Set on the
+# doctor zoo's tuning half (bench_doctor, seed 100: a skipped sync's gap 0.006 -> 0.045 while no
+# fixed limit caught it; its healthy vLLM runs: 0 throughout).
+LOGPROB_GAP_RISING_FACTOR = 3.0
+LOGPROB_GAP_RISING_MIN = 0.02
 
 # ------------------------------------------------------------------------------ entropy
 # Collapse: the end's entropy below a tenth of the start's. The policy then samples nearly one
@@ -74,13 +82,17 @@ HELDOUT_GAIN_MIN = 0.01
 LENGTH_GROWTH = 1.5
 
 # ------------------------------------------------------------------ KL and clipping
-# k3 KL per token above 0.1 nats at the end: a KL penalty (recipe.beta) is meant to keep the
-# policy within a few hundredths of a nat of its reference; past a tenth it has left it behind
-# and the penalty no longer holds it.
-KL_HIGH = 0.1
+# k3 KL per token above 0.3 nats at the end: a KL penalty (recipe.beta) is meant to keep the
+# policy near its reference; far past a tenth it has left it behind and the penalty no longer
+# holds it. Set on the doctor zoo's tuning half (bench_doctor, seed 100): INTUITOR's weak
+# penalty (beta 0.005) let a healthy run end at 0.11 with its accuracy held, the planted drift
+# (beta 0.04, lr 3e-3) ended at 0.8 with its accuracy gone; the first limit, 0.1, flagged both.
+KL_HIGH = 0.3
 # Clipped-token share above 0.2 at the end: PPO runs usually clip around a tenth of their tokens;
 # a fifth and rising means each update pushes ever more tokens past the trust region. (With one
-# update per rollout the ratio is 1 and nothing is clipped at all.)
+# update per rollout the ratio is 1 and nothing is clipped at all.) Token-level ratios only: a
+# sequence-level ratio (GSPO, recipe.importance_sampling_level=sequence) is clipped at 3e-4 and
+# clips a large share of its sequences by design (its paper, §5.3), drifting or not.
 CLIP_FRACTION_MAX = 0.2
 
 # --------------------------------------------------------------- NaN/inf precursors

@@ -312,6 +312,28 @@ def test_a_gap_on_fewer_than_half_the_rounds_is_not_a_mismatch(tmp_path):
     assert "rollout-mismatch" not in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
 
 
+def test_a_gap_that_grows_with_training_is_a_stale_engine(tmp_path):
+    # under every fixed limit, but start (0 + 0.002) / 2 = 0.001 -> end (0.04 + 0.05) / 2 = 0.045: 45x, >= 0.02
+    gap = [0.0, 0.002, 0.004, 0.006, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05]
+    found = only(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM), "rollout-mismatch")
+    assert found.evidence == [
+        "vllm/logprob_gap 0.001 (steps 1-2) -> 0.045 (steps 9-10): it grows as the trainer moves on"
+    ]
+    assert found.fix.startswith("rollout.backend=hf ")
+
+
+@pytest.mark.parametrize(
+    "gap",
+    [
+        [0.03, 0.028, 0.031, 0.03, 0.029, 0.032, 0.03, 0.031, 0.029, 0.03],  # bfloat16 against float32: flat
+        [0.0, 0.001, 0.002, 0.003, 0.005, 0.007, 0.009, 0.011, 0.013, 0.015],  # grows, ends below 0.02
+        [0.01, 0.01, 0.012, 0.015, 0.018, 0.02, 0.022, 0.025, 0.028, 0.029],  # ends 0.0285 < 3 x 0.01
+    ],
+)
+def test_a_flat_or_small_gap_is_no_stale_engine(tmp_path, gap):
+    assert "rollout-mismatch" not in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
+
+
 def test_a_run_without_vllm_is_not_checked_for_a_mismatch_nor_told_it_was_not(tmp_path):
     verdict = check(tmp_path, rows())
     assert [c.kind for c in verdict.not_applicable] == ["rollout-mismatch", "tool-loop"]
@@ -320,10 +342,10 @@ def test_a_run_without_vllm_is_not_checked_for_a_mismatch_nor_told_it_was_not(tm
 
 # ------------------------------------------------------------------- KL and clip fraction
 def test_kl_drift(tmp_path):
-    # start (0.01 + 0.02) / 2 = 0.015, end (0.15 + 0.2) / 2 = 0.175 > 0.1
-    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2]
+    # start (0.01 + 0.02) / 2 = 0.015, end (0.35 + 0.45) / 2 = 0.4 > 0.3
+    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.2, 0.35, 0.45]
     found = only(check(tmp_path, rows({"kl": kl}), config={"recipe.beta": 0.04}), "drift")
-    assert found.evidence == ["kl 0.015 (steps 1-2) -> 0.175 (steps 9-10), above 0.1"]
+    assert found.evidence == ["kl 0.015 (steps 1-2) -> 0.4 (steps 9-10), above 0.3"]
     assert found.fix == "trainer.learning_rate=0.0001 (or a stronger KL penalty, recipe.beta=0.08)"
 
 
@@ -334,8 +356,18 @@ def test_clip_fraction_drift(tmp_path):
 
 
 def test_kl_at_its_limit_is_no_drift(tmp_path):
-    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.1, 0.1, 0.1]  # end 0.1, not above
+    # end 0.3, not above; INTUITOR's weak penalty (beta 0.005) ends a healthy toy run near 0.1
+    kl = [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.1, 0.2, 0.3, 0.3]
     assert "drift" not in kinds(check(tmp_path, rows({"kl": kl}), config={"recipe.beta": 0.04}))
+
+
+def test_a_sequence_level_ratio_clipping_most_sequences_is_no_drift(tmp_path):
+    # GSPO clips at 3e-4 a sequence: on a rollout's second update half its sequences (its paper, §5.3)
+    clip = [0.0, 0.1, 0.0, 0.3, 0.0, 0.4, 0.0, 0.5, 0.0, 0.6]  # as a token-level ratio: end 0.3 > 0.2
+    metrics = rows({"clip_ratio_region": clip})
+    assert "drift" in kinds(check(tmp_path / "token", metrics))
+    config = {"recipe.importance_sampling_level": "sequence"}
+    assert "drift" not in kinds(check(tmp_path / "sequence", metrics, config=config))
 
 
 # ---------------------------------------------------------------- NaN/inf and precursors
