@@ -122,7 +122,13 @@ CASES = [
         ("numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
         collapses=True,
     ),
-    Case("drift/kl", ("recipe.beta=0.04", "trainer.learning_rate=3e-3"), "drift", ("entropy-blowup",)),
+    Case(
+        "drift/kl",
+        ("recipe.beta=0.04", "trainer.learning_rate=3e-3"),
+        "drift",
+        ("entropy-blowup",),
+        collapses=True,  # its accuracy falls to ~0 over its second ten steps
+    ),
     Case(
         "rollout-mismatch/skipped_sync",
         ("model=toy_vllm", "rollout=vllm"),
@@ -257,18 +263,23 @@ def replay_live(record: Any) -> list[tuple[int, str]]:
     return [(step, kind) for kind, step in said.items()]
 
 
+COLLAPSE_WINDOW = 5  # reward_mean's trailing mean over this many logged steps (one step's 64 samples are noisy)
+COLLAPSE_TAIL = 3  # and it stays down for at least this many logged steps, to the run's end
+
+
 def collapse_step(rows: list[dict[str, Any]]) -> Optional[int]:
-    """The first logged step whose reward_mean is below half the best of the steps before it (None:
-    it never falls so far)."""
-    best = None
-    for row in rows:
-        value = row.get("reward_mean")
-        if value is None:
-            continue
-        if best is not None and best > 0 and value < best / 2:
-            return int(row["step"])
-        best = value if best is None else max(best, value)
-    return None
+    """The step the reward collapsed at: the first logged step from which the trailing mean of
+    reward_mean (COLLAPSE_WINDOW steps) stays below half the best trailing mean before it, to the
+    end of the run and for at least COLLAPSE_TAIL steps (None: it never does). A single bad batch,
+    which a healthy run of 8 prompts has, is no collapse; a reward that recovers did not collapse."""
+    points = [(int(r["step"]), r["reward_mean"]) for r in rows if isinstance(r.get("reward_mean"), (int, float))]
+    values = [v for _, v in points]
+    means = [statistics.mean(values[max(0, i + 1 - COLLAPSE_WINDOW) : i + 1]) for i in range(len(values))]
+    down = [i > 0 and max(means[:i]) > 0 and means[i] < max(means[:i]) / 2 for i in range(len(means))]
+    first = len(down)
+    while first > 0 and down[first - 1]:
+        first -= 1
+    return points[first][0] if len(down) - first >= COLLAPSE_TAIL else None
 
 
 # ---------------------------------------------------------------------------- the figures

@@ -50,16 +50,23 @@ def test_figures_by_hand():
     assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
 
 
-def test_collapse_is_the_first_step_below_half_the_best_before_it():
-    rows = [
-        {"step": 1, "reward_mean": 0.2},
-        {"step": 2, "reward_mean": 0.6},
-        {"step": 3, "reward_mean": 0.31},
-        {"step": 4, "loss": 1.0},
-        {"step": 5, "reward_mean": 0.29},
-    ]
-    assert bench.collapse_step(rows) == 5
-    assert bench.collapse_step(rows[:3]) is None and bench.collapse_step([]) is None
+def reward_rows(values, start=1):
+    return [{"step": start + i, "reward_mean": v} for i, v in enumerate(values)]
+
+
+def test_collapse_is_where_the_rewards_trailing_mean_falls_below_half_its_best_and_stays():
+    # trailing means (window 5): .4 .4 .4 .4 .4 | .32 .24 .16 .08 0 0: best .4, below .2 from the 8th step on
+    rows = reward_rows([0.4] * 5 + [0.0] * 6)
+    assert bench.collapse_step(rows) == 8
+    rows.insert(3, {"step": 3.5, "loss": 1.0})  # a row without a reward counts for nothing
+    assert bench.collapse_step(rows) == 8
+
+
+def test_one_bad_batch_or_a_recovery_or_a_last_dip_is_no_collapse():
+    assert bench.collapse_step(reward_rows([0.4, 0.45, 0.0, 0.4, 0.42, 0.38, 0.4, 0.41])) is None  # one batch
+    assert bench.collapse_step(reward_rows([0.4] * 5 + [0.0] * 5 + [0.8] * 5)) is None  # it recovered
+    assert bench.collapse_step(reward_rows([0.4] * 5 + [0.0] * 4)) is None  # below from the 8th: 2 steps only
+    assert bench.collapse_step([]) is None
 
 
 def test_every_case_names_a_doctor_class_and_the_smoke_cases_exist():
