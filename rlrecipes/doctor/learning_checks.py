@@ -307,10 +307,12 @@ def _lower_weight(record: RunRecord, name: str) -> dict[str, Any]:
     return {"recipe.rewards": lowered}
 
 
-# A degenerate policy (collapsed to one completion, or garbled) is cut at the limit and scored
-# alike; where the run's first rollout, from the untrained policy, was neither, the limit and the
-# reward are fine and the finding is the policy's symptom.
-DEGENERATE = ("entropy-collapse", "entropy-blowup")
+# A policy the updates broke (collapsed to one completion, garbled, or driven far from its
+# reference) is cut at the limit, scored alike and fails every group; where the run's first
+# rollout, from the untrained policy, was none of these, the limit and the reward are fine and the
+# finding is the policy's symptom. (Drift: the doctor zoo's tuning half, seed 100, a KL penalty
+# outrun by its learning rate took accuracy to ~0, and its empty groups led the verdict.)
+DEGENERATE = ("entropy-collapse", "entropy-blowup", "drift")
 
 
 def _arose_in_training(metric: str, healthy: Callable[[float], bool]) -> Callable[[RunRecord], tuple[str, ...]]:

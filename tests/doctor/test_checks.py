@@ -96,6 +96,22 @@ def test_a_policy_broken_by_its_updates_is_a_collapse_not_a_limit_or_a_reward(tm
     assert "worse than before training" in found.cause
 
 
+def test_groups_emptied_by_a_drifting_policy_are_its_symptom(tmp_path):
+    # kl start (0 + 0.05) / 2 = 0.025 -> end (0.8 + 0.9) / 2 = 0.85 > 0.3; the groups: 0.2 at the
+    # untrained first rollout, end (1 + 1) / 2 = 1 >= 0.9 with accuracy 0: failing, from the updates
+    metrics = rows(
+        {
+            "kl": [0.0, 0.05, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+            "frac_groups_zero_std": [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0],
+            "accuracy": [0.3, 0.3, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05, 0.0, 0.0],
+        }
+    )
+    assert kinds(check(tmp_path / "drifted", metrics, config={"recipe.beta": 0.04})) == ["drift"]
+    # the same groups with the first rollout already empty: a signal problem of its own
+    metrics[0]["frac_groups_zero_std"] = 0.95
+    assert kinds(check(tmp_path / "empty", metrics, config={"recipe.beta": 0.04})) == ["no-signal", "drift"]
+
+
 def test_a_limit_that_cut_the_first_rollout_stays_a_finding_beside_a_collapse(tmp_path):
     # the untrained policy was already cut (0.9 > 0.5) and its rewards were all alike: the limit and
     # the reward are causes of their own
