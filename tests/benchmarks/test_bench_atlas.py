@@ -306,6 +306,7 @@ def test_every_arm_passes_the_dry_run_on_the_gpu_preset():
     assert budget == {
         "trainer.prompts_per_rollout": 32,
         "trainer.num_generations": 8,
+        "trainer.updates_per_rollout": 2,  # every arm: with one, every ratio is 1 (bench_atlas.UPDATES)
         "trainer.max_steps": 200,
         "trainer.learning_rate": 1e-5,
     }

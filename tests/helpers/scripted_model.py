@@ -119,3 +119,44 @@ def scripted_model(
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def tagged_chain(start: str, text: str, tags: Sequence[str]) -> dict[str, str]:
+    """`chain` for a `tagged_model`: each of `tags` in `text` is one token, every other character
+    one token; every token once, as in `chain`."""
+    import re
+
+    pattern = "(" + "|".join(re.escape(tag) for tag in sorted(tags, key=len, reverse=True)) + ")"
+    tokens = [start]
+    for part in re.split(pattern, text):
+        tokens.extend([part] if part in tags else list(part))
+    tokens.append(EOS)
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"{text!r} after {start!r}: a bigram script needs every token once")
+    return dict(zip(tokens[:-1], tokens[1:]))
+
+
+def tagged_model(
+    folder: Path,
+    script: Mapping[str, str | Sequence[str]],
+    tags: Sequence[str],
+    margins: Mapping[str, float] | None = None,
+) -> Path:
+    """`scripted_model` whose tokenizer has each of `tags` as one token (added to the toy's
+    characters): a markup tag is then one step of the bigram table, so a script can write text
+    whose characters repeat, such as "<answer>[[A]]</answer>" (3 tokens, see `tagged_chain`).
+    The tokenizer is saved with the model, so a run reads the tags as the script writes them."""
+    from rlrecipes.models import toy
+
+    plain = toy.build_tokenizer
+
+    def build_tokenizer():
+        tokenizer = plain()
+        tokenizer.add_tokens(list(tags))
+        return tokenizer
+
+    toy.build_tokenizer = build_tokenizer  # scripted_model imports it when it runs
+    try:
+        return scripted_model(folder, script, margins)
+    finally:
+        toy.build_tokenizer = plain

@@ -115,20 +115,34 @@ def test_toy_problem_set_is_both_orders_and_keyed_apart_from_the_arithmetic_toy(
     assert recipe.warm_start_key(cfg.data) != cfg.data.synthetic
 
 
+# A scripted judge (tests/helpers/scripted_model.py, its tokenizer with the verdict's tags as
+# tokens) that answers <answer>[[A]]</answer> to every judge prompt: it prefers whatever is shown
+# first, the position bias J1 trains against.
+VERDICT_TAGS = ("<answer>", "</answer>", "[[A]]")
+
+
 @pytest.mark.integration
 def test_tiny_judge_run_logs_verdicts_and_diagnostics(tmp_path):
     from rlrecipes.training.job import train
+    from tests.helpers.scripted_model import ASSISTANT, tagged_chain, tagged_model
 
-    # what is checked is what is logged, not learning: a first rollout cut at 24 tokens would be refused
-    cfg = compose(*TOY_JUDGE, "recipe.reward=consistency", "recipe.max_eval_pairs=8", "trainer.preflight=false")
-    summary = train(cfg, tmp_path, log=lambda _: None)
-    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    script = tagged_chain(ASSISTANT, "<answer>[[A]]</answer>", VERDICT_TAGS)
+    judge = tagged_model(tmp_path / "judge", script, VERDICT_TAGS)
+    cfg = compose(*TOY_JUDGE, f"model.name_or_path={judge}", "recipe.reward=consistency", "recipe.max_eval_pairs=8")
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "j1/consistent" in r]
     assert summary["steps"] == 2 and len(steps) == 2
     for r in steps:
-        assert 0 <= r["j1/consistent"] <= 1 and "rewards/verdict/mean" in r
+        # a step: 2 pairs, each in both orders, 4 judgements per row: 16 verdicts, all [[A]] and parsed
+        assert r["j1/parse_ok"] == 1.0 and r["j1/first_position_share"] == 16 / 16
+        # rollout i of order AB (gold A: right) is paired with rollout i of order BA (gold B:
+        # wrong): right in both orders in 0 of the 8 index pairs
+        assert r["j1/consistent"] == 0 / 8 and "rewards/verdict/mean" in r
         assert r["rewards/verdict/mean"] == pytest.approx(r["j1/consistent"])  # the column is the consistency
-    assert summary["accuracy_before"] is not None  # held-out verdict accuracy over both orders
+        assert r["accuracy"] == 8 / 16  # the correctness monitor: right in the 8 AB judgements
+    # held-out verdict accuracy over both orders: the 8 pairs' AB rows right, their BA rows wrong
+    assert summary["accuracy_before"] == 8 / 16 and summary["accuracy_after"] == 8 / 16
 
 
 @pytest.mark.integration

@@ -1,5 +1,6 @@
 """search_r1 and tir: their settings, their one-line refusals, the presets' dry runs, the
-exact-match reward on the model's own text, and a tiny run of each CPU toy."""
+exact-match reward on the model's own text, and a tiny run of each CPU toy preset's recipe (on a
+scripted policy, beside the toy's own warm-start)."""
 
 from __future__ import annotations
 
@@ -110,22 +111,110 @@ TOOL_KEYS = (
     "tools/tool_token_share",
 )
 
+# Each preset's recipe on a scripted policy (tests/helpers/scripted_model.py) whose tokenizer has
+# the preset's tags as tokens, so the bigram table writes them: four problems whose plain prompt
+# ends in a letter; after "g" and "m" the policy calls the tool, and after the result answers;
+# after "h" it answers at once; after "k" it writes "5" and stops (a void turn: neither a call nor
+# an answer, which ends the rollout). "g" and "h" are answered right, "k" and "m" wrong.
+TIR_TAGS = ("<calculator>", "</calculator>", "<result>", "</result>", "<answer>", "</answer>")
+SEARCH_TAGS = ("<search>", "</search>", "<information>", "</information>", "<answer>", "</answer>")
+PASSAGES = ["Kalo\nKalo was born in Perin.", "Dasi\nDasi was born in Lemo."]
+
+
+def scripted_tool_case(preset: str, folder: Path) -> tuple[list[tuple[str, str]], Path, list[str]]:
+    """(problems, the scripted model, the overrides) of `preset`'s scripted run."""
+    from tests.helpers.scripted_model import chain, tagged_chain, tagged_model
+
+    if preset == "tir_toy":
+        # "<calculator>6*7</calculator>" -> "<result>42</result>" -> "<answer>\boxed{42}</answer>"
+        script = {
+            "g": "<calculator>",
+            "m": "<calculator>",
+            **tagged_chain("<calculator>", "6*7</calculator>", TIR_TAGS),
+            **tagged_chain("</result>", "<answer>\\boxed{42}</answer>", TIR_TAGS),
+            "h": "<answer>",
+            **chain("k", "5"),
+        }
+        problems = [("6*7 g", "42"), ("7*6 h", "42"), ("6*8 k", "48"), ("6*9 m", "54")]
+        return problems, tagged_model(folder / "model", script, TIR_TAGS), ["data.answer_style=boxed"]
+    # "<search>Kalo</search>" -> "\n\n<information>Doc 1(Title: Kalo) ...</information>\n\n" -> "<answer>Perin</answer>"
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "contents": c}) + "\n" for i, c in enumerate(PASSAGES)))
+    script = {
+        "g": "<search>",
+        "m": "<search>",
+        **tagged_chain("<search>", "Kalo</search>", SEARCH_TAGS),
+        **tagged_chain("\n", "<answer>Perin</answer>", SEARCH_TAGS),
+        "h": "<answer>",
+        **chain("k", "5"),
+    }
+    problems = [("Kalo g", "Perin"), ("Kalo h", "Perin"), ("Kalo k", "Perin"), ("Dasi m", "Lemo")]
+    # exact match reads the last <answer> block: nothing maths-like to extract (as data=nq_hotpotqa_train)
+    overrides = ["data.answer_style=none", f"rollout.tool_kwargs.search.corpus={corpus}"]
+    return problems, tagged_model(folder / "model", script, SEARCH_TAGS), overrides
+
+
+# Tokens of one rollout of each kind: (called: model, tool, model; answered at once; void).
+#   tir: "<calculator>" 6 * 7 "</calculator>" = 5, "<result>" 4 2 "</result>" = 4, then
+#        "<answer>" \ b o x e d { 4 2 } "</answer>" EOS = 13: 5 + 4 + 13 = 22; at once: 13; void: 5 EOS = 2
+#   search_r1: "<search>" K a l o "</search>" = 6; \n \n "<information>" + the 43 characters of
+#        "Doc 1(Title: Kalo) Kalo was born in Perin.\n" (19 + 23 + 1) + "</information>" \n \n = 3 + 43 + 3 = 49;
+#        "<answer>" P e r i n "</answer>" EOS = 8: 6 + 49 + 8 = 63; at once: 8; void: 2
+ROLLOUT_TOKENS = {"tir_toy": (22, 4, 13, 2), "search_r1_toy": (63, 49, 8, 2)}
+
 
 @pytest.mark.integration
 @pytest.mark.parametrize("preset", ["search_r1_toy", "tir_toy"])
 def test_tiny_toy_run_logs_the_tool_metrics_and_measures_through_the_tools(preset, tmp_path):
-    """Two steps of each CPU toy on the TINY model (warm-started 60 steps: whether it calls the
-    tool is left open): every step logs the tool metrics, held-out accuracy is measured before
-    and after, and the warm-start's dev accuracy was measured through the tool loop."""
+    """Two steps of each CPU toy preset's recipe, on a scripted policy rather than the TINY toy
+    (whether the toy calls the tool is a chance outcome of its build): every step logs the tool
+    metrics, exactly as the script makes them, and held-out accuracy is measured before and
+    after through the tool loop; and the TINY toy's warm-start (60 steps) measured its dev
+    accuracy through the tool loop."""
+    from rlrecipes.models import resolve_model_path
+    from rlrecipes.recipes.tir import TIR
     from rlrecipes.training.job import train
 
-    cfg = compose(f"experiment={preset}", "data.synthetic.num_eval=32", "trainer.eval.batch_size=32")
-    summary = train(cfg, tmp_path, log=lambda _: None)
-    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    toy = compose(f"experiment={preset}", "data.synthetic.num_eval=32")
+    recipe = {"search_r1_toy": SearchR1, "tir_toy": TIR}[preset](toy.recipe)
+    task = recipe.problem_set(toy.data).task
+    folder = resolve_model_path(toy.model, task, recipe.warm_start_key(toy.data), toy.cache_dir, log=lambda _: None)
+    built = json.loads((Path(folder) / "warm_start.json").read_text())
+    assert built["dev_measured_with_tools"] is True and built["steps"] == 60
+
+    problems, model, overrides = scripted_tool_case(preset, tmp_path)
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for p, a in problems))
+    cfg = compose(
+        f"experiment={preset}",
+        f"model.name_or_path={model}",
+        "data.source=file",
+        f"data.path={data}",
+        f"data.eval_path={data}",
+        "data.template=plain",
+        *overrides,
+    )
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "tools/turns" in r]
     assert summary["steps"] == 2 and len(steps) == 2
+    # a step rolls out the four problems 4 times each: 8 rollouts call the tool (g, m), 4 answer
+    # at once (h), 4 end in a void turn (k); turns: 8 * 2 + 4 * 1 + 4 * 1 = 24
+    called, tool, at_once, void = ROLLOUT_TOKENS[preset]
+    expected = {
+        "tools/calls_per_rollout": 8 / 16,  # one call in each of 8 rollouts
+        "tools/error_rate": 0 / 8,  # every call ran
+        "tools/invalid_action_rate": 4 / 24,  # k's void turns, of 24 turns
+        "tools/turns": 24 / 16,
+        "tools/answer_rate": 12 / 16,  # g, m and h closed an answer; k did not
+        # tir: 8 * 4 / (8 * 22 + 4 * 13 + 4 * 2) = 32 / 236; search_r1: 8 * 49 / (8 * 63 + 4 * 8 + 4 * 2) = 392 / 544
+        "tools/tool_token_share": 8 * tool / (8 * called + 4 * at_once + 4 * void),
+    }
     for r in steps:
-        assert all(0.0 <= r[key] <= 3.0 for key in TOOL_KEYS)
-    assert 0.0 <= summary["accuracy_before"] <= 1.0 and 0.0 <= summary["accuracy_after"] <= 1.0
-    built = json.loads((Path(summary["model"]) / "warm_start.json").read_text())
-    assert built["dev_measured_with_tools"] is True and built["steps"] == 60
+        assert {key: r[key] for key in TOOL_KEYS} == expected
+        assert r["tools/void_turn_rate"] == 4 / 16
+        # g and h right (8 of 16 rollouts), k and m wrong: the accuracy monitor and the trained
+        # reward (tir: accuracy; search_r1: exact match on the last <answer> block)
+        assert r["accuracy"] == 0.5 and r["reward_mean"] == 0.5
+    # held-out (the same four problems, greedy, through the tool loop): g and h right, 2 of 4
+    assert summary["accuracy_before"] == 0.5 and summary["accuracy_after"] == 0.5

@@ -69,16 +69,32 @@ def test_training_prompts_get_the_tool_result_in_rag_once(tok):
     assert _prompt(job, {"problem": "12*12"}).endswith("<|assistant|>")
 
 
+# Four training problems, two of them the same question with two gold answers, and a scripted
+# policy (tests/helpers/scripted_model.py) that answers 7 whatever the question: with rag_once every
+# prompt ends in the calculator's "</result>", whose last token ">" the policy follows with "Answer: 7".
+REPLAY_PROBLEMS = [("1+6", "7"), ("1+6", "8"), ("2+3", "5"), ("3+4", "7")]
+
+
 @pytest.mark.integration
 def test_tiny_runs_with_rag_once_and_replay(tmp_path):
     """Two steps of `train` with rag_once (no tool turn: one turn, no calls) and experience
-    replay switched on (its counters logged every step)."""
+    replay switched on (its counters logged every step). A step rolls out all four problems
+    (4 prompts a step), so which groups fail, and which of them find a stored success, is
+    known before the run, on any machine."""
     import json
 
     from rlrecipes.training.job import train
     from tests.conftest import compose
+    from tests.helpers.scripted_model import chain, scripted_model
 
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for p, a in REPLAY_PROBLEMS))
+    model = scripted_model(tmp_path / "model", chain(">", "Answer: 7"))
     cfg = compose(
+        f"model.name_or_path={model}",
+        "data.source=file",
+        f"data.path={data}",
+        "data.answer_style=auto",
         "rollout.tools=[calculator]",
         "rollout.tool_mode=rag_once",
         "recipe.replay.enabled=true",
@@ -91,4 +107,11 @@ def test_tiny_runs_with_rag_once_and_replay(tmp_path):
     assert summary["steps"] == 2 and len(steps) == 2
     for r in steps:
         assert r["tools/turns"] == 1.0 and r["tools/calls_per_rollout"] == 0.0
-        assert r["replay/uses"] >= 0 and "replay/failed_groups" in r
+        # 1+6 (gold 7) and 3+4 succeed in all 4 rollouts; 1+6 (gold 8) and 2+3 fail in all 4:
+        # 2 failed groups every step, and 2 tasks (prompts: 1+6's, 3+4's) with stored successes
+        assert r["replay/failed_groups"] == 2 and r["replay/buffered_tasks"] == 2
+        assert r["accuracy"] == 0.5  # 8 of 16 rollouts right: the monitor, scored before any swap
+    # step 1 draws before its successes are stored: the buffer is empty, 0 rows swapped; step 2:
+    # 1+6 (gold 8) fails with the same prompt as 1+6 (gold 7), whose successes step 1 stored: 1
+    # row swapped; 2+3's prompt has none stored: 0. So 0 + 1 over the two steps
+    assert [r["replay/uses"] for r in steps] == [0, 1]
