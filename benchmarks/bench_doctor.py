@@ -14,8 +14,11 @@ threshold changed after looking at the zoo shows as a difference between the hal
 class and overall (faulty runs whose expected class is found), false alarms (healthy runs with any
 finding), correct cause (found runs whose first finding in the doctor's order is the expected
 class or one of `also`), and for cases that collapse (`collapses`), how many steps before the
-reward collapsed the first live warning came (median). The thresholds themselves were set before
-the zoo, each with its reason (rlrecipes/doctor/thresholds.py), and are not fitted here.
+reward collapsed the first live warning came (median; collapse_step says when a reward has
+collapsed). The thresholds were set before the zoo, each with its reason (rlrecipes/doctor/
+thresholds.py); after the tuning half's first seeds were looked at, the KL drift limit, the stale
+engine's growing gap, the sequence-level clip fraction and drift's symptoms changed, each saying
+so where it is defined. The report half was not looked at before its figures were stored.
 
 Faults planted by one setting each (the zoo's own rewards below are registered by this script):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
