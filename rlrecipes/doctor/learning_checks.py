@@ -53,7 +53,8 @@ def truncation(record: RunRecord) -> Optional[Finding]:
 # -------------------------------------------------------------------------------- entropy
 def entropy_collapse(record: RunRecord) -> Optional[Finding]:
     entropy, accuracy = record.series("entropy"), record.series("accuracy")
-    before, after = mean(start(entropy)), mean(end(entropy))
+    # the start's highest: a collapse within the first window (one large update) is not averaged away
+    before, after = max(v for _, v in start(entropy)), mean(end(entropy))
     if not (before > 0 and after < T.ENTROPY_COLLAPSE_SHARE * before):
         return None
     acc_start, acc_mid, acc_end = mean(start(accuracy)), mean(middle(accuracy)), mean(end(accuracy))
@@ -85,7 +86,7 @@ def entropy_collapse(record: RunRecord) -> Optional[Finding]:
         changes,
         advice=advice,
         evidence=[
-            start_vs_end("entropy", entropy),
+            f"entropy {num(before)} (the highest of {span(start(entropy))}) -> {num(after)} ({span(end(entropy))})",
             f"accuracy {num(mean(shown))} ({span(shown)}) -> {num(acc_end)} ({span(end(accuracy))})",
         ],
         cause=cause,
@@ -94,8 +95,11 @@ def entropy_collapse(record: RunRecord) -> Optional[Finding]:
 
 def entropy_blowup(record: RunRecord) -> Optional[Finding]:
     entropy = record.series("entropy")
-    before, after = mean(start(entropy)), mean(end(entropy))
-    if not (before > 0 and after > T.ENTROPY_BLOWUP_FACTOR * before):
+    # against the start's lowest (a blow-up within the first window is not averaged away), and above
+    # all of the start (a policy that collapsed from there and came back up a little did not blow up)
+    first = [v for _, v in start(entropy)]
+    before, after = min(first), mean(end(entropy))
+    if not (before > 0 and after > T.ENTROPY_BLOWUP_FACTOR * before and after > max(first)):
         return None
     bonus = setting(record, "recipe.entropy_coef", float)
     if bonus:
@@ -108,7 +112,10 @@ def entropy_blowup(record: RunRecord) -> Optional[Finding]:
         "entropy",
         end(entropy),
         changes,
-        evidence=[start_vs_end("entropy", entropy) + f", {after / before:.1f}x its start"],
+        evidence=[
+            f"entropy {num(before)} (the lowest of {span(start(entropy))}) -> {num(after)} ({span(end(entropy))}), "
+            f"{after / before:.1f}x"
+        ],
         cause=f"sampling spreads over many tokens at each position and the text garbles: {cause}",
         sample=quote_sample(record, lambda row: True, lambda row: f"completion {excerpt(row['completion'])}"),
     )

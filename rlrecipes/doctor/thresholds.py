@@ -44,6 +44,8 @@ LOGPROB_GAP_RISING_MIN = 0.02
 # completion per prompt, so groups stop differing and there is little left to learn from
 # (Cui et al. 2025, "The Entropy Mechanism of RL for Reasoning LMs": performance saturates as
 # entropy is spent).
+# Against the highest entropy of the run's first fifth (a collapse inside it, one large update,
+# is not averaged away: the zoo's tuning half, seed 104, learning rate 1 collapsed by step 6 of 30).
 ENTROPY_COLLAPSE_SHARE = 0.1
 # ... while accuracy stalls: the end's training accuracy less than this above the middle
 # window's (steps 40%-60%): two problems in a hundred, below what one more stretch of a run
@@ -55,6 +57,9 @@ SOLVED_ACCURACY = 0.95
 # Blow-up: the end's entropy over three times the start's. Clip-higher and entropy bonuses keep
 # entropy near its start or raise it by tens of percent (DAPO's clip-higher figure); tripled, sampling
 # spreads over many tokens each position and the text garbles.
+# Against the lowest of the run's first fifth, and above all of it (the zoo's tuning half, seeds
+# 102 and 104: learning rate 5e-3 garbled the text within the first six steps of 30, so their mean
+# was already high; a policy that collapsed and came back up a little stays below the start's top).
 ENTROPY_BLOWUP_FACTOR = 3.0
 
 # ------------------------------------------------------------------ learning signal

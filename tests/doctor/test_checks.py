@@ -53,13 +53,13 @@ def test_truncation_at_one_half_is_not_near_1(tmp_path):
 
 # -------------------------------------------------------------------------------- entropy
 def test_entropy_collapse_while_accuracy_stalls(tmp_path):
-    # entropy: start (0.8 + 0.6) / 2 = 0.7, end (0.05 + 0.08) / 2 = 0.065 < 0.1 * 0.7 = 0.07
+    # entropy: the start's highest max(0.8, 0.6) = 0.8, end (0.05 + 0.08) / 2 = 0.065 < 0.1 * 0.8 = 0.08
     # accuracy: middle (steps 5-6) 0.40, end (0.41 + 0.40) / 2 = 0.405: gained 0.005 < 0.02
     entropy = [0.8, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.05, 0.08]
     accuracy = [0.2, 0.3, 0.35, 0.38, 0.4, 0.4, 0.4, 0.4, 0.41, 0.4]
     found = only(check(tmp_path, rows({"entropy": entropy, "accuracy": accuracy})), "entropy-collapse")
     assert found.evidence == [
-        "entropy 0.7 (steps 1-2) -> 0.065 (steps 9-10)",
+        "entropy 0.8 (the highest of steps 1-2) -> 0.065 (steps 9-10)",
         "accuracy 0.4 (steps 5-6) -> 0.405 (steps 9-10)",
     ]
     assert found.fix.startswith("recipe.epsilon_high=0.28 ")  # the run had no clip-higher
@@ -89,7 +89,7 @@ def test_a_policy_broken_by_its_updates_is_a_collapse_not_a_limit_or_a_reward(tm
     assert kinds(verdict) == ["entropy-collapse"]
     found = verdict.findings[0]
     assert found.evidence == [
-        "entropy 0.05 (steps 1-2) -> 0 (steps 9-10)",
+        "entropy 0.08 (the highest of steps 1-2) -> 0 (steps 9-10)",
         "accuracy 0.05 (steps 1-2) -> 0 (steps 9-10)",
     ]
     assert found.fix.startswith("trainer.learning_rate=0.0001 ")  # half the run's 2e-4, not clip-higher
@@ -122,7 +122,7 @@ def test_a_limit_that_cut_the_first_rollout_stays_a_finding_beside_a_collapse(tm
 @pytest.mark.parametrize(
     "entropy_end, accuracy_end",
     [
-        ([0.07, 0.08], [0.41, 0.4]),  # end entropy 0.075: above a tenth of 0.7
+        ([0.08, 0.09], [0.41, 0.4]),  # end entropy 0.085: above a tenth of the start's highest, 0.8
         ([0.05, 0.08], [0.45, 0.4]),  # accuracy still rising: 0.425 - 0.40 = 0.025 >= 0.02
         ([0.05, 0.08], [0.96, 0.96]),  # solved: confident, not collapsed
     ],
@@ -133,13 +133,29 @@ def test_no_entropy_collapse_short_of_it_or_while_learning(tmp_path, entropy_end
     assert "entropy-collapse" not in kinds(check(tmp_path, rows({"entropy": entropy, "accuracy": accuracy})))
 
 
+def test_a_collapse_or_blowup_within_the_first_window_is_not_averaged_away(tmp_path):
+    # 30 steps: windows of 6. Collapse by step 6: start mean (0.08+0.11+0.09+0.06+0.03+0.006)/6 = 0.0627,
+    # end 0.008: 0.128 of the mean (missed by it) but 0.073 of the start's highest, 0.11
+    collapse = [0.08, 0.11, 0.09, 0.06, 0.03, 0.006] + [0.008] * 24
+    metrics = rows({"entropy": collapse, "accuracy": [0.25] + [0.0] * 29}, steps=30)
+    assert "entropy-collapse" in kinds(check(tmp_path / "collapse", metrics))
+    # blow-up by step 5: start mean (0.07+0.16+0.16+0.14+0.31+0.34)/6 = 0.197, end 0.35: 1.8x the mean
+    # (missed before), 5x the start's lowest 0.07 and above its highest 0.34
+    blowup = [0.07, 0.16, 0.16, 0.14, 0.31, 0.34] + [0.35] * 24
+    assert "entropy-blowup" in kinds(check(tmp_path / "blowup", rows({"entropy": blowup}, steps=30)))
+    # collapsed from step 2, then back up to 0.01: 1000x the start's lowest (0.00001), but below
+    # its highest (0.08): no blow-up
+    back = [0.08, 0.00001, 0.00002, 0.00001, 0.00002, 0.00001] + [0.0] * 18 + [0.01] * 6
+    assert "entropy-blowup" not in kinds(check(tmp_path / "back", rows({"entropy": back}, steps=30)))
+
+
 def test_entropy_blowup_names_the_entropy_bonus(tmp_path):
-    # start 0.5, end 1.75 > 3 * 0.5 = 1.5
+    # the start's lowest 0.5, end 1.75 > 3 * 0.5 = 1.5 and above the start's highest
     entropy = [0.5, 0.5, 0.8, 1.0, 1.2, 1.4, 1.6, 1.7, 1.75, 1.75]
     garbled = sample(completion="q#z 19 ]]x 7 k")
     verdict = check(tmp_path, rows({"entropy": entropy}), config={"recipe.entropy_coef": 0.01}, samples={10: [garbled]})
     found = only(verdict, "entropy-blowup")
-    assert found.evidence == ["entropy 0.5 (steps 1-2) -> 1.75 (steps 9-10), 3.5x its start"]
+    assert found.evidence == ["entropy 0.5 (the lowest of steps 1-2) -> 1.75 (steps 9-10), 3.5x"]
     assert found.fix == "recipe.entropy_coef=0" and "recipe.entropy_coef=0.01" in found.cause
     assert found.sample == 'step 10, group 0: completion "q#z 19 ]]x 7 k"'
 
