@@ -206,7 +206,6 @@ def check_objective(cfg: Any) -> None:
         upper = 1 + (r.epsilon if r.epsilon_high is None else r.epsilon_high)
         if not r.delta > upper:
             raise ConfigError(f"recipe.delta={r.delta} must be above 1 + the upper clip ({upper:g})")
-    _refuse_unread_clip(r, loss)
     if loss != "sapo":
         _refuse_inert("recipe.sapo", r.sapo, vars(SapoConfig()), "it applies only with recipe.loss_type=sapo")
     if loss != "vespo":
@@ -238,8 +237,11 @@ UNREAD_CLIP = {
 }
 
 
-def _refuse_unread_clip(r: Any, loss: str) -> None:
-    """A clip bound changed from its default under a loss type that has no such bound: one line."""
+def check_unread_clip(r: Any) -> None:
+    """A clip bound changed from its default under a loss type that has no such bound: one line.
+    (training/plan.py calls it after the recipe's own checks: a recipe with a policy loss of its own
+    sets the bounds it reads, and refuses a TRL loss type itself, in its own words.)"""
+    loss = r.loss_type
     for key in UNREAD_CLIP.get(loss, ()):
         if r[key] != getattr(RecipeConfig, key):
             raise ConfigError(

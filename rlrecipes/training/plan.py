@@ -18,7 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes.compose import conf_dir, eval_config_for
-from rlrecipes.config.checks import check_train_values
+from rlrecipes.config.checks import check_train_values, check_unread_clip
 from rlrecipes.data.problems import data_label
 from rlrecipes.engine.checkpoints import CHECKPOINT_MARKER, OPTIMIZER_FILE
 from rlrecipes.engine.grpo_args import BatchPlan, build_grpo_config, objective_rows, plan_batches
@@ -83,6 +83,7 @@ def plan_run(cfg: DictConfig, run_dir: Path | None = None, hardware: bool = True
     check_experiment_recipe(cfg)
     _check_reward_names(cfg.recipe)
     recipe_cls.validate(cfg)
+    check_unread_clip(cfg.recipe)
     check_tool_rollout(cfg)
     peft_config(cfg.model)
     recipe = recipe_cls(cfg.recipe)

@@ -145,18 +145,6 @@ OFF_POLICY = "trainer.updates_per_rollout=2"
         (("recipe.sapo.temperature_pos=2",), "recipe.sapo.temperature_pos=2.0 has no effect: it applies only with"),
         (("recipe.vespo.k_neg=1",), "recipe.vespo.k_neg=1.0 has no effect"),
         (("recipe.adaptive_entropy.target=0.5",), "recipe.adaptive_entropy.target=0.5 has no effect"),
-        (
-            ("recipe.loss_type=cispo", "recipe.epsilon_high=5", "recipe.epsilon=0.1"),
-            r"recipe.epsilon=0.1 has no effect: recipe.loss_type=cispo has no such clip bound \(it caps its weight only",
-        ),
-        (
-            ("recipe.loss_type=sapo", "recipe.epsilon_high=0.28"),
-            "recipe.epsilon_high=0.28 has no effect: recipe.loss_type=sapo",
-        ),
-        (
-            ("recipe.loss_type=vespo", "recipe.epsilon=0.3"),
-            r"recipe.epsilon=0.3 has no effect: .* \(recipe.vespo.\* shape",
-        ),
         # entropy
         (("recipe.top_entropy_quantile=0",), r"recipe.top_entropy_quantile=0.0 must be in \(0, 1\]"),
         (("recipe.top_entropy_quantile=1.5",), r"recipe.top_entropy_quantile=1.5 must be in \(0, 1\]"),
@@ -182,6 +170,30 @@ OFF_POLICY = "trainer.updates_per_rollout=2"
 def test_settings_a_loss_needs_or_ignores_are_one_line(overrides, message):
     with pytest.raises(ConfigError, match=message):
         check_train_values(compose(*overrides))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ("recipe.loss_type=cispo", "recipe.epsilon_high=5", "recipe.epsilon=0.1"),
+            r"recipe.epsilon=0.1 has no effect: recipe.loss_type=cispo has no such clip bound \(it caps its weight only",
+        ),
+        (
+            ("recipe.loss_type=sapo", "recipe.epsilon_high=0.28"),
+            "recipe.epsilon_high=0.28 has no effect: recipe.loss_type=sapo",
+        ),
+        (
+            ("recipe.loss_type=vespo", "recipe.epsilon=0.3"),
+            r"recipe.epsilon=0.3 has no effect: .* \(recipe.vespo.\* shape",
+        ),
+    ],
+)
+def test_a_clip_bound_the_loss_type_never_reads_is_refused_before_anything_loads(overrides, message):
+    from rlrecipes.training.plan import plan_run
+
+    with pytest.raises(ConfigError, match=message):
+        plan_run(compose(*overrides), hardware=False)
 
 
 @pytest.mark.parametrize(
