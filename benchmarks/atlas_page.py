@@ -21,6 +21,7 @@ ATLAS_PAGE = REPO / "docs" / "atlas.md"
 FIGURES_DIR = REPO / "docs" / "atlas"
 MARKED = re.compile(r"<!-- atlas:([a-z0-9_]+) -->\n(.*?)<!-- /atlas -->", re.S)
 DASH = "–"
+COLLAPSES = ("collapses", "entropy_collapses")  # bench_atlas.task_figures' counts
 
 
 def first_task(arm: str) -> Optional[str]:
@@ -91,9 +92,11 @@ def task_table(name: str, record: Optional[dict[str, Any]]) -> list[str]:
         deltas = "; ".join(f"vs {ref} {difference(pair['greedy'])}" for ref, pair in figures["paired"].items())
         trained = figures["cells"] - len(figures["errors"])
         failed = f" ({len(figures['errors'])} ended in an error)" if figures["errors"] else ""
+        # the starting model has no training run to collapse in
+        collapses = [DASH, DASH] if arm == "untrained" else [f"{figures[k]} of {trained}" for k in COLLAPSES]
         lines.append(
             f"| {anchors(name, arm)}{arm} | {cell} | {spread(figures.get('greedy'))}{failed} | {passes} | "
-            f"{deltas or DASH} | {figures['collapses']} of {trained} | {figures['entropy_collapses']} of {trained} |"
+            f"{deltas or DASH} | {' | '.join(collapses)} |"
         )
     if result is not None and (FIGURES_DIR / f"{name}.png").is_file():
         lines += ["", f"![{name}: held-out accuracy and entropy per arm](atlas/{name}.png)"]

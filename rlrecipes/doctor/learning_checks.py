@@ -319,16 +319,16 @@ def _lower_weight(record: RunRecord, name: str) -> dict[str, Any]:
 # rollout, from the untrained policy, was none of these, the limit and the reward are fine and the
 # finding is the policy's symptom. (Drift: the doctor zoo's tuning half, seed 100, a KL penalty
 # outrun by its learning rate took accuracy to ~0, and its empty groups led the verdict.)
-DEGENERATE = ("entropy-collapse", "entropy-blowup", "drift")
+BROKEN_BY_UPDATES = ("entropy-collapse", "entropy-blowup", "drift")
 
 
 def _arose_in_training(metric: str, healthy: Callable[[float], bool]) -> Callable[[RunRecord], tuple[str, ...]]:
-    """A Check's `symptom_of`: DEGENERATE where the run's first logged `metric` (the untrained
+    """A Check's `symptom_of`: BROKEN_BY_UPDATES where the run's first logged `metric` (the untrained
     policy's rollout) was `healthy`, so the finding arose from the updates."""
 
     def symptom_of(record: RunRecord) -> tuple[str, ...]:
         points = record.series(metric)
-        return DEGENERATE if points and healthy(points[0][1]) else ()
+        return BROKEN_BY_UPDATES if points and healthy(points[0][1]) else ()
 
     return symptom_of
 

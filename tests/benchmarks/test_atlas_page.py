@@ -170,3 +170,10 @@ def test_a_stored_task_gets_its_figure_and_the_table_shows_it(tmp_path, monkeypa
     table = atlas_page.task_table("smollm2", record("atlas_smollm2", TWO_ARMS))
     assert "![smollm2: held-out accuracy and entropy per arm](atlas/smollm2.png)" in table
     assert not any("atlas/smollm2.png" in line for line in atlas_page.task_table("smollm2", None))
+
+
+def test_the_starting_model_has_no_collapse_counts():
+    start = {"cells": 1, "errors": [], "greedy": {"mean": 0.05, "stdev": 0.0}, "paired": {}}
+    result = {**TWO_ARMS, "arms": {"untrained": {**start, "collapses": 0, "entropy_collapses": 0}}}
+    [row] = [line for line in atlas_page.task_table("smollm2", record("atlas_smollm2", result)) if "id=" in line]
+    assert row.endswith("| 0.050 ± 0.000 | – / – | – | – | – |")  # not "0 of 1": it trained no run

@@ -175,7 +175,7 @@ def test_claim_4_quotes_how_often_the_starting_models_majority_is_right():
     assert "starting_model" not in claim({"smollm2": cells[1:]}, 4)  # no scored start: nothing said
 
 
-def test_the_majority_answer_is_right_where_the_equivalent_answers_outvote_the_rest():
+def test_the_majority_answer_is_right_by_ttrls_own_vote_rule():
     from types import SimpleNamespace
 
     from rlrecipes.grading import extract_answer
@@ -187,11 +187,13 @@ def test_the_majority_answer_is_right_where_the_equivalent_answers_outvote_the_r
     texts = [
         ["\\boxed{4}", "\\boxed{4}", "\\boxed{5}"],  # majority 4, right
         ["\\boxed{7}", "\\boxed{7}", "\\boxed{6}"],  # majority 7, wrong (gold 6)
-        ["no answer", "\\boxed{2}", "no answer"],  # the one answer given wins, right
+        # recipe.vote=exact, recipe=ttrl's default (the TTRL code's Counter): the missing answer, counted
+        # as "", wins 2 to 1 and is no right label (under the equivalence vote 2 would win)
+        ["no answer", "\\boxed{2}", "no answer"],
         ["\\boxed{1}", "\\boxed{3}", "\\boxed{3}"],  # majority 3, wrong (gold 1)
     ]
     items = [{"answer": 4}, {"answer": 6}, {"answer": 2}, {"answer": 1}]
-    assert bench.majority_right(texts, items, problems) == {"majority": 0.5}
+    assert bench.majority_right(texts, items, problems) == {"majority": 0.25}  # 1 of 4
     assert bench.majority_right(texts, items, SimpleNamespace(answer_style=None, verify=verify)) == {}
 
 

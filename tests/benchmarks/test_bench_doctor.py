@@ -139,11 +139,3 @@ def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatc
     assert len(calls) == 2 and judged == ["healthy-grpo_s100", "healthy-grpo_s101"]
     result = json.loads((tmp_path / "doctor.json").read_text())["result"]
     assert result["report_half"]["false_alarms"] == ["healthy/grpo seed 101: drift"]
-
-
-def test_a_record_cut_short_by_a_kill_is_dropped_and_its_case_reruns(tmp_path):
-    zoo = tmp_path / "zoo"
-    bench.append_record(zoo, {"case": "healthy/grpo", "seed": 1})
-    with (zoo / "records.jsonl").open("a") as f:
-        f.write('{"case": "healthy/da')
-    assert bench.read_records(zoo) == [{"case": "healthy/grpo", "seed": 1}]

@@ -168,8 +168,21 @@ def test_a_spawned_run_that_dies_raises_instead_of_waiting_for_ever():
 
 
 def test_a_spawned_run_past_its_time_shows_where_it_hung_and_is_killed(capfd):
-    started = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish in 5 s"):
         benchkit.run_spawned(_hung_in_here, timeout_s=5)
-    assert time.monotonic() - started < 60
     assert "_hung_in_here" in capfd.readouterr().err  # the child's stack at the timeout
+
+
+def test_a_jsonl_store_drops_a_last_line_cut_short_by_a_kill(tmp_path):
+    store = tmp_path / "zoo" / "records.jsonl"
+    benchkit.append_jsonl(store, {"case": "healthy/grpo", "seed": 1, "loss": math.nan})
+    with store.open("a") as f:
+        f.write('{"case": "healthy/da')
+    assert benchkit.read_jsonl(store) == [{"case": "healthy/grpo", "seed": 1, "loss": None}]
+    assert benchkit.read_jsonl(tmp_path / "missing.jsonl") == []
+
+
+def test_a_digest_names_the_settings_not_their_order():
+    assert benchkit.digest({"steps": 30, "overrides": []}) == benchkit.digest({"overrides": [], "steps": 30})
+    assert benchkit.digest({"steps": 30, "overrides": []}) != benchkit.digest({"steps": 20, "overrides": []})
+    assert len(benchkit.digest({})) == 16
