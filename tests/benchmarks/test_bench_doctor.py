@@ -71,8 +71,9 @@ def test_one_bad_batch_or_a_recovery_or_a_last_dip_is_no_collapse():
 
 def test_every_case_names_a_doctor_class_and_the_smoke_cases_exist():
     from rlrecipes.doctor.diagnose import ORDER
+    from rlrecipes.doctor.preflight import REFUSAL_CLASSES
 
-    assert all(c.expected in (None, *ORDER) and set(c.also) <= set(ORDER) for c in bench.CASES)
+    assert all(c.expected in (None, *ORDER, *REFUSAL_CLASSES) and set(c.also) <= set(ORDER) for c in bench.CASES)
     names = [c.name for c in bench.CASES]
     assert len(set(names)) == len(names) and set(bench.SMOKE_CASES) <= set(names)
     assert {c.expected for c in bench.CASES} - {None} == {n.split("/")[0] for n in names if not n.startswith("healthy")}
@@ -85,6 +86,32 @@ def test_every_case_is_a_run_the_planner_accepts():
 
     for case in bench.CASES:
         plan_run(compose_config("train", [*case.overrides, "trainer.max_steps=30"]), hardware=False)
+
+
+def test_the_too_hard_sums_have_four_digit_operands():
+    train, held_out = bench.ZOO_DATA["four_digit_sums"]()
+    assert (len(train), len(held_out)) == (3000, 300)
+    for row in train + held_out:
+        a, b = row["problem"].split("+")
+        assert len(a) == len(b) == 4 and row["answer"] == str(int(a) + int(b))
+
+
+def test_a_case_plants_its_dataset_and_its_length():
+    """A kept run counts only while its case plants the same: a dataset or a longer run is part of it."""
+    assert bench.planted(bench.Case("healthy/grpo", ("recipe=dapo",))) == ["recipe=dapo"]
+    late = bench.Case("a/b", ("x=1",), "a", fault="f", data="four_digit_sums", late=True)
+    assert bench.planted(late) == ["x=1", "fault=f", "data=four_digit_sums", f"steps x{bench.LATE_FACTOR}"]
+
+
+def test_a_zoo_dataset_is_written_into_the_run_and_read_from_there(tmp_path):
+    overrides = bench.data_overrides("four_digit_sums", tmp_path / "data")
+    assert overrides == [
+        "data.source=file",
+        f"data.path={tmp_path / 'data' / 'train.jsonl'}",
+        f"data.eval_path={tmp_path / 'data' / 'heldout.jsonl'}",
+    ]
+    rows = [json.loads(line) for line in (tmp_path / "data" / "heldout.jsonl").read_text().splitlines()]
+    assert rows == bench.ZOO_DATA["four_digit_sums"]()[1]
 
 
 # ------------------------------------------------------------------ the kept zoo and its replay

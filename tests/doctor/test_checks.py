@@ -210,6 +210,19 @@ def test_a_reward_flat_for_ten_steps_is_found_and_explains_the_missing_signal(tm
     assert found.command == "rlrecipes train recipe=grpo trainer.log_samples_every=1 trainer.max_steps=10"
 
 
+@pytest.mark.parametrize("read, found", [(0.1, "no-signal"), (0.09, "reward-flat"), (None, "reward-flat")])
+def test_a_reward_flat_at_0_on_answers_the_grader_read_is_data_too_hard(tmp_path, read, found):
+    # every completion wrong (accuracy 0 on all ten steps); the pre-flight's probe read an answer in
+    # a tenth of its completions (PREFLIGHT_READABLE_MIN): the grader judged them, the data is too
+    # hard. Fewer read, or no probe (--no-preflight): the reward may not see the answers at all.
+    metrics = rows({"reward_std": 0.0, "frac_groups_zero_std": 1.0, "reward_mean": 0.0, "accuracy": 0.0})
+    probe = {"preflight": {"probe": {"extractable_share": read}}} if read is not None else {}
+    verdict = check(tmp_path, metrics, summary=probe)
+    assert kinds(verdict) == [found]
+    if found == "no-signal":
+        assert "the groups all fail" in verdict.findings[0].cause
+
+
 def test_a_flat_reward_quotes_what_it_scored_when_samples_are_stored(tmp_path):
     unparsed = sample(completion="the sum is nineteen", rewards={"accuracy": 0.0})
     found = only(check(tmp_path, rows({"reward_std": 0.0}), samples={10: [unparsed]}), "reward-flat")
@@ -344,8 +357,14 @@ def test_a_gap_on_fewer_than_half_the_rounds_is_not_a_mismatch(tmp_path):
     assert "rollout-mismatch" not in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
 
 
+def test_a_gap_that_grows_to_a_hundredth_of_a_nat_is_a_stale_engine(tmp_path):
+    # start (0 + 0.002) / 2 = 0.001 -> end (0.009 + 0.0111) / 2 = 0.01005 >= 0.01 and 10x
+    gap = [0.0, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.009, 0.0111]
+    assert "rollout-mismatch" in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
+
+
 def test_a_gap_that_grows_with_training_is_a_stale_engine(tmp_path):
-    # under every fixed limit, but start (0 + 0.002) / 2 = 0.001 -> end (0.04 + 0.05) / 2 = 0.045: 45x, >= 0.02
+    # under every fixed limit, but start (0 + 0.002) / 2 = 0.001 -> end (0.04 + 0.05) / 2 = 0.045: 45x, >= 0.01
     gap = [0.0, 0.002, 0.004, 0.006, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05]
     found = only(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM), "rollout-mismatch")
     assert found.evidence == [
@@ -358,7 +377,7 @@ def test_a_gap_that_grows_with_training_is_a_stale_engine(tmp_path):
     "gap",
     [
         [0.03, 0.028, 0.031, 0.03, 0.029, 0.032, 0.03, 0.031, 0.029, 0.03],  # bfloat16 against float32: flat
-        [0.0, 0.001, 0.002, 0.003, 0.005, 0.007, 0.009, 0.011, 0.013, 0.015],  # grows, ends below 0.02
+        [0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.009, 0.0109],  # grows, ends 0.00995 < 0.01
         [0.01, 0.01, 0.012, 0.015, 0.018, 0.02, 0.022, 0.025, 0.028, 0.029],  # ends 0.0285 < 3 x 0.01
     ],
 )

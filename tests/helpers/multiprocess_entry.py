@@ -16,6 +16,9 @@ RLRECIPES_TEST_FAULT makes the run die where a real one can:
   fails on a full disk (its own exception type, not an OSError), leaving a partial file.
 - `skip_weight_sync:0`: the colocated vLLM-CPU engine is never given the trained weights (a
   failed sync): it keeps sampling from the initial model while the trainer moves on.
+- `skip_tied_head_repack:0`: the sync reloads every weight but leaves a tied `lm_head` packed
+  from the first load (vLLM-CPU's reload path alone, engine/vllm_sync.py): the engine scores
+  its tokens with the initial embedding while the rest of the model moves on.
 
 `scripted_groups` scores a completion from its prompt and its position in the group only,
 never from its sampled text, so which groups are mixed is the same whatever the process
@@ -92,6 +95,11 @@ def inject_fault(spec: str) -> None:
         from rlrecipes.engine import vllm_sync
 
         vllm_sync.sync_weights = lambda generation: None
+        return
+    if kind == "skip_tied_head_repack":
+        from rlrecipes.engine import vllm_sync
+
+        vllm_sync.repack_tied_lm_head = lambda vllm_model: None
         return
     if kind == "disk_full_at_final_save":
         import errno
