@@ -324,13 +324,18 @@ def real_model(rec: dict) -> str:
 
 def doctor(rec: dict) -> str:
     r = rec["result"]["report_half"]
+    report_seeds = sorted({run["seed"] for run in rec["result"]["runs"] if run["seed"] % 2})
     lead = r["median_warning_lead_steps"]
+    if lead is None:
+        warned = "no run collapsed"
+    else:
+        when = f"{lead:g} steps before" if lead >= 0 else f"{-lead:g} steps after"
+        warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs)"
     return (
-        f"on the report seeds: recall {r['recall']:.0%} over {r['faulty_runs']} faulty runs "
-        f"({len(r['recall_per_class'])} classes), false alarms {r['false_alarm_rate']:.0%} of "
-        f"{r['healthy_runs']} healthy runs, correct cause {r['correct_cause_rate']:.0%}, median warning "
-        + (f"{lead:g} steps before the collapse" if lead is not None else "lead: no run collapsed")
-        + f" ({seeds(rec)})"
+        f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
+        f"{r['faulty_runs']} faulty runs ({len(r['recall_per_class'])} classes), false alarms "
+        f"{r['false_alarm_rate']:.0%} of {r['healthy_runs']} healthy runs, correct cause "
+        f"{r['correct_cause_rate']:.0%}; {warned}"
     )
 
 
@@ -623,6 +628,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "sandbox": ("sandbox", sandbox_headline),
     "cpu_paths": ("cpu_paths", cpu_paths_headline),
     "build_spread": ("build_spread", build_spread_headline),
+    "doctor": ("doctor", doctor),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 

@@ -136,3 +136,29 @@ def test_the_curriculum_row_quotes_accuracy_overall_and_at_the_most_distractors(
     )
     arithmetic = {**rec, "result": {"longest_bucket": "7", "arms": {}}}  # the record before long documents
     assert "not yet measured on long documents" in readme_figures.curriculum(arithmetic)
+
+
+def doctor_record(lead):
+    half = {
+        "faulty_runs": 30,
+        "healthy_runs": 36,
+        "recall": 0.9333,
+        "recall_per_class": {c: {} for c in ("drift", "numeric", "truncation")},
+        "false_alarm_rate": 0.0278,
+        "correct_cause_rate": 0.8571,
+        "collapsed_runs": 9,
+        "median_warning_lead_steps": lead,
+    }
+    runs = [{"seed": s} for s in (100, 101, 103, 105)]
+    return {**record({"report_half": half, "runs": runs}), "bench": "doctor", "seeds": [100, 101, 103, 105]}
+
+
+def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collapse_it_warned():
+    assert readme_figures.doctor(doctor_record(-3.5)) == (
+        "on the report seeds (101, 103, 105): recall 93% over 30 faulty runs (3 classes), false alarms 3% of 36 "
+        "healthy runs, correct cause 86%; the first warning 3.5 steps after the reward collapsed (median of 9 runs)"
+    )
+    assert readme_figures.doctor(doctor_record(2)).endswith(
+        "the first warning 2 steps before the reward collapsed (median of 9 runs)"
+    )
+    assert readme_figures.doctor(doctor_record(None)).endswith("; no run collapsed")
