@@ -46,6 +46,8 @@ class Probe:
     logprob_gap: Optional[float] = None  # vllm/logprob_gap on this batch (vLLM rollouts only)
 
 
+RESULT_FILE = "preflight.json"  # RUN/preflight.json: the verdict on the first rollout, refusal or not
+
 # The classes a refusal is counted as: the doctor's truncation, and unreadable answers (no check
 # reads them from a run's metrics: a run that trains has readable answers in some batch).
 REFUSAL_CLASSES = ("truncation", "format")

@@ -9,8 +9,9 @@ import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
+from rlrecipes.doctor.preflight import RESULT_FILE
 from rlrecipes.errors import UserError
 from rlrecipes.runs.discover import Run, find_runs, load_runs
 from rlrecipes.step_samples import StepSamples, read_step, stored_steps
@@ -110,6 +111,9 @@ def read_run(path: Path) -> Record:
 
 def _why_no_steps(run: Run) -> str:
     metrics = run.path / "metrics.jsonl"
+    refusal = _preflight_refusal(run.path)
+    if refusal:  # refused before its first update: the refusal is the verdict
+        return f"{run.path}: refused before its first update, nothing trained: {refusal}"
     if not metrics.is_file():
         return (
             f"{metrics}: missing; the run logged no step (it failed or was stopped before its first one, "
@@ -118,6 +122,16 @@ def _why_no_steps(run: Run) -> str:
     if run.bad_lines:
         return f"{metrics}: no whole record among its {run.lines} lines (torn or not a metrics log): nothing to check"
     return f"{metrics}: empty; the run logged no step yet: nothing to check"
+
+
+def _preflight_refusal(path: Path) -> Optional[str]:
+    """The pre-flight's one-line refusal from RUN/preflight.json (None: none, or unreadable)."""
+    try:
+        verdict = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    refusal = verdict.get("refusal") if isinstance(verdict, dict) else None
+    return refusal if isinstance(refusal, str) and refusal else None
 
 
 def _notes(run: Run, rows: list[dict[str, Any]]) -> list[str]:

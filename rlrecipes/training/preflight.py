@@ -14,12 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from rlrecipes.doctor.preflight import Probe, ProbeSettings, judge, readable_share
+from rlrecipes.doctor.preflight import RESULT_FILE, Probe, ProbeSettings, judge, readable_share
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import write_json
-
-RESULT_FILE = "preflight.json"
 
 
 class PreflightRefused(UserError):

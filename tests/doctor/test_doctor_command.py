@@ -69,6 +69,18 @@ def test_a_run_without_metrics_is_one_line_and_exit_2(tmp_path, capsys):
     )
 
 
+def test_a_run_the_preflight_refused_says_the_refusal(tmp_path, capsys):
+    run = make_run(tmp_path / "run", None, finished=False)
+    refusal = "pre-flight: all 64 completions of the first rollout were cut at trainer.max_completion_length=5"
+    (run / "preflight.json").write_text(json.dumps({"probe": {}, "refusal": refusal, "warnings": []}))
+    code, text = cli(capsys, "doctor", str(run))
+    assert code == 2
+    assert one_error_line(text) == f"error: {run}: refused before its first update, nothing trained: {refusal}"
+    (run / "preflight.json").write_text(json.dumps({"probe": {}, "refusal": None, "warnings": ["w"]}))
+    code, text = cli(capsys, "doctor", str(run))  # judged and let through, then stopped: no refusal to say
+    assert "metrics.jsonl: missing" in one_error_line(text)
+
+
 def test_a_path_without_runs_is_one_line_and_exit_2(tmp_path, capsys):
     code, text = cli(capsys, "doctor", str(tmp_path / "nowhere"))
     assert code == 2 and one_error_line(text) == f"error: {tmp_path / 'nowhere'}: no such run directory"
