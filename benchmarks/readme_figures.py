@@ -329,7 +329,7 @@ def doctor(rec: dict) -> str:
     if lead is None:
         warned = "no run collapsed"
     else:
-        when = f"{lead:g} steps before" if lead >= 0 else f"{-lead:g} steps after"
+        when = f"{lead:g} steps before" if lead > 0 else f"{-lead:g} steps after" if lead < 0 else "at the step"
         warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs)"
     return (
         f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
