@@ -35,7 +35,8 @@ def anchors(task: str, arm: str) -> str:
 
 
 def points(value: float) -> str:
-    return f"{100 * value:+.1f}"
+    shown = round(100 * value, 1)
+    return f"{shown + 0.0:+.1f}"  # + 0.0: a mean of -0.0001 (or -0.0) prints +0.0, not -0.0
 
 
 def difference(found: dict[str, Any]) -> str:

@@ -75,6 +75,7 @@ from benchkit import (
     result_path,
     run_spawned,
     save_result,
+    starting_model,
     stats,
     write_text_atomically,
 )
@@ -559,12 +560,12 @@ def score_with_transformers(cfg, task: Task, model_dir: Optional[Path], heldout:
 
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import greedy_accuracy
-    from rlrecipes.models import load_model, resolve_model_path
+    from rlrecipes.models import load_model
 
     problems = problem_set(cfg)
     items = problems.eval[:heldout]
     if model_dir is None:
-        model_dir = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+        model_dir = starting_model(cfg, problems)
     model, tok = load_model(str(model_dir), cfg.model)
     prompts = [render_prompt(it["problem"], cfg.data.template, tok, cfg.data.system_prompt) for it in items]
     greedy = greedy_accuracy(
@@ -598,13 +599,11 @@ def score_with_vllm(cfg, task: Task, model_dir: Optional[Path], heldout: int) ->
     `task.pass_problems`, through one vLLM-CPU engine (bench_real_model.Sampler), seeded per problem."""
     from bench_real_model import Sampler, base_model, prompt, trained_model
 
-    from rlrecipes.models import resolve_model_path
-
+    problems = problem_set(cfg)
     if "engine" not in _SAMPLER:
-        _SAMPLER["engine"] = Sampler(resolve_model_path(cfg.model, log=lambda _: None), cfg)
+        _SAMPLER["engine"] = Sampler(starting_model(cfg, problems), cfg)
     sampler = _SAMPLER["engine"]
     sampler.load(trained_model(cfg, model_dir) if model_dir is not None else base_model(cfg)[0])
-    problems = problem_set(cfg)
     items = problems.eval[:heldout]
     sampled = items[: task.pass_problems or len(items)]
     t, n = cfg.trainer, max(task.ks)

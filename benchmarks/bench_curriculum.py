@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import parse_bench_args, save_result, stats
+from benchkit import parse_bench_args, save_result, starting_model, stats
 
 from rlrecipes.training.stages import compose_pipeline, plan, stage_config, state
 
@@ -204,7 +204,7 @@ def run_seed(
         warmup = stages[0].run_dir(parent)
         own_data = stage_config(stages[-1], parent, stages, phase_data=False)  # the synthetic task
         if "toy" not in out:  # the model the warm-up started from: the cached toy, one for every seed
-            toy = toy_folder(stage_config(stages[0], parent, stages))
+            toy = Path(starting_model(stage_config(stages[0], parent, stages)))  # cached by the warm-up stage
             out["toy"] = accuracy_by_distractors(toy, own_data)
             report = json.loads((toy / "warm_start.json").read_text())
             out["toy_warm_start"] = {k: report[k] for k in ("steps", "dev_accuracy", "plateaued")}
@@ -226,16 +226,6 @@ def run_seed(
         runs[arm].update(phases=phases, rl_steps=steps, cpu_seconds=round(time.process_time() - cpu, 1))
         print(f"seed {seed} {arm}: {runs[arm]['overall']:.3f} {runs[arm]['by_distractors']}", file=sys.stderr)
     return runs
-
-
-def toy_folder(warmup_cfg: Any) -> Path:
-    """The cached toy the warm-up stage started from (built by then: this only finds it)."""
-    from rlrecipes.data.synthetic import make_task
-    from rlrecipes.models import resolve_model_path
-
-    synthetic = warmup_cfg.data.synthetic
-    path = resolve_model_path(warmup_cfg.model, make_task(synthetic), synthetic, warmup_cfg.cache_dir, lambda _: None)
-    return Path(path)
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -66,7 +66,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchkit import REPO, append_jsonl, digest, error_line, parse_bench_args, read_jsonl, run_spawned, save_result
+from benchkit import (
+    REPO,
+    append_jsonl,
+    digest,
+    error_line,
+    parse_bench_args,
+    read_jsonl,
+    run_spawned,
+    save_result,
+    starting_model,
+)
 
 from rlrecipes.rewards import RewardContext, register_reward
 
@@ -278,13 +288,8 @@ def data_overrides(name: str, folder: Path) -> list[str]:
 def toy_folder(overrides: list[str]) -> str:
     """The folder of the toy a run with `overrides` on its synthetic task starts from."""
     from rlrecipes.compose import compose_config
-    from rlrecipes.data.synthetic import make_task
-    from rlrecipes.models import resolve_model_path
-    from rlrecipes.training.plan import plan_run
 
-    cfg = compose_config("train", overrides)
-    key = plan_run(cfg, hardware=False).recipe.warm_start_key(cfg.data)
-    return resolve_model_path(cfg.model, make_task(cfg.data.synthetic), key, cfg.cache_dir, log=lambda _: None)
+    return starting_model(compose_config("train", overrides))
 
 
 # ------------------------------------------------------------------------------ one run

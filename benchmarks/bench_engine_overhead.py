@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from benchkit import ci95_halfwidth, parse_bench_args, save_result, stats
+from benchkit import ci95_halfwidth, parse_bench_args, save_result, starting_model, stats
 
 HERE = Path(__file__).resolve().parent
 MODES = {
@@ -220,12 +220,11 @@ def main() -> None:
     from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.templates import render_prompt
-    from rlrecipes.models import resolve_model_path
 
     steps, warmup = args.steps, args.warmup
     cfg = compose_config("train", [*args.overrides, f"trainer.max_steps={steps}"])
     problems = load_problem_set(cfg.data)
-    shared = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
+    shared = starting_model(cfg, problems)
     threads = cfg.trainer.cpu_threads or torch.get_num_threads()
     cores = core_sets(threads)
     pairs: list[tuple[Steps, Steps]] = []

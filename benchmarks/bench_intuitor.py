@@ -46,6 +46,7 @@ from benchkit import (
     sampled_accuracy,
     sampled_pass_at_k,
     save_result,
+    starting_model,
     stats,
     train_in_scratch,
 )
@@ -120,12 +121,11 @@ def certainty_of_right_and_wrong(model_path: str, cfg, problems, groups: int = 6
 def measure(model_overrides: list[str], seeds: list[int], passk_problems: int) -> dict:
     from rlrecipes.compose import compose_config
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.models import resolve_model_path
 
     overrides = ["recipe=intuitor", *model_overrides]
     cfg = compose_config("train", overrides)
     problems = load_problem_set(cfg.data)
-    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, cfg.cache_dir, log=lambda _: None)
+    base = starting_model(cfg, problems)
     passk_items, temperature = problems.eval[:passk_problems], cfg.trainer.temperature
 
     def pass_at_k(model: str) -> dict:

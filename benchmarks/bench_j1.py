@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import parse_bench_args, save_result, stats
+from benchkit import parse_bench_args, save_result, starting_model, stats
 
 from rlrecipes.compose import compose_config
 
@@ -99,13 +99,12 @@ def setup(seed: int, extra: list[str]):
     question-swapped copies (another problem whose answer is the wrong sum: held-out first)."""
     from rlrecipes.data.synthetic import make_task
     from rlrecipes.judge.synthetic import question_swapped, synthetic_pairs
-    from rlrecipes.models import resolve_model_path
     from rlrecipes.recipes.j1 import J1
 
     cfg = compose_config("train", [*SETTINGS, f"seed={seed}", *extra])
     recipe = J1(cfg.recipe)
     problems = recipe.problem_set(cfg.data)
-    path = resolve_model_path(cfg.model, problems.task, recipe.warm_start_key(cfg.data), log=lambda _: None)
+    path = starting_model(cfg, problems)
     task = make_task(cfg.data.synthetic)
     _, held_out = synthetic_pairs(cfg.data.synthetic, task)
     swapped = question_swapped(held_out, [task.eval, task.train], cfg.data.synthetic.seed + 2)

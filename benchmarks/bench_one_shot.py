@@ -44,7 +44,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchkit import PASS_SAMPLES, parse_bench_args, pass_at_k_stats, sampled_pass_at_k, save_result, stats
+from benchkit import (
+    PASS_SAMPLES,
+    parse_bench_args,
+    pass_at_k_stats,
+    sampled_pass_at_k,
+    save_result,
+    starting_model,
+    stats,
+)
 
 from rlrecipes.compose import compose_config
 
@@ -140,7 +148,6 @@ def pass_at_k_protocol(args: argparse.Namespace, example: str):
     8 samples per problem on the first `--passk-problems` held-out problems, at the one-shot
     runs' sampling temperature."""
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.models import resolve_model_path
 
     cfg = compose_config("train", one_shot_settings(args, example, args.seeds[0], curves=False))
     problems = load_problem_set(cfg.data)
@@ -149,7 +156,7 @@ def pass_at_k_protocol(args: argparse.Namespace, example: str):
     def pass_at_k(model: str) -> dict:
         return sampled_pass_at_k(model, cfg, items, problems.verify, temperature)
 
-    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+    base = starting_model(cfg, problems)
     setting = {"problems": len(items), "samples": PASS_SAMPLES, "temperature": temperature}
     return pass_at_k, pass_at_k(base), setting
 

@@ -39,7 +39,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchkit import PASS_SAMPLES, parse_bench_args, pass_at_k_stats, sampled_pass_at_k, save_result, stats
+from benchkit import (
+    PASS_SAMPLES,
+    parse_bench_args,
+    pass_at_k_stats,
+    sampled_pass_at_k,
+    save_result,
+    starting_model,
+    stats,
+)
 
 from rlrecipes.compose import compose_config
 
@@ -120,7 +128,7 @@ def control_run(kind: str, seed: int, extra: list[str], pass_at_k) -> dict:
     from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.templates import render_prompt
     from rlrecipes.generation import greedy_accuracy
-    from rlrecipes.models import load_model, resolve_model_path
+    from rlrecipes.models import load_model
 
     cfg = compose_config("train", [f"seed={seed}", *extra])
     t = cfg.trainer
@@ -128,7 +136,7 @@ def control_run(kind: str, seed: int, extra: list[str], pass_at_k) -> dict:
     torch.set_num_threads(t.cpu_threads or 1)
     problems = load_problem_set(cfg.data)
     task = problems.task
-    path = resolve_model_path(cfg.model, task, cfg.data.synthetic, log=lambda _: None)
+    path = starting_model(cfg, problems)
     model, tok = load_model(path, cfg.model)
 
     def prompt(it: dict) -> str:
@@ -181,7 +189,6 @@ def untrained_pass_at_k(cfg, problems_limit: int):
     samples per problem on the first `problems_limit` held-out problems at the rollout
     temperature, the same for every method."""
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.models import resolve_model_path
 
     problems = load_problem_set(cfg.data)
     items = problems.eval[:problems_limit]
@@ -190,17 +197,14 @@ def untrained_pass_at_k(cfg, problems_limit: int):
     def pass_at_k(model) -> dict:
         return sampled_pass_at_k(model, cfg, items, problems.verify, temperature)
 
-    base = resolve_model_path(cfg.model, problems.task, cfg.data.synthetic, log=lambda _: None)
+    base = starting_model(cfg, problems)
     setting = {"problems": len(items), "samples": PASS_SAMPLES, "temperature": temperature}
     return pass_at_k, pass_at_k(base), setting
 
 
 def warm_start_report(cfg) -> dict:
     """Where the cached toy's supervised warm-start stopped (its model folder's warm_start.json)."""
-    from rlrecipes.data.synthetic import make_task
-    from rlrecipes.models import resolve_model_path
-
-    path = Path(resolve_model_path(cfg.model, make_task(cfg.data.synthetic), cfg.data.synthetic, log=lambda _: None))
+    path = Path(starting_model(cfg))
     report = json.loads((path / "warm_start.json").read_text())
     return {k: report.get(k) for k in ("steps", "dev_accuracy", "untrained_dev_accuracy", "plateaued")}
 

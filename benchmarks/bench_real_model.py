@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import PASS_KS, parse_bench_args, pass_at_ks, save_result, stats
+from benchkit import PASS_KS, parse_bench_args, pass_at_ks, save_result, starting_model, stats
 
 from rlrecipes.compose import compose_config
 
@@ -133,9 +133,9 @@ def prompt(item: dict, cfg, tokenizer) -> str:
 
 
 def base_model(cfg):
-    from rlrecipes.models import load_model, resolve_model_path
+    from rlrecipes.models import load_model
 
-    return load_model(resolve_model_path(cfg.model, log=lambda _: None), cfg.model)
+    return load_model(starting_model(cfg), cfg.model)
 
 
 def train_run(overrides: list[str], run_dir: Path) -> list[dict]:
@@ -223,7 +223,6 @@ def main() -> None:
     args.overrides = extra = [*(SMOKE if args.mode == "smoke" else []), *extra]  # what the record lists
     extra = [*extra, "trainer.eval.before=false", "trainer.eval.after=false", "trainer.checkpoints.every=null"]
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.models import resolve_model_path
 
     cfg = compose_config("train", [PRESET, f"trainer.max_steps={args.steps}", *extra])
     problems = load_problem_set(cfg.data)
@@ -242,7 +241,7 @@ def main() -> None:
             print(f"seed {seed} grpo: {runs['grpo'][-1]}", file=sys.stderr)
         if "grpo" in runs:
             hf_rows = train_run(["rollout=hf", f"trainer.max_steps={args.ratio_steps}", *extra], Path(tmp) / "hf")
-        sampler = Sampler(resolve_model_path(cfg.model, log=lambda _: None), cfg)
+        sampler = Sampler(starting_model(cfg, problems), cfg)
         before = heldout_scores(sampler, cfg, items, problems.verify)
         print(f"before: {before}", file=sys.stderr)
         for i, seed in enumerate(args.seeds):

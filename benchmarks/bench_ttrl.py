@@ -49,6 +49,7 @@ from benchkit import (
     sample_completions,
     sampled_pass_at_k,
     save_result,
+    starting_model,
     stats,
 )
 
@@ -151,7 +152,6 @@ def main() -> None:
     import torch
 
     from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.models import resolve_model_path
     from rlrecipes.training.job import train
 
     torch.set_num_threads(1)
@@ -163,7 +163,7 @@ def main() -> None:
     selection, heldout, verify = problems.task.train[-selection_size:], problems.eval, problems.verify
     trained_ids = {it["id"] for it in problems.train}
     assert not trained_ids & {it["id"] for it in selection}, "the selection split must not be trained on"
-    base = resolve_model_path(base_cfg.model, problems.task, base_cfg.data.synthetic, log=lambda _: None)
+    base = starting_model(base_cfg, problems)
     build_seconds = time.time() - started
 
     # the sharpening control: temperature picked on the selection split, reported on held-out

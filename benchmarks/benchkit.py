@@ -355,6 +355,25 @@ def machine() -> dict[str, Any]:
     }
 
 
+def starting_model(cfg: Any, problems: Any = None) -> str:
+    """The model `rlrecipes train` with `cfg` starts from, found as the run finds it (its recipe's
+    problems and warm-start key, its cache_dir), the toy built when not cached yet; `problems`: the
+    run's ProblemSet when the caller has it already."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.data.synthetic import make_task
+    from rlrecipes.models import resolve_model_path
+    from rlrecipes.recipes import get_recipe
+    from rlrecipes.training.job import starting_model_path
+
+    if "recipe" not in cfg:  # an `rlrecipes sft` stage: training/sft.py keys the toy by its task alone
+        synthetic = cfg.data.synthetic
+        return resolve_model_path(cfg.model, make_task(synthetic), synthetic, cfg.cache_dir, log=lambda _: None)
+    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
+    if problems is None:
+        problems = recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
+    return starting_model_path(cfg, recipe, problems, log=lambda _: None)
+
+
 def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None = None) -> dict[str, Any]:
     """Train with `overrides` in a temporary run directory.
 

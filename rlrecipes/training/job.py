@@ -171,15 +171,19 @@ def setup(cfg: DictConfig, run_dir: Path, log: Log, plan: RunPlan | None = None)
     return job
 
 
+def starting_model_path(cfg: Any, recipe: Any, problems: ProblemSet, log: Callable[[str], None] = print) -> str:
+    """The folder or hub id a run of `cfg` starts from: the recipe's warm-start key picks the toy
+    (J1's judge toy, TIR's tool toy), which is built into cfg.cache_dir on first use."""
+    return resolve_model_path(cfg.model, problems.task, recipe.warm_start_key(cfg.data), cfg.cache_dir, log)
+
+
 def _load_model(job: TrainingJob) -> None:
     from accelerate import PartialState
 
     cfg = job.cfg
     # the main process builds (toy warm-start, GGUF conversion) while the others wait, then they read its cache
     with PartialState().main_process_first():
-        job.model_path = resolve_model_path(
-            cfg.model, job.problems.task, job.recipe.warm_start_key(cfg.data), cfg.cache_dir, job.log
-        )
+        job.model_path = starting_model_path(cfg, job.recipe, job.problems, job.log)
     job.model, job.tokenizer = load_model(job.model_path, cfg.model)
     job.log(f"model: {job.model_path}")
 

@@ -177,3 +177,13 @@ def test_the_starting_model_has_no_collapse_counts():
     result = {**TWO_ARMS, "arms": {"untrained": {**start, "collapses": 0, "entropy_collapses": 0}}}
     [row] = [line for line in atlas_page.task_table("smollm2", record("atlas_smollm2", result)) if "id=" in line]
     assert row.endswith("| 0.050 ± 0.000 | – / – | – | – | – |")  # not "0 of 1": it trained no run
+
+
+def test_a_difference_that_rounds_to_zero_prints_without_a_minus_sign():
+    assert [atlas_page.points(v) for v in (-0.0, -0.0004, 0.0004, -0.0222, 0.031)] == [
+        "+0.0",
+        "+0.0",
+        "+0.0",
+        "-2.2",
+        "+3.1",
+    ]

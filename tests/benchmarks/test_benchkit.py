@@ -186,3 +186,39 @@ def test_a_digest_names_the_settings_not_their_order():
     assert benchkit.digest({"steps": 30, "overrides": []}) == benchkit.digest({"overrides": [], "steps": 30})
     assert benchkit.digest({"steps": 30, "overrides": []}) != benchkit.digest({"steps": 20, "overrides": []})
     assert len(benchkit.digest({})) == 16
+
+
+def test_the_starting_model_is_found_as_the_run_finds_it(monkeypatch, tmp_path):
+    """The recipe's warm-start key (J1's judge toy, not the arithmetic toy) and the run's cache_dir:
+    a bench that keyed the toy by data.synthetic or dropped cache_dir scored another model."""
+    from rlrecipes.compose import compose_config
+    from rlrecipes.training import job
+
+    seen = {}
+
+    def resolve(model_cfg, task, key, cache_dir, log):
+        seen.update(key=key, cache_dir=cache_dir)
+        return "toy-folder"
+
+    monkeypatch.setattr(job, "resolve_model_path", resolve)
+    cfg = compose_config("train", ["recipe=j1", f"cache_dir={tmp_path}"])
+    assert benchkit.starting_model(cfg) == "toy-folder"
+    assert seen["cache_dir"] == str(tmp_path)
+    assert seen["key"]["judge_pairs"] is not None and "judge" in seen["key"]
+    assert seen["key"]["seed"] == cfg.data.synthetic.seed
+
+
+def test_an_sft_stage_starts_from_the_toy_of_its_synthetic_task(monkeypatch):
+    """`rlrecipes sft` has no recipe (bench_curriculum's warm-up stage): the key is data.synthetic."""
+    from rlrecipes.compose import compose_config
+
+    seen = {}
+
+    def resolve(model_cfg, task, key, cache_dir, log):
+        seen.update(key=key, task=task)
+        return "toy-folder"
+
+    monkeypatch.setattr("rlrecipes.models.resolve_model_path", resolve)
+    cfg = compose_config("sft")
+    assert benchkit.starting_model(cfg) == "toy-folder"
+    assert seen["key"] == cfg.data.synthetic and seen["task"].train
