@@ -22,6 +22,7 @@ from rlrecipes.engine.epoch_order import seed_each_epoch
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.gspo_token import sequence_token_ratio
 from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.engine.update_size import UpdateSize
 from rlrecipes.errors import UserError
 from rlrecipes.tool_loop.rollout import model_written
 
@@ -57,6 +58,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
                 f"trainer.checkpoints.init_optimizer_from={init_optimizer_from}: DeepSpeed and FSDP shard the optimizer "
                 "state in their own format; it can be loaded only without them (one process or DDP)"
             )
+        self.add_callback(UpdateSize(self))  # update_ratio: how far each optimiser step moves the weights
         for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator
             if isinstance(reward, GatheredGroupReward):
                 reward.bind(self)

@@ -139,6 +139,7 @@ METRICS = {  # --metric names -> metrics.jsonl keys (any other key is used as wr
     "clip_ratio": "clip_ratio_region",
     "truncated": "truncated_fraction",
     "grad_norm": "grad_norm",
+    "update_ratio": "update_ratio",
     "step_time": "step_time",
 }
 DEFAULT_METRICS = ("reward", "accuracy", "heldout", "completion_length", "entropy", "kl")

@@ -33,7 +33,7 @@ def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
     from rlrecipes.models import load_model
 
-    cfg = compose("trainer.max_steps=1")
+    cfg = compose("trainer.max_steps=1", "trainer.weight_decay=0.1")  # 0.1: update_ratio below
     problems = load_problem_set(cfg.data)
     model, tok = load_model(str(toy_model_dir), cfg.model)
     rows = [
@@ -60,3 +60,12 @@ def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
     # the hook zeroes them, and with no KL term the policy gradient is exactly 0
     [logged] = [row for row in trainer.state.log_history if "grad_norm" in row]
     assert logged["grad_norm"] == 0.0
+    # so AdamW's moments are 0 and only the decoupled weight decay moved the weights: Δθ = -lr·wd·θ
+    # HF decays only the decay group (not norms or biases): |Δθ| = lr·wd·|θ_decayed|, over |θ| of all
+    lr, groups = logged["learning_rate"], trainer.optimizer.param_groups
+    decayed = sum(
+        (p.detach().double() / (1 - lr * 0.1)).square().sum() for g in groups if g["weight_decay"] for p in g["params"]
+    )
+    kept = sum(p.detach().double().square().sum() for g in groups if not g["weight_decay"] for p in g["params"])
+    assert lr > 0 and kept > 0
+    assert logged["update_ratio"] == pytest.approx(lr * 0.1 * (decayed / (decayed + kept)).sqrt().item(), rel=1e-4)
