@@ -350,9 +350,27 @@ def machine() -> dict[str, Any]:
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "processor": platform.processor() or platform.machine(),
+        # the kernels torch picked (AVX512 vs AVX2 round differently: a toy trained on one differs
+        # from the same toy trained on the other) and the CPU's name
+        "cpu_capability": cpu_capability(),
+        "cpu_model": cpu_model(),
         "python": platform.python_version(),
         **{name: version(name) for name in ("torch", "transformers", "trl")},
     }
+
+
+def cpu_capability() -> str | None:
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def cpu_model() -> str | None:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), None)
 
 
 def starting_model(cfg: Any, problems: Any = None) -> str:

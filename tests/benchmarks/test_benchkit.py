@@ -91,6 +91,9 @@ def test_the_record_has_what_a_reader_needs_and_valid_json(tmp_path, capsys):
     assert record["result"] == {"ratio": 1.25, "never_logged": None}  # NaN is no JSON number
     assert len(record["commit"]) == 40 and isinstance(record["commit_dirty"], bool)
     assert record["machine"]["cpus"] >= 1 and record["date"][:2] == "20" and record["wall_seconds"] > 0
+    import torch  # which kernels torch runs: two CPU types train the same toy to different weights
+
+    assert record["machine"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_ci95_halfwidth_by_hand():
