@@ -89,6 +89,11 @@ def task_table(name: str, record: Optional[dict[str, Any]]) -> list[str]:
         if figures is None:
             lines.append(f"| {anchors(name, arm)}{arm} | {cell} | {DASH} | {DASH} | {DASH} | {DASH} | {DASH} |")
             continue
+        for ref in figures.get("identical_to", []):
+            notes.append(
+                f"- `{arm}`: identical to `{ref}` on every seed (its scores and its reward, entropy and loss at "
+                "every step): its setting changed no update in these runs."
+            )
         passes = " / ".join(f"{figures[k]['mean']:.3f}" if k in figures else DASH for k in ks)
         deltas = "; ".join(f"vs {ref} {difference(pair['greedy'])}" for ref, pair in figures["paired"].items())
         trained = figures["cells"] - len(figures["errors"])

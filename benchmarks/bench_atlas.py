@@ -740,6 +740,20 @@ def references(task: Task, arm: str, planned: list[str]) -> list[str]:
     return [r for r in dict.fromkeys(["grpo", own, "untrained"]) if r != arm and r in planned]
 
 
+TRACE = ("greedy", "pass_at_k", "reward_mean", "entropy", "loss")  # what a cell records of its run
+
+
+def identical_to(cells: list[dict], arm: str, reference: str) -> bool:
+    """Whether every seed of `arm` trained exactly as `reference`'s did (the same scores and the same
+    reward, entropy and loss at every step): the arm's setting changed no update in these runs (a
+    rollout correction where vLLM and the trainer agree to the last bit has no ratio to correct)."""
+    theirs = {c["seed"]: c for c in cells if c["arm"] == reference and not c.get("error")}
+    mine = [c for c in cells if c["arm"] == arm and not c.get("error")]
+    if not mine or any(c["seed"] not in theirs for c in mine):
+        return False
+    return all(c.get(key) == theirs[c["seed"]].get(key) for c in mine for key in TRACE)
+
+
 def task_figures(task: Task, cells: list[dict], planned: list[str]) -> dict[str, Any]:
     keys = ["greedy", *(f"pass@{k}" for k in task.ks)]
     arms = {}
@@ -760,6 +774,7 @@ def task_figures(task: Task, cells: list[dict], planned: list[str]) -> dict[str,
                 ref: {key: interval(paired(cells, arm, ref, key)) for key in keys}
                 for ref in references(task, arm, planned)
             },
+            "identical_to": [ref for ref in references(task, arm, planned) if identical_to(cells, arm, ref)],
             "collapses": sum(bool(c.get("collapsed")) for c in trained),
             "entropy_collapses": sum(bool(c.get("entropy_collapsed")) for c in trained),
             "mean_wall_seconds": round(statistics.mean(c["wall_seconds"] for c in mine), 1) if mine else None,

@@ -80,6 +80,16 @@ def test_a_stored_task_is_a_row_per_arm_with_its_figures_in_points_and_its_prove
     assert "- `dapo`: DAPO's +1/-1 by the task's own checker" in "\n".join(lines)  # the arm's deviation noted
 
 
+def test_an_arm_that_trained_as_its_reference_gets_a_note_saying_so():
+    result = {**TWO_ARMS, "arms": {**TWO_ARMS["arms"], "dapo": {**TWO_ARMS["arms"]["dapo"], "identical_to": ["grpo"]}}}
+    text = "\n".join(atlas_page.task_table("smollm2", record("atlas_smollm2", result)))
+    assert (
+        "- `dapo`: identical to `grpo` on every seed (its scores and its reward, entropy and loss at every step)"
+        in text
+    )
+    assert "- `grpo`: identical" not in text
+
+
 def test_an_unmeasured_task_lists_every_arm_with_its_setting_and_no_figure():
     lines = atlas_page.task_table("smollm2", None)
     assert lines[0].startswith(f"*{atlas_page.UNMEASURED}*")

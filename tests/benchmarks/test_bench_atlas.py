@@ -262,6 +262,21 @@ def test_task_figures_count_collapses_and_pair_with_grpo():
     assert figures["grpo"]["paired"] == {}
 
 
+def test_an_arm_that_trained_exactly_as_its_reference_is_named_so():
+    def run(arm, seed, reward):
+        return {**cell(arm, seed, 0.5, pass64=0.9), "reward_mean": reward, "entropy": [0.1, 0.1], "loss": [0.0, 0.0]}
+
+    cells = [run("vllm_none", s, [0.2, 0.4]) for s in (0, 1)] + [run("vllm_mask", s, [0.2, 0.4]) for s in (0, 1)]
+    cells += [run("vllm_truncate", 0, [0.2, 0.4]), run("vllm_truncate", 1, [0.2, 0.41])]  # one step differs
+    planned = ["vllm_none", "vllm_truncate", "vllm_mask"]
+    figures = bench.task_figures(bench.TASKS["toy"], cells, planned)
+    assert figures["vllm_mask"]["identical_to"] == ["vllm_none"]
+    assert figures["vllm_truncate"]["identical_to"] == []
+    assert figures["vllm_none"]["identical_to"] == []  # no reference on the toy
+    assert bench.identical_to(cells[:3], "vllm_mask", "vllm_none")  # seed 0 alone: the same run
+    assert not bench.identical_to(cells[2:4], "vllm_mask", "vllm_none")  # the reference's seeds are missing
+
+
 def test_an_arm_without_reward_signal_by_construction_is_labelled():
     cells = [cell("untrained", 0, 0.2, "smollm2"), *arms_cells("smollm2", {"spurious": [0.2, 0.3]})]
     figures = bench.task_figures(bench.TASKS["smollm2"], cells, ["untrained", "spurious"])
