@@ -43,8 +43,10 @@ a quick-start toy step ~1 s (quickstart.json: 120 GRPO steps in 96-957 s), its p
 ~35 s (measured), a child's start ~20 s (the smoke's cells: ~19 s each); a SmolLM2 step 47-64 s
 (real_model.json), a vLLM-CPU engine start 20-70 s and ~190 generated tokens/s (vllm.json), so ~300 s
 to score 200 greedy and 50 x 8 sampled completions; a fact-base step 9-30 s (tools.json). With the
-steps of `Task.steps` the CPU tier's guess is ~8.5 h: toy 3.4 h (106 cells), SmolLM2 4.0 h (25),
-Countdown 0.5 h (22), fact base 0.7 h (9). vLLM-CPU slows down several-fold when other processes
+steps of `Task.steps` the CPU tier's guess was ~8.5 h: toy 3.4 h (106 cells), SmolLM2 4.0 h (25),
+Countdown 0.5 h (22), fact base 0.7 h (9). Measured at 83bfce2 (load ~2-3, another bench beside it): a toy
+cell ~40 s (29-70 s), a Countdown cell ~27 s, the untrained cells ~10 s, so toy ~1.2 h and Countdown 10
+minutes, and the guesses below are those; the CPU tier is then ~6 h. vLLM-CPU slows down several-fold when other processes
 compete for the 2 cores (its threads wait on each other): a SmolLM2 cell took ~10 minutes to score
 4 problems at load 5.
 """
@@ -244,7 +246,7 @@ TASKS = {
         ks=(1, 8, 64),
         steps=40,
         scoring="transformers",
-        guess_seconds=(60.0, 1.2),
+        guess_seconds=(10.0, 0.75),  # 40 s a 40-step cell (measured at 83bfce2)
         pass_temperature=1.0,
         vllm_model=("model=toy_vllm",),
         why="every arm of docs/atlas.md's table",
@@ -272,7 +274,7 @@ TASKS = {
         ks=(1, 8),
         steps=40,
         scoring="transformers",
-        guess_seconds=(35.0, 1.2),
+        guess_seconds=(5.0, 0.55),  # 27 s a 40-step cell (measured at 83bfce2)
         why="the arms that bear on claims 1-3",
     ),
     "factbase": Task(
