@@ -208,7 +208,9 @@ def task_figure(name: str, cells: list[dict[str, Any]], path: Path) -> Path:
         if curves:
             steps = min(len(curve) for curve in curves)
             mean = [statistics.mean(curve[i] for curve in curves) for i in range(steps)]
-            entropy.plot(range(1, steps + 1), mean, label=arm, linewidth=1)
+            # matplotlib's 10 colours repeat: past them a line is told apart by its dash
+            style = ("-", "--", ":")[(row // 10) % 3]
+            entropy.plot(range(1, steps + 1), mean, label=arm, linewidth=1, color=f"C{row % 10}", linestyle=style)
     accuracy.set_yticks(range(len(arms)), arms)
     accuracy.invert_yaxis()
     accuracy.set_xlabel("held-out greedy accuracy (dots: seeds; blue: mean)")
