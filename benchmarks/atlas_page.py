@@ -64,7 +64,7 @@ def task_table(name: str, record: Optional[dict[str, Any]]) -> list[str]:
         sampled = f"{pk['problems']} problems" if pk.get("problems") else "every held-out problem"
         head = (
             f"{result['steps']} optimiser steps per arm; held-out greedy accuracy on {result['heldout']} problems, "
-            f"{'/'.join(ks)} from {pk['samples']} samples on {sampled}; seeds {', '.join(map(str, record['seeds']))}; "
+            f"{'/'.join(ks)} from {pk['samples']} sample{'s' if pk['samples'] != 1 else ''} on {sampled}; seeds {', '.join(map(str, record['seeds']))}; "
             f"cells at {', '.join(f'`{c[:7]}`' for c in result['commits'])}; stored {provenance(record)}."
         )
         arms = list(result["arms"])
@@ -83,7 +83,8 @@ def task_table(name: str, record: Optional[dict[str, Any]]) -> list[str]:
             else ("the starting model, not trained" if arm == "untrained" else "the task's own")
         )
         cell += f" *(no signal: {task.no_signal[arm]})*" if arm in task.no_signal else ""
-        if ARM[arm].note:
+        # an arm's note is about its own settings: not where the task runs it with others (the fact base's DAPO)
+        if ARM[arm].note and set(ARM[arm].overrides) <= set(arm_settings(task, arm)):
             notes.append(f"- `{arm}`: {ARM[arm].note}.")
         figures = result["arms"].get(arm) if result else None
         if figures is None:

@@ -90,6 +90,12 @@ def test_an_arm_that_trained_as_its_reference_gets_a_note_saying_so():
     assert "- `grpo`: identical" not in text
 
 
+def test_an_arms_note_is_left_out_where_the_task_runs_it_with_other_settings():
+    # the fact base runs DAPO as settings of Search-R1's recipe, without recipe.verifier=task
+    assert "- `dapo`: DAPO's +1/-1" not in "\n".join(atlas_page.task_table("factbase", None))
+    assert "- `dapo`: DAPO's +1/-1" in "\n".join(atlas_page.task_table("countdown", None))
+
+
 def test_an_unmeasured_task_lists_every_arm_with_its_setting_and_no_figure():
     lines = atlas_page.task_table("smollm2", None)
     assert lines[0].startswith(f"*{atlas_page.UNMEASURED}*")
