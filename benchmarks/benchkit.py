@@ -377,7 +377,6 @@ def starting_model(cfg: Any, problems: Any = None) -> str:
     """The model `rlrecipes train` with `cfg` starts from, found as the run finds it (its recipe's
     problems and warm-start key, its cache_dir), the toy built when not cached yet; `problems`: the
     run's ProblemSet when the caller has it already."""
-    from rlrecipes.data.problems import load_problem_set
     from rlrecipes.data.synthetic import make_task
     from rlrecipes.models import resolve_model_path
     from rlrecipes.recipes import get_recipe
@@ -387,9 +386,16 @@ def starting_model(cfg: Any, problems: Any = None) -> str:
         synthetic = cfg.data.synthetic
         return resolve_model_path(cfg.model, make_task(synthetic), synthetic, cfg.cache_dir, log=lambda _: None)
     recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
-    if problems is None:
-        problems = recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
-    return starting_model_path(cfg, recipe, problems, log=lambda _: None)
+    return starting_model_path(cfg, recipe, problems or run_problem_set(cfg), log=lambda _: None)
+
+
+def run_problem_set(cfg: Any) -> Any:
+    """The run's problems, as `rlrecipes train` builds them (a recipe may make its own: J1's judge prompts)."""
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.recipes import get_recipe
+
+    recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
+    return recipe.problem_set(cfg.data) or load_problem_set(cfg.data)
 
 
 def train_in_scratch(overrides: list[str], inspect: Callable[[Path], Any] | None = None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ def adamw_update_ratio(optimizer: Any, reduce: Any = None) -> Optional[float]:
     over the parameters it updated (those with a gradient); None for another optimiser or no step.
     `reduce`: sums the two squared norms over processes whose optimisers hold shards (FSDP)."""
     optimizer = getattr(optimizer, "optimizer", optimizer)  # accelerate's AcceleratedOptimizer
-    if not isinstance(optimizer, torch.optim.Adam):
+    if not isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):  # AdamW subclasses Adam only in newer torch
         return None
     moved = torch.zeros((), dtype=torch.float64)
     size = torch.zeros((), dtype=torch.float64)
