@@ -15,7 +15,9 @@ class and overall (faulty runs whose expected class is found), false alarms (hea
 finding), correct cause (found runs whose first finding in the doctor's order is the expected
 class or one of `also`), and for cases that collapse (`collapses`), how many steps before the
 reward collapsed the first live warning came (median; collapse_step says when a reward has
-collapsed). The thresholds were set before the zoo, each with its reason (rlrecipes/doctor/
+collapsed), over every collapse and over those after step LEAD_TARGET (20): a collapse at step 3
+leaves no room for a warning 20 steps ahead. Where a learning rate is the planted setting, the
+doctor's step-size class (the rate is too high) is its cause too, so it is in those cases' `also`. The thresholds were set before the zoo, each with its reason (rlrecipes/doctor/
 thresholds.py); after the tuning half's first seeds were looked at, the KL drift limit, the stale
 engine's growing gap, the sequence-level clip fraction and drift's symptoms changed, each saying
 so where it is defined. The report half was not looked at before its figures were stored.
@@ -139,21 +141,21 @@ CASES = [
         "entropy-collapse/lr",
         ("trainer.learning_rate=1.0",),  # one update turns the policy into a repeated token
         "entropy-collapse",
-        ("entropy-blowup", "truncation", "reward-flat", "no-signal"),
+        ("step-size", "entropy-blowup", "truncation", "reward-flat", "no-signal"),
         collapses=True,
     ),
     Case(
         "entropy-blowup/lr",
         ("trainer.learning_rate=5e-3",),
         "entropy-blowup",
-        ("numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
+        ("step-size", "numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
         collapses=True,
     ),
     Case(
         "drift/kl",
         ("recipe.beta=0.04", "trainer.learning_rate=3e-3"),
         "drift",
-        ("entropy-blowup",),
+        ("step-size", "entropy-blowup"),
         collapses=True,  # its accuracy falls to ~0 over its second ten steps
     ),
     Case(
@@ -182,7 +184,7 @@ CASES = [
         # near step 25 and breaks later (a schedule or a resumed run's scheduler state gone wrong)
         ("trainer.lr_scheduler_type=constant_with_warmup", "trainer.warmup_steps=80", "trainer.learning_rate=5e-3"),
         "entropy-blowup",
-        ("numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
+        ("step-size", "numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
         collapses=True,
         late=True,
     ),
@@ -359,6 +361,7 @@ def replay_live(record: Any) -> list[tuple[int, str]]:
     return [(step, kind) for kind, step in said.items()]
 
 
+LEAD_TARGET = 20  # issue 36's target: the first warning at least this many steps before the collapse
 COLLAPSE_WINDOW = 5  # reward_mean's trailing mean over this many logged steps (one step's 64 samples are noisy)
 COLLAPSE_TAIL = 3  # and it stays down for at least this many logged steps, to the run's end
 
@@ -396,11 +399,11 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         runs = [r for r in faulty if r["expected"] == cls]
         hits = [r for r in runs if cls in r["found"]]
         per_class[cls] = {"runs": len(runs), "found": len(hits), "recall": _share(hits, runs)}
-    leads = [
-        r["collapse_step"] - min(step for step, _ in r["live"])
-        for r in faulty
-        if r.get("collapse_step") is not None and r["live"]
-    ]
+    collapsed = [r for r in faulty if r.get("collapse_step") is not None and r["live"]]
+    leads = [r["collapse_step"] - min(step for step, _ in r["live"]) for r in collapsed]
+    # a collapse within LEAD_TARGET steps of the start leaves no room for a warning that far ahead
+    roomy = [r for r in collapsed if r["collapse_step"] > LEAD_TARGET]
+    roomy_leads = [r["collapse_step"] - min(step for step, _ in r["live"]) for r in roomy]
     return {
         "faulty_runs": len(faulty),
         "healthy_runs": len(healthy),
@@ -413,6 +416,9 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
         "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
         "median_warning_lead_steps": statistics.median(leads) if leads else None,
+        "lead_target_steps": LEAD_TARGET,
+        "collapsed_after_target_runs": len(roomy),
+        "median_warning_lead_steps_after_target": statistics.median(roomy_leads) if roomy_leads else None,
     }
 
 

@@ -331,6 +331,13 @@ def doctor(rec: dict) -> str:
     else:
         when = f"{lead:g} steps before" if lead > 0 else f"{-lead:g} steps after" if lead < 0 else "at the step"
         warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs)"
+        roomy = r.get("median_warning_lead_steps_after_target")
+        if roomy is not None:
+            when = f"{roomy:g} steps before" if roomy > 0 else f"{-roomy:g} steps after" if roomy < 0 else "at"
+            warned += (
+                f", {when} it in the {r['collapsed_after_target_runs']} that collapsed after step "
+                f"{r['lead_target_steps']}"
+            )
     return (
         f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
         f"{r['faulty_runs']} faulty runs ({len(r['recall_per_class'])} classes), false alarms "

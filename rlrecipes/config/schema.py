@@ -348,6 +348,9 @@ class TrainerConfig:
     # every N optimizer steps (and step 1), the step's rollouts as text in RUN/samples/step_N.jsonl
     # (`rlrecipes show RUN --step N`; `rlrecipes doctor` quotes them); 0 = off
     log_samples_every: int = 0
+    # every N optimizer steps (and step 1), `policy_shift`: the step's KL(before ‖ after) on its own
+    # last micro-batch, nats per token (engine/policy_shift.py; two forward passes without gradient); 0 = off
+    policy_shift_every: int = 1
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display
     doctor: DoctorMode = DoctorMode.warn  # `rlrecipes doctor`'s checks on the steps logged so far

@@ -12,14 +12,15 @@ from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation
 from rlrecipes.doctor.thresholds import MIN_TREND_STEPS
 
 BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
-# the order of a verdict: broken numbers and rollouts first, then what stops learning, then what
-# spoils it. A policy that collapsed or garbled comes before truncation, a flat reward and empty
+# the order of a verdict: broken numbers and rollouts first, then steps too large for the policy
+# (which garble or collapse it), then what stops learning, then what spoils it. A policy that collapsed or garbled comes before truncation, a flat reward and empty
 # groups: a degenerate policy causes those (text that never ends, completions all alike), they do
 # not cause it.
 ORDER = (
     "numeric",
     "rollout-mismatch",
     "tool-loop",
+    "step-size",
     "entropy-collapse",
     "entropy-blowup",
     "truncation",

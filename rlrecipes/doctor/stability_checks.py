@@ -101,6 +101,51 @@ def drift(record: RunRecord) -> Optional[Finding]:
     )
 
 
+# ------------------------------------------------------------------------------ step size
+def step_size(record: RunRecord) -> Optional[Finding]:
+    """Steps that move the policy (policy_shift, nats a token) past thresholds.POLICY_SHIFT_MAX at
+    the highest learning rate the schedule has ahead, predicted from the steps so far: a warm-up to
+    too high a rate is found while the rate is still low, before the reward collapses."""
+    rates = dict(record.series("learning_rate"))
+    points = [(step, shift, rates[step]) for step, shift in record.series("policy_shift") if rates.get(step, 0) > 0]
+    base = setting(record, "trainer.learning_rate", float)
+    for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
+        window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
+        step, _, rate = window[-1]
+        rising = i > 0 and rate > points[i - 1][2]
+        ahead = max(rate, base) if rising and base else rate  # a warm-up still rising goes to trainer.learning_rate
+        predicted = median([shift / lr**2 for _, shift, lr in window]) * ahead**2
+        if predicted < T.POLICY_SHIFT_MAX:
+            continue
+        shifts = [(s, shift) for s, shift, _ in window]
+        evidence = [
+            f"policy_shift {num(median([v for _, v in shifts]))} nats a token (median of {span(shifts)}) at learning_rate {rate:g}"
+        ]
+        if ahead > rate:
+            evidence.append(
+                f"the warm-up rises to {ahead:g}, where such steps would move ~{num(predicted)} "
+                "(a step's KL grows with the square of its rate)"
+            )
+        evidence[-1] += f": above the {T.POLICY_SHIFT_MAX:g} one step may move"
+        return finding(
+            record,
+            "policy_shift",
+            shifts,
+            {"trainer.learning_rate": _one_digit_below(ahead * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX / predicted))},
+            evidence=evidence,
+            cause="each optimiser step moves the policy further than any trust region allows: the learning "
+            "rate (or the warm-up's target) is too high for this model, and the reward collapses or the "
+            "text garbles once the rate gets there",
+        )
+    return None
+
+
+def _one_digit_below(value: float) -> float:
+    """`value` rounded down to one significant digit (1.37e-3 -> 1e-3): a rate a user would type."""
+    exponent = math.floor(math.log10(value))
+    return float(f"{int(value / 10**exponent)}e{exponent}")
+
+
 # ---------------------------------------------------------------- NaN/inf and precursors
 def numeric(record: RunRecord) -> Optional[Finding]:
     evidence, shown = [], None
@@ -255,6 +300,7 @@ CHECKS = [
     ),
     Check("drift", "KL or clip-fraction drift", drift, ("kl", "clip_ratio_region"), any_of=True, trend=True),
     Check("numeric", "NaN/inf or their precursors", numeric, ("loss", "grad_norm"), any_of=True),
+    Check("step-size", "updates too large for the policy", step_size, ("policy_shift", "learning_rate")),
     Check(
         "tool-loop", "tool loop never calls or always fails", tool_loop, ("tools/calls_per_rollout",), applies=_tools
     ),

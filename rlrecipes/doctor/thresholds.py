@@ -102,6 +102,23 @@ KL_HIGH = 0.3
 # clips a large share of its sequences by design (its paper, §5.3), drifting or not.
 CLIP_FRACTION_MAX = 0.2
 
+# ------------------------------------------------------------------------ step size
+# policy_shift (engine/policy_shift.py) is the KL, nats per token, one optimiser step moves the
+# policy on its own batch; in every model's units. The check predicts it at the highest learning
+# rate the schedule has ahead (a warm-up still rising: trainer.learning_rate) from the steps so
+# far, using that a small step's KL grows with the square of its size (Δθ ∝ lr for Adam, and
+# KL ≈ ½ Δθᵀ F Δθ). A run whose steps would move the policy more than 0.03 nats a token, every
+# step, is past any trust region RL uses: Spinning Up's PPO stops a whole update phase (many
+# steps) at 1.5 × target_kl = 0.015 (Achiam 2018, ppo.py), and LLM runs at their usual rates
+# move 1e-5 to 1e-3 a step. Set on the doctor zoo's calibration seed 0 (bench_doctor's
+# development runs, not the zoo's seeds): a warm-up to 5e-3 that collapses near step 47
+# predicts 0.08-0.13 from step 9 on; a warm-up to 1e-3 that learns predicts at most 0.008.
+POLICY_SHIFT_MAX = 0.03
+# The prediction is the median over this many probed steps of policy_shift / lr² (one step's
+# KL depends on its batch and varies tenfold step to step; a median of 8 is steady, and 8
+# steps are the wait before the first verdict).
+POLICY_SHIFT_WINDOW = 8
+
 # --------------------------------------------------------------- NaN/inf precursors
 # A gradient norm over ten times the median of the steps before it: RL gradient norms vary two
 # or three times step to step (sparse rewards); a tenfold jump is outside that and comes before

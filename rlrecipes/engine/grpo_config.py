@@ -35,3 +35,7 @@ class EngineGRPOConfig(GRPOConfig):
             "the completion's sequence ratio and each token's own gradient."
         },
     )
+    policy_shift_every: int = field(
+        default=0,
+        metadata={"help": "Log policy_shift (engine/policy_shift.py) every N optimizer steps; 0 = never."},
+    )

@@ -22,6 +22,7 @@ from rlrecipes.engine.epoch_order import seed_each_epoch
 from rlrecipes.engine.group_rewards import GatheredGroupReward
 from rlrecipes.engine.gspo_token import sequence_token_ratio
 from rlrecipes.engine.hooks import EngineHook
+from rlrecipes.engine.policy_shift import PolicyShift
 from rlrecipes.engine.update_size import UpdateSize
 from rlrecipes.errors import UserError
 from rlrecipes.tool_loop.rollout import model_written
@@ -59,6 +60,9 @@ class RecipeGRPOTrainer(GRPOTrainer):
                 "state in their own format; it can be loaded only without them (one process or DDP)"
             )
         self.add_callback(UpdateSize(self))  # update_ratio: how far each optimiser step moves the weights
+        # policy_shift: how far it moves the policy, nats per token (a plain trl.GRPOConfig: never)
+        self.policy_shift = PolicyShift(self, getattr(self.args, "policy_shift_every", 0))
+        self.add_callback(self.policy_shift)
         for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator
             if isinstance(reward, GatheredGroupReward):
                 reward.bind(self)
@@ -100,6 +104,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
             return torch.zeros((), device=self.accelerator.device, requires_grad=True)
         if getattr(self.args, "loss_without_old_logps", False):
             inputs = without_old_logps(inputs)
+        self.policy_shift.remember(inputs)  # the step's last micro-batch, probed around the optimiser step
         if self.loss_hook is not None:  # Clip-Cov, KL-Cov, GMPO: the hook's per-token loss (policy_loss.py)
             if return_outputs:
                 raise ValueError("The GRPOTrainer does not support returning outputs")

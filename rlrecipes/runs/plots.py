@@ -140,6 +140,7 @@ METRICS = {  # --metric names -> metrics.jsonl keys (any other key is used as wr
     "truncated": "truncated_fraction",
     "grad_norm": "grad_norm",
     "update_ratio": "update_ratio",
+    "policy_shift": "policy_shift",
     "step_time": "step_time",
 }
 DEFAULT_METRICS = ("reward", "accuracy", "heldout", "completion_length", "entropy", "kl")

@@ -48,6 +48,21 @@ def test_figures_by_hand():
     assert f["missed"] == ["drift/kl seed 3: found nothing"]
     assert f["false_alarms"] == ["healthy/dapo seed 1: no-signal"]
     assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
+    # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
+    assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None
+
+
+def test_the_lead_after_the_target_counts_only_collapses_past_step_20():
+    records = [
+        rec("entropy-collapse/lr", 1, ["entropy-collapse"], live=[(2, "no-signal")], collapse=3),  # lead 1
+        rec("entropy-blowup/lr", 1, ["entropy-blowup"], live=[(8, "step-size")], collapse=5),  # lead -3
+        rec("entropy-blowup/lr_warmup", 1, ["entropy-blowup"], live=[(9, "step-size"), (60, "x")], collapse=47),
+        rec("entropy-blowup/lr_warmup", 3, ["entropy-blowup"], live=[(12, "step-size")], collapse=21),  # lead 9
+        rec("entropy-blowup/lr_warmup", 5, ["entropy-blowup"], live=[(9, "step-size")], collapse=20),  # not past 20
+    ]
+    f = bench.figures(records)
+    assert f["median_warning_lead_steps"] == 9  # leads -3, 1, 9, 11, 38
+    assert f["collapsed_after_target_runs"] == 2 and f["median_warning_lead_steps_after_target"] == 23.5  # (38+9)/2
 
 
 def reward_rows(values, start=1):

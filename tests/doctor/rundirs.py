@@ -56,6 +56,8 @@ def healthy(step: int) -> dict[str, Any]:
         "clip_ratio_region": 0.0,
         "completion_length_mean": 12.0,
         "truncated_fraction": 0.05,
+        "learning_rate": 0.0002,  # CONFIG's, constant
+        "policy_shift": 0.001,  # at 2e-4 a step: 0.001 nats a token, far below 0.03
     }
 
 

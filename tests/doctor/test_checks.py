@@ -421,6 +421,59 @@ def test_a_sequence_level_ratio_clipping_most_sequences_is_no_drift(tmp_path):
     assert "drift" not in kinds(check(tmp_path / "sequence", metrics, config=config))
 
 
+# ------------------------------------------------------------------------------ step size
+WARMUP = [1e-4 * k for k in range(1, 11)]  # a warm-up still rising at step 10 (to 5e-3 below)
+
+
+def test_a_warm_up_whose_target_rate_would_overstep_is_found_while_the_rate_is_low(tmp_path):
+    # policy_shift = 2000 lr² on every step: the median of shift / lr² over steps 1-8 is 2000, and at
+    # the warm-up's target 5e-3 a step would move 2000 * 2.5e-5 = 0.05 >= 0.03 nats a token
+    shift = [2000 * lr**2 for lr in WARMUP]
+    metrics = rows({"learning_rate": WARMUP, "policy_shift": shift})
+    found = only(check(tmp_path, metrics, config={"trainer.learning_rate": 0.005}), "step-size")
+    assert found.steps == (1, 8)  # found at step 8, with the rate at 8e-4
+    # shifts of steps 1-8: 2e-5 k², median (3.2e-4 + 5e-4) / 2 = 4.1e-4
+    assert found.evidence == [
+        "policy_shift 4.10e-04 nats a token (median of steps 1-8) at learning_rate 0.0008",
+        "the warm-up rises to 0.005, where such steps would move ~0.05 (a step's KL grows with the square "
+        "of its rate): above the 0.03 one step may move",
+    ]
+    # 5e-3 * 0.5 * sqrt(0.03 / 0.05) = 1.94e-3, rounded down to one digit
+    assert found.fix == "trainer.learning_rate=0.001"
+
+
+@pytest.mark.parametrize("scale, found", [(1200, True), (1196, False)])  # predicted 0.03 and 0.0299
+def test_a_step_size_at_the_limit_is_found_and_just_below_it_is_not(tmp_path, scale, found):
+    metrics = rows({"learning_rate": WARMUP, "policy_shift": [scale * lr**2 for lr in WARMUP]})
+    assert ("step-size" in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 0.005}))) == found
+
+
+def test_a_constant_rate_is_judged_at_itself(tmp_path):
+    # median 0.04 >= 0.03 at the run's own 2e-4; fix 2e-4 * 0.5 * sqrt(0.75) = 8.66e-5 -> 8e-5
+    found = only(check(tmp_path, rows({"policy_shift": 0.04})), "step-size")
+    assert found.evidence == [
+        "policy_shift 0.04 nats a token (median of steps 1-8) at learning_rate 0.0002: above the 0.03 one step may move"
+    ]
+    assert found.fix == "trainer.learning_rate=8e-05"
+
+
+def test_a_decaying_rate_is_not_judged_at_the_peak_it_left(tmp_path):
+    # 40000 lr²: at trainer.learning_rate 1e-3 that is 0.04, but the rate falls 1e-3 -> 5.5e-4 and
+    # at step 8's 6.5e-4 a step moves 40000 * 4.225e-7 = 0.017
+    decay = [1e-3 - 5e-5 * k for k in range(10)]
+    metrics = rows({"learning_rate": decay, "policy_shift": [40000 * lr**2 for lr in decay]})
+    assert "step-size" not in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 0.001}))
+
+
+def test_steps_at_rate_0_do_not_count_and_a_run_without_the_metric_is_not_checked(tmp_path):
+    # a warm-up's step 1 at rate 0: seven rated steps are one short of a verdict
+    rates = [0.0, *WARMUP[:7], 0.0, 0.0]
+    metrics = rows({"learning_rate": rates, "policy_shift": [1.0] * 10})
+    assert "step-size" not in kinds(check(tmp_path / "short", metrics, config={"trainer.learning_rate": 0.005}))
+    verdict = check(tmp_path / "old", rows(drop=("policy_shift",)))
+    assert [n.kind for n in verdict.not_checked] == ["step-size"]
+
+
 # ---------------------------------------------------------------- NaN/inf and precursors
 def test_a_nan_loss_is_found_at_its_first_step(tmp_path):
     loss = [0.01] * 6 + [math.nan, math.nan, math.inf, 0.01]

@@ -16,14 +16,14 @@ def truncated(tmp_path, name="run", **run):
 def test_a_healthy_run_exits_0(tmp_path, capsys):
     code, text = cli(capsys, "doctor", str(make_run(tmp_path / "run", rows())))
     assert code == 0, text
-    assert text.splitlines()[0] == f"{tmp_path / 'run'}: healthy (8 checks on steps 1-10)"
+    assert text.splitlines()[0] == f"{tmp_path / 'run'}: healthy (9 checks on steps 1-10)"
 
 
 def test_a_finding_exits_1_with_evidence_cause_and_the_command_that_fixes_it(tmp_path, capsys):
     code, text = cli(capsys, "doctor", str(truncated(tmp_path)))
     assert code == 1, text
     lines = text.splitlines()
-    assert lines[0].endswith("run: 1 finding (8 checks on steps 1-10)")
+    assert lines[0].endswith("run: 1 finding (9 checks on steps 1-10)")
     assert lines[1] == "  x truncation near 1 (truncation)"
     assert lines[2] == "    truncated_fraction 0.1 (steps 1-2) -> 0.9 (steps 9-10)"
     assert any(line.startswith("    cause: most completions hit trainer.max_completion_length=16") for line in lines)
@@ -92,7 +92,7 @@ def test_a_torn_last_line_is_ignored_and_said(tmp_path, capsys):
     code, text = cli(capsys, "doctor", str(run))
     assert code == 0, text
     flat = " ".join(text.split())
-    assert "healthy (8 checks on steps 1-10)" in flat
+    assert "healthy (9 checks on steps 1-10)" in flat
     assert f"note: {run / 'metrics.jsonl'}: its last line (11) is torn (killed while writing it?): ignored; " in flat
     assert "checked up to step 10" in flat
     assert "note: no summary.json: the run stopped (killed, crashed) or is still running" in flat
@@ -134,8 +134,8 @@ def test_a_sweep_gets_one_verdict_per_run_and_one_line_for_its_failed_job(tmp_pa
     code, text = cli(capsys, "doctor", str(sweep))
     assert code == 1, text
     lines = text.splitlines()
-    assert lines[0] == f"{sweep / '0-grpo-arithmetic'}: healthy (8 checks on steps 1-10)"
-    assert f"{sweep / '1-grpo-arithmetic'}: 1 finding (8 checks on steps 1-10)" in lines
+    assert lines[0] == f"{sweep / '0-grpo-arithmetic'}: healthy (9 checks on steps 1-10)"
+    assert f"{sweep / '1-grpo-arithmetic'}: 1 finding (9 checks on steps 1-10)" in lines
     failed = [line for line in lines if line.startswith(str(sweep / "2-grpo-arithmetic"))]
     assert failed == [f"{sweep / '2-grpo-arithmetic'}: not checked: {sweep / '2-grpo-arithmetic' / 'metrics.jsonl'}: "
                       "missing; the run logged no step (it failed or was stopped before its first one, or is "
@@ -164,7 +164,7 @@ def test_a_stages_parent_checks_its_rl_stage_and_skips_its_sft_stage(tmp_path, c
     code, text = cli(capsys, "doctor", str(parent))
     assert code == 1, text
     assert f"{prime}: skipped: an SFT run: the doctor checks RL runs (rlrecipes train)" in text.splitlines()
-    assert f"{parent / '2-rl'}: 1 finding (8 checks on steps 1-10)" in text.splitlines()
+    assert f"{parent / '2-rl'}: 1 finding (9 checks on steps 1-10)" in text.splitlines()
 
 
 def test_a_run_without_recorded_overrides_leaves_them_to_the_user(tmp_path, capsys):

@@ -69,3 +69,63 @@ def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
     kept = sum(p.detach().double().square().sum() for g in groups if not g["weight_decay"] for p in g["params"])
     assert lr > 0 and kept > 0
     assert logged["update_ratio"] == pytest.approx(lr * 0.1 * (decayed / (decayed + kept)).sqrt().item(), rel=1e-4)
+
+
+class BatchKeeper(EngineHook):
+    """Keeps the scored batch, advantages as TRL computed them."""
+
+    def __init__(self):
+        self.batches = []
+
+    def after_scoring(self, trainer, batch, rewards):
+        self.batches.append(dict(batch))
+        return batch
+
+
+@pytest.mark.integration
+def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path):
+    import copy
+
+    from datasets import Dataset
+
+    from rlrecipes.data.problems import load_problem_set
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.engine.grpo_args import build_grpo_config
+    from rlrecipes.engine.policy_shift import k3_kl
+    from rlrecipes.engine.trainer import RecipeGRPOTrainer
+    from rlrecipes.models import load_model
+
+    cfg = compose("trainer.max_steps=1", "trainer.learning_rate=1e-3")
+    problems = load_problem_set(cfg.data)
+    model, tok = load_model(str(toy_model_dir), cfg.model)
+    rows = [
+        {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
+        for it in problems.train[:16]
+    ]
+
+    def position(completions, **_):  # every group is mixed: a nonzero gradient
+        return [float(i % cfg.trainer.num_generations) for i in range(len(completions))]
+
+    keeper = BatchKeeper()
+    trainer = RecipeGRPOTrainer(
+        model=model,
+        reward_funcs=[position],
+        args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        hooks=[keeper],
+    )
+    before = copy.deepcopy(trainer.model).eval()  # as TRL prepared it (its fused log-prob head)
+    trainer.train()
+    assert trainer.args.gradient_accumulation_steps == 1  # one micro-batch: the step's whole batch is the one probed
+    [batch] = keeper.batches
+
+    def logps(policy):
+        ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        with torch.no_grad():
+            return trainer._get_per_token_logps_and_entropies(policy, ids, mask, batch["completion_ids"].size(1))[0]
+
+    expected = k3_kl(logps(before), logps(trainer.model.eval()), batch["completion_mask"])
+    [logged] = [row for row in trainer.state.log_history if "grad_norm" in row]
+    assert expected > 0 and logged["policy_shift"] == pytest.approx(expected, rel=1e-6)

@@ -1,0 +1,116 @@
+"""How far each optimiser step moves the policy itself: `policy_shift`, the mean per-token
+KL(π_before ‖ π_after) of the step on its own last micro-batch, in nats, logged every step.
+
+Why: `update_ratio` (update_size.py) says how far the weights moved, but what a step may safely
+move depends on the model (a 7B model at 1e-6 moves its weights ~1e-5 a step, a toy at 1e-3
+~1e-3). What the step did to the *policy* is in the same unit for every model: nats per token.
+Trust-region methods bound exactly this quantity (TRPO's δ, Schulman et al. 2015, Eq. 12; PPO's
+`target_kl`, which OpenAI Baselines' and Stable-Baselines3's PPO stop an epoch at), so the doctor
+can compare it with one bar on any model.
+
+The micro-batch's completions were sampled from the policy before the step (num_iterations=1), so
+the k3 estimator (Schulman 2020, "Approximating KL divergence") is unbiased and never negative:
+
+    KL(π_before ‖ π_after) ≈ mean over completion tokens of  (r − 1) − log r,   r = π_after/π_before
+
+Two forward passes without gradient on the step's last micro-batch: one before the optimiser step
+(`on_pre_optimizer_step`, after the gradient is clipped) and one after (`on_optimizer_step`), in
+eval mode so dropout (LoRA's) adds no shift of its own. Tool results are left out (tool_mask), as in
+TRL's loss. `trainer.policy_shift_every=N` probes every N-th step (0: never).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from transformers import TrainerCallback
+
+# the batch entries TRL's log-prob pass takes besides the tokens (vision models); passed when present
+EXTRA_INPUTS = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+
+
+def k3_kl(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> Optional[float]:
+    """Mean over the tokens where `mask` is 1 of (r − 1) − log r, r = exp(after − before): the k3
+    estimate of KL(π_before ‖ π_after) from per-token log-probs of tokens sampled from π_before.
+    None when no token counts."""
+    weight = mask.to(torch.float64)
+    tokens = float(weight.sum())
+    if tokens == 0:
+        return None
+    log_ratio = after.to(torch.float64) - before.to(torch.float64)
+    per_token = torch.expm1(log_ratio) - log_ratio  # expm1: exact for the tiny ratios of a small step
+    return float((per_token * weight).sum()) / tokens
+
+
+class PolicyShift(TrainerCallback):
+    """Logs `policy_shift` with the step's metrics (RecipeGRPOTrainer.log_metric)."""
+
+    def __init__(self, trainer: Any, every: int):
+        self.trainer = trainer
+        self.every = every
+        self.batch: Optional[dict[str, Any]] = None  # the step's last micro-batch (RecipeGRPOTrainer.compute_loss)
+        self.before: Optional[torch.Tensor] = None
+
+    def due(self, step: int) -> bool:
+        """Whether the optimiser step that follows `step` steps done is probed (the first one always)."""
+        return self.every > 0 and (step == 0 or (step + 1) % self.every == 0)
+
+    def remember(self, inputs: dict[str, Any]) -> None:
+        if self.due(self.trainer.state.global_step):
+            self.batch = inputs
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.before = self.log_probs() if self.batch is not None else None
+
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        batch, before = self.batch, self.before
+        self.batch = self.before = None
+        if batch is None or before is None or self.trainer.accelerator.optimizer_step_was_skipped:
+            return
+        after = self.log_probs(batch)
+        mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+        sums = torch.tensor(
+            [_masked_sum(before, after, mask), float(mask.sum())], dtype=torch.float64, device=mask.device
+        )
+        sums = self.trainer.accelerator.reduce(sums, reduction="sum")  # every process's micro-batch
+        if float(sums[1]) > 0:
+            self.trainer.log_metric("policy_shift", float(sums[0]) / float(sums[1]))
+
+    def log_probs(self, batch: Optional[dict[str, Any]] = None) -> torch.Tensor:
+        """Per-token log-probs of the batch's completions under the current weights."""
+        trainer, batch = self.trainer, batch if batch is not None else self.batch
+        model = trainer.model_wrapped  # the DDP/FSDP/DeepSpeed wrapper: a sharded model gathers its weights
+        completion_ids = batch["completion_ids"]
+        extras = {key: batch[key] for key in EXTRA_INPUTS if batch.get(key) is not None}
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                logps, _, _ = trainer._get_per_token_logps_and_entropies(
+                    model,
+                    torch.cat([batch["prompt_ids"], completion_ids], dim=1),
+                    torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+                    completion_ids.size(1),
+                    batch_size=trainer.args.per_device_train_batch_size,
+                    **extras,
+                )
+        finally:
+            model.train(was_training)
+        return logps
+
+
+def _masked_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> float:
+    mean = k3_kl(before, after, mask)
+    return 0.0 if mean is None else mean * float(mask.sum())
