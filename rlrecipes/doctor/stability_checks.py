@@ -3,6 +3,7 @@ drift, NaN/inf and their precursors, and a tool loop that never calls or always 
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any, Optional
 
@@ -214,10 +215,13 @@ def grad_spikes(points: list) -> list[tuple[int, float, float]]:
     """(step, grad_norm, median of the steps before) where it exceeds GRAD_SPIKE_FACTOR times
     that median, once GRAD_HISTORY_MIN steps give one."""
     spikes = []
-    for i in range(T.GRAD_HISTORY_MIN, len(points)):
-        typical = median([v for _, v in points[:i]])
-        if typical > 0 and points[i][1] > T.GRAD_SPIKE_FACTOR * typical:
-            spikes.append((points[i][0], points[i][1], typical))
+    before = sorted(v for _, v in points[: T.GRAD_HISTORY_MIN])  # kept sorted: the live doctor runs this every step
+    for step, value in points[T.GRAD_HISTORY_MIN :]:
+        half = len(before) // 2
+        typical = before[half] if len(before) % 2 else (before[half - 1] + before[half]) / 2
+        if typical > 0 and value > T.GRAD_SPIKE_FACTOR * typical:
+            spikes.append((step, value, typical))
+        bisect.insort(before, value)
     return spikes
 
 

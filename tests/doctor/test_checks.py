@@ -512,6 +512,26 @@ def test_a_spike_with_a_calm_reward_is_the_update_size(tmp_path):
     assert found.fix == "trainer.learning_rate=0.0001" and len(found.evidence) == 1
 
 
+def test_grad_spikes_compare_each_step_with_the_median_of_every_step_before():
+    import random
+    import statistics
+
+    from rlrecipes.doctor.stability_checks import grad_spikes
+
+    draw = random.Random(7)
+    for length in (5, 6, 7, 40):  # the running median, odd and even counts, against the plain one
+        points = [(s, draw.choice([0.5, 0.4, 0.6, 0.05, 9.0, 30.0])) for s in range(1, length + 1)]
+        plain = [
+            (step, value, statistics.median(v for _, v in points[:i]))
+            for i, (step, value) in enumerate(points)
+            if i >= 5
+            and statistics.median(v for _, v in points[:i]) > 0
+            and value > 10 * statistics.median(v for _, v in points[:i])
+        ]
+        assert grad_spikes(points) == plain
+    assert plain  # the last draw has spikes to find
+
+
 def test_a_grad_norm_ten_times_the_median_is_no_spike(tmp_path):
     grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 5.0, 0.5, 0.5, 0.5]
     assert "numeric" not in kinds(check(tmp_path, rows({"grad_norm": grad})))
