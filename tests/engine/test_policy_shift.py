@@ -43,3 +43,77 @@ def test_policy_shift_every_is_checked_and_reaches_the_trainer(value, ok, tmp_pa
         return
     check_train_values(cfg)
     assert build_grpo_config(cfg, tmp_path, {}, [1.0]).policy_shift_every == value
+
+
+class StandIn:
+    """A trainer as PolicyShift sees it: its log-prob pass returns `passes` in turn (before, after
+    the step), and its accelerator adds another process's (sum, tokens) in the reduction."""
+
+    def __init__(self, passes, other=(0.0, 0.0), step=0, skipped=False):
+        from types import SimpleNamespace
+
+        self.passes, self.logged = list(passes), {}
+        self.state = SimpleNamespace(global_step=step)
+        self.args = SimpleNamespace(per_device_train_batch_size=2)
+        self.model_wrapped = torch.nn.Linear(1, 1)  # train mode, switched to eval around each pass
+        self.modes = []
+
+        def reduce(sums, reduction):
+            assert reduction == "sum"
+            return sums + torch.tensor(other, dtype=sums.dtype)
+
+        self.accelerator = SimpleNamespace(reduce=reduce, optimizer_step_was_skipped=skipped)
+
+    def _get_per_token_logps_and_entropies(self, model, ids, mask, keep, batch_size=None, **extras):
+        self.modes.append(model.training)
+        assert ids.shape == (2, 3) and keep == 1 and batch_size == 2 and not extras
+        return self.passes.pop(0), None, None
+
+    def log_metric(self, name, value):
+        self.logged[name] = value
+
+
+def micro_batch(tool_mask=None):
+    batch = {
+        "prompt_ids": torch.zeros(2, 2, dtype=torch.long),
+        "prompt_mask": torch.ones(2, 2, dtype=torch.long),
+        "completion_ids": torch.zeros(2, 1, dtype=torch.long),
+        "completion_mask": torch.ones(2, 1, dtype=torch.long),
+    }
+    if tool_mask is not None:
+        batch["tool_mask"] = torch.tensor(tool_mask)
+    return batch
+
+
+def probe(trainer, batch):
+    shift = PolicyShift(trainer, every=1)
+    shift.remember(batch)
+    shift.on_pre_optimizer_step(None, trainer.state, None)
+    shift.on_optimizer_step(None, trainer.state, None)
+    return shift
+
+
+HALF = math.log(0.5)
+# before log 1/2 on both tokens; after log 1/4 (r = 1/2) and log 1 (r = 2): per token ln2 - 1/2, 1 - ln2
+PASSES = (torch.tensor([[HALF], [HALF]]), torch.tensor([[math.log(0.25)], [0.0]]))
+
+
+def test_a_probed_step_logs_the_token_weighted_kl_over_every_process():
+    # this process: (ln2 - 1/2) + (1 - ln2) = 1/2 over 2 tokens; the other: 1.5 over 2; (0.5 + 1.5) / 4
+    trainer = StandIn(PASSES, other=(1.5, 2.0))
+    shift = probe(trainer, micro_batch())
+    assert trainer.logged["policy_shift"] == pytest.approx(0.5, rel=1e-6)
+    assert trainer.modes == [False, False] and trainer.model_wrapped.training  # eval for the passes only
+    assert shift.batch is None and shift.before is None  # nothing kept past the step
+
+
+def test_tool_results_are_left_out_and_a_skipped_step_logs_nothing():
+    trainer = StandIn(PASSES)
+    probe(trainer, micro_batch(tool_mask=[[1], [0]]))  # the second token is a tool's: ln2 - 1/2 alone
+    assert trainer.logged["policy_shift"] == pytest.approx(math.log(2) - 0.5, rel=1e-6)
+    skipped = StandIn(PASSES, skipped=True)  # fp16's inf/NaN step moved nothing
+    probe(skipped, micro_batch())
+    assert skipped.logged == {}
+    every_third = PolicyShift(StandIn(PASSES, step=1), every=3)
+    every_third.remember(micro_batch())  # the run's second step: not probed, nothing kept
+    assert every_third.batch is None
