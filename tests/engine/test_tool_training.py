@@ -140,30 +140,45 @@ def test_scripted_tool_rollout_through_the_trainer(toy_model_dir, tmp_path):
 
 
 @pytest.mark.integration
-def test_tiny_run_with_tools_logs_the_tool_metrics(tmp_path):
-    """Two steps of `train` with the search tool on the TINY toy (which was never taught the
-    tags, so whether it calls a tool is left open): the run completes and every step logs
-    the tool metrics, each a share or count in its range."""
+def test_tiny_run_with_two_tools_logs_the_tool_metrics_exactly(tmp_path):
+    """Two steps of `train` on the default recipe with both the search and the calculator tool on,
+    on a scripted policy (tests/recipes/test_tool_recipes.py's search script: whether a
+    built toy calls a tool is a chance outcome of its build): the metrics are the script's."""
     from rlrecipes.training.job import train
+    from tests.recipes.test_tool_recipes import ROLLOUT_TOKENS, TOOL_KEYS, scripted_tool_case
 
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text('{"id": "1", "contents": "Sums\\n2+2 is 4"}\n')
+    problems, model, overrides = scripted_tool_case("search_r1_toy", tmp_path)
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for p, a in problems))
     cfg = compose(
         "rollout.tools=[search,calculator]",
-        f"+rollout.tool_kwargs.search.corpus={corpus}",
-        "trainer.eval.before=false",
-        "trainer.eval.after=false",
+        f"model.name_or_path={model}",
+        "data.source=file",
+        f"data.path={data}",
+        f"data.eval_path={data}",
+        "data.template=plain",
+        "trainer.num_generations=4",
+        "trainer.prompts_per_rollout=4",
+        "trainer.max_completion_length=96",  # the call, the passage and the answer: 63 tokens
+        *(f"+{o}" if o.startswith("rollout.tool_kwargs") else o for o in overrides),
     )
-    run_dir = tmp_path / "run"
-    summary = train(cfg, run_dir, log=lambda _: None)
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    summary = train(cfg, tmp_path / "run", log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "tools/turns" in r]
     assert summary["steps"] == 2 and len(steps) == 2
+    # each step: the four problems 4 times; g and m search (8 rollouts, 2 turns each),
+    # h answers at once, k's void turn ends its rollout: 24 turns over 16 rollouts
+    called, tool, at_once, void = ROLLOUT_TOKENS["search_r1_toy"]
+    expected = {
+        "tools/calls_per_rollout": 8 / 16,
+        "tools/error_rate": 0 / 8,
+        "tools/invalid_action_rate": 4 / 24,
+        "tools/turns": 24 / 16,
+        "tools/answer_rate": 12 / 16,
+        "tools/tool_token_share": 8 * tool / (8 * called + 4 * at_once + 4 * void),
+    }
     for r in steps:
-        for key in ("tools/error_rate", "tools/invalid_action_rate", "tools/answer_rate", "tools/tool_token_share"):
-            assert 0.0 <= r[key] <= 1.0
-        assert 1.0 <= r["tools/turns"] <= 3.0  # max_turns=2, then the final turn
-        assert 0.0 <= r["tools/calls_per_rollout"] <= 2.0
+        assert {key: r[key] for key in TOOL_KEYS} == expected
 
 
 @pytest.mark.e2e
