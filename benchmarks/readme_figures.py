@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -541,7 +542,18 @@ def build_spread_headline(rec: dict) -> str:
 
 def dapo_headline(rec: dict) -> str:
     r = rec["result"]
-    return f"DAPO − GRPO {r['dapo_minus_grpo_points']:+.1f} points at {r['budget_seconds']:.0f} s each"
+    return (
+        f"DAPO − GRPO {r['dapo_minus_grpo_points']:+.1f}{paired_spread(r)} points at {r['budget_seconds']:.0f} s each"
+    )
+
+
+def paired_spread(r: dict) -> str:
+    """` ± s`: the stdev over seeds of DAPO's accuracy minus GRPO's on the same seed, in points ('' for a
+    record without per-seed accuracies or with one seed)."""
+    pairs = list(zip(r.get("dapo", {}).get("accuracy_after", []), r.get("grpo", {}).get("accuracy_after", [])))
+    if len(pairs) < 2:
+        return ""
+    return f" ± {statistics.stdev(100 * (d - g) for d, g in pairs):.1f}"
 
 
 def ttrl_headline(rec: dict) -> str:

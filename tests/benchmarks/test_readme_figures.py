@@ -121,6 +121,17 @@ def test_a_headline_is_rendered_between_its_markers_with_its_commit(tmp_path):
         readme_figures.with_headlines("<!-- bench:dapo_v2 --><!-- /bench -->", results)
 
 
+def test_the_dapo_headline_carries_the_spread_of_its_paired_seeds():
+    # per seed DAPO - GRPO: -4.0, +4.33, -1.67 points; mean -0.44, stdev 4.33
+    result = {
+        "dapo_minus_grpo_points": -0.44,
+        "budget_seconds": 40.0,
+        "dapo": {"accuracy_after": [0.8333, 0.9, 0.8733]},
+        "grpo": {"accuracy_after": [0.8733, 0.8567, 0.89]},
+    }
+    assert readme_figures.dapo_headline({"result": result}) == "DAPO − GRPO -0.4 ± 4.3 points at 40 s each"
+
+
 def test_the_curriculum_row_quotes_accuracy_overall_and_at_the_most_distractors():
     s = lambda mean, stdev: {"mean": mean, "stdev": stdev}  # noqa: E731
     arm = lambda a, b: {"overall": s(a, 0.01), "by_distractors": {"0": s(1.0, 0.0), "8": s(b, 0.02)}}  # noqa: E731
