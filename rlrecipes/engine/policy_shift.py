@@ -45,13 +45,16 @@ def k3_kl(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> Opti
     """Mean over the tokens where `mask` is 1 of (r − 1) − log r, r = exp(after − before): the k3
     estimate of KL(π_before ‖ π_after) from per-token log-probs of tokens sampled from π_before.
     None when no token counts."""
+    total, tokens = k3_sum(before, after, mask)
+    return float(total / tokens) if tokens else None
+
+
+def k3_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(sum of (r − 1) − log r over the tokens where `mask` is 1, their count), float64."""
     weight = mask.to(torch.float64)
-    tokens = float(weight.sum())
-    if tokens == 0:
-        return None
     log_ratio = after.to(torch.float64) - before.to(torch.float64)
     per_token = torch.expm1(log_ratio) - log_ratio  # expm1: exact for the tiny ratios of a small step
-    return float((per_token * weight).sum()) / tokens
+    return torch.stack([(per_token * weight).sum(), weight.sum()])
 
 
 class PolicyShift(TrainerCallback):
@@ -81,10 +84,7 @@ class PolicyShift(TrainerCallback):
             return
         after = self.log_probs(batch)
         mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
-        sums = torch.tensor(
-            [_masked_sum(before, after, mask), float(mask.sum())], dtype=torch.float64, device=mask.device
-        )
-        sums = self.trainer.accelerator.reduce(sums, reduction="sum")  # every process's micro-batch
+        sums = self.trainer.accelerator.reduce(k3_sum(before, after, mask), reduction="sum")  # every process's
         if float(sums[1]) > 0:
             self.trainer.log_metric("policy_shift", float(sums[0]) / float(sums[1]))
 
@@ -109,8 +109,3 @@ class PolicyShift(TrainerCallback):
         finally:
             model.train(was_training)
         return logps
-
-
-def _masked_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> float:
-    mean = k3_kl(before, after, mask)
-    return 0.0 if mean is None else mean * float(mask.sum())
