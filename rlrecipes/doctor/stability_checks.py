@@ -104,37 +104,46 @@ def drift(record: RunRecord) -> Optional[Finding]:
 
 # ------------------------------------------------------------------------------ step size
 def step_size(record: RunRecord) -> Optional[Finding]:
-    """Steps that move the policy (policy_shift, nats a token) past thresholds.POLICY_SHIFT_MAX at
-    the highest learning rate the schedule has ahead, predicted from the steps so far: a warm-up to
-    too high a rate is found while the rate is still low, before the reward collapses."""
-    rates = dict(record.series("learning_rate"))
-    points = [(step, shift, rates[step]) for step, shift in record.series("policy_shift") if rates.get(step, 0) > 0]
+    """Steps that move the policy (policy_shift, nats a token) by more than thresholds.
+    POLICY_SHIFT_MAX_SHARE of its own entropy at the highest learning rate the schedule has ahead,
+    predicted from the steps so far: a warm-up to too high a rate is found while the rate is still
+    low, before the reward collapses."""
+    rates, entropies = dict(record.series("learning_rate")), dict(record.series("entropy"))
+    points = [
+        (step, shift, rates[step], entropies[step])
+        for step, shift in record.series("policy_shift")
+        if rates.get(step, 0) > 0 and entropies.get(step, 0) > 0
+    ]
     base = setting(record, "trainer.learning_rate", float)
     for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
         window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
-        step, _, rate = window[-1]
+        step, _, rate, _ = window[-1]
         rising = i > 0 and rate > points[i - 1][2]
         ahead = max(rate, base) if rising and base else rate  # a warm-up still rising goes to trainer.learning_rate
-        predicted = median([shift / lr**2 for _, shift, lr in window]) * ahead**2
-        if predicted < T.POLICY_SHIFT_MAX:
+        predicted = median([shift / lr**2 for _, shift, lr, _ in window]) * ahead**2
+        entropy = median([e for _, _, _, e in window])
+        share = predicted / entropy
+        if share < T.POLICY_SHIFT_MAX_SHARE:
             continue
-        shifts = [(s, shift) for s, shift, _ in window]
+        shifts = [(s, shift) for s, shift, _, _ in window]
         evidence = [
-            f"policy_shift {num(median([v for _, v in shifts]))} nats a token (median of {span(shifts)}) at learning_rate {rate:g}"
+            f"policy_shift {num(median([v for _, v in shifts]))} nats a token (median of {span(shifts)}) at "
+            f"learning_rate {rate:g}, the policy's entropy {num(entropy)}"
         ]
         if ahead > rate:
             evidence.append(
                 f"the warm-up rises to {ahead:g}, where such steps would move ~{num(predicted)} "
                 "(a step's KL grows with the square of its rate)"
             )
-        evidence[-1] += f": above the {T.POLICY_SHIFT_MAX:g} one step may move"
+        evidence[-1] += f": {num(share)} of its entropy a step, above {T.POLICY_SHIFT_MAX_SHARE:g}"
+        lower = ahead * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX_SHARE / share)
         return finding(
             record,
             "policy_shift",
             shifts,
-            {"trainer.learning_rate": _one_digit_below(ahead * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX / predicted))},
+            {"trainer.learning_rate": _one_digit_below(lower)},
             evidence=evidence,
-            cause="each optimiser step moves the policy further than any trust region allows: the learning "
+            cause="each optimiser step moves the policy by a large share of its own uncertainty: the learning "
             "rate (or the warm-up's target) is too high for this model, and the reward collapses or the "
             "text garbles once the rate gets there",
         )
@@ -304,7 +313,7 @@ CHECKS = [
     ),
     Check("drift", "KL or clip-fraction drift", drift, ("kl", "clip_ratio_region"), any_of=True, trend=True),
     Check("numeric", "NaN/inf or their precursors", numeric, ("loss", "grad_norm"), any_of=True),
-    Check("step-size", "updates too large for the policy", step_size, ("policy_shift", "learning_rate")),
+    Check("step-size", "updates too large for the policy", step_size, ("policy_shift", "learning_rate", "entropy")),
     Check(
         "tool-loop", "tool loop never calls or always fails", tool_loop, ("tools/calls_per_rollout",), applies=_tools
     ),

@@ -422,46 +422,50 @@ def test_a_sequence_level_ratio_clipping_most_sequences_is_no_drift(tmp_path):
 
 
 # ------------------------------------------------------------------------------ step size
-WARMUP = [1e-4 * k for k in range(1, 11)]  # a warm-up still rising at step 10 (to 5e-3 below)
+WARMUP = [1e-4 * k for k in range(1, 11)]  # a warm-up still rising at step 10 (to 5e-3 below); entropy 0.6
 
 
 def test_a_warm_up_whose_target_rate_would_overstep_is_found_while_the_rate_is_low(tmp_path):
-    # policy_shift = 2000 lr² on every step: the median of shift / lr² over steps 1-8 is 2000, and at
-    # the warm-up's target 5e-3 a step would move 2000 * 2.5e-5 = 0.05 >= 0.03 nats a token
-    shift = [2000 * lr**2 for lr in WARMUP]
+    # policy_shift = 20000 lr² on every step: the median of shift / lr² over steps 1-8 is 20000, and at
+    # the warm-up's target 5e-3 a step would move 20000 * 2.5e-5 = 0.5 nats, 0.5 / 0.6 = 0.833 of the
+    # entropy >= 0.5
+    shift = [20000 * lr**2 for lr in WARMUP]
     metrics = rows({"learning_rate": WARMUP, "policy_shift": shift})
     found = only(check(tmp_path, metrics, config={"trainer.learning_rate": 0.005}), "step-size")
     assert found.steps == (1, 8)  # found at step 8, with the rate at 8e-4
-    # shifts of steps 1-8: 2e-5 k², median (3.2e-4 + 5e-4) / 2 = 4.1e-4
+    # shifts of steps 1-8: 2e-4 k², median (0.0032 + 0.005) / 2 = 0.0041
     assert found.evidence == [
-        "policy_shift 4.10e-04 nats a token (median of steps 1-8) at learning_rate 0.0008",
-        "the warm-up rises to 0.005, where such steps would move ~0.05 (a step's KL grows with the square "
-        "of its rate): above the 0.03 one step may move",
+        "policy_shift 0.0041 nats a token (median of steps 1-8) at learning_rate 0.0008, the policy's entropy 0.6",
+        "the warm-up rises to 0.005, where such steps would move ~0.5 (a step's KL grows with the square "
+        "of its rate): 0.833 of its entropy a step, above 0.5",
     ]
-    # 5e-3 * 0.5 * sqrt(0.03 / 0.05) = 1.94e-3, rounded down to one digit
+    # 5e-3 * 0.5 * sqrt(0.5 / 0.833) = 1.94e-3, rounded down to one digit
     assert found.fix == "trainer.learning_rate=0.001"
 
 
-@pytest.mark.parametrize("scale, found", [(1200, True), (1196, False)])  # predicted 0.03 and 0.0299
+@pytest.mark.parametrize("scale, found", [(12010, True), (11990, False)])  # 0.5004 and 0.4996 of the entropy
 def test_a_step_size_at_the_limit_is_found_and_just_below_it_is_not(tmp_path, scale, found):
     metrics = rows({"learning_rate": WARMUP, "policy_shift": [scale * lr**2 for lr in WARMUP]})
     assert ("step-size" in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 0.005}))) == found
 
 
-def test_a_constant_rate_is_judged_at_itself(tmp_path):
-    # median 0.04 >= 0.03 at the run's own 2e-4; fix 2e-4 * 0.5 * sqrt(0.75) = 8.66e-5 -> 8e-5
-    found = only(check(tmp_path, rows({"policy_shift": 0.04})), "step-size")
+def test_a_constant_rate_is_judged_at_itself_against_the_entropy(tmp_path):
+    # median 0.4 at the run's own 2e-4: 0.667 of the entropy 0.6; fix 2e-4 * 0.5 * sqrt(0.75) = 8.66e-5 -> 8e-5
+    found = only(check(tmp_path, rows({"policy_shift": 0.4})), "step-size")
     assert found.evidence == [
-        "policy_shift 0.04 nats a token (median of steps 1-8) at learning_rate 0.0002: above the 0.03 one step may move"
+        "policy_shift 0.4 nats a token (median of steps 1-8) at learning_rate 0.0002, the policy's entropy 0.6: "
+        "0.667 of its entropy a step, above 0.5"
     ]
     assert found.fix == "trainer.learning_rate=8e-05"
+    # the same shift where the policy is twice as uncertain: a third of its entropy, no finding
+    assert "step-size" not in kinds(check(tmp_path / "wide", rows({"policy_shift": 0.4, "entropy": 1.2})))
 
 
 def test_a_decaying_rate_is_not_judged_at_the_peak_it_left(tmp_path):
-    # 40000 lr²: at trainer.learning_rate 1e-3 that is 0.04, but the rate falls 1e-3 -> 5.5e-4 and
-    # at step 8's 6.5e-4 a step moves 40000 * 4.225e-7 = 0.017
+    # 400000 lr²: at trainer.learning_rate 1e-3 that is 0.4 (0.667 of the entropy), but the rate falls
+    # 1e-3 -> 5.5e-4 and at step 8's 6.5e-4 a step moves 400000 * 4.225e-7 = 0.169 (0.28)
     decay = [1e-3 - 5e-5 * k for k in range(10)]
-    metrics = rows({"learning_rate": decay, "policy_shift": [40000 * lr**2 for lr in decay]})
+    metrics = rows({"learning_rate": decay, "policy_shift": [400000 * lr**2 for lr in decay]})
     assert "step-size" not in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 0.001}))
 
 

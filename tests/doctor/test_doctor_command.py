@@ -110,10 +110,14 @@ def test_an_older_run_says_which_checks_it_could_not_run(tmp_path, capsys):
         "entropy-collapse": "metrics.jsonl has no entropy (a run from an older version, or a recipe that does "
         "not log it)",
         "entropy-blowup": "metrics.jsonl has no entropy (a run from an older version, or a recipe that does not log it)",
+        "step-size": "metrics.jsonl has no entropy (a run from an older version, or a recipe that does not log it)",
     }
     code, text = cli(capsys, "doctor", str(run))
     flat = " ".join(text.split())
-    assert "not checked: entropy collapse, entropy blow-up: metrics.jsonl has no entropy" in flat
+    assert (
+        "not checked: updates too large for the policy, entropy collapse, entropy blow-up: metrics.jsonl has no entropy"
+        in flat
+    )
 
 
 def test_a_short_run_says_the_trends_need_more_steps(tmp_path, capsys):
