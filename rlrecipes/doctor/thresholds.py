@@ -112,8 +112,8 @@ CLIP_FRACTION_MAX = 0.2
 # no bar held across models: on dev seed 0 (bench_doctor's development runs, not the zoo's seeds)
 # the toy's warm-up to 5e-3, which collapses near step 47, predicts 0.08-0.13 nats (1.0-1.6 of its
 # entropy 0.083) from step 9; its warm-up to 1e-3, which learns, at most 0.008 (0.1); and
-# SmolLM2-135M with LoRA at its preset's 5e-4 (experiment=real_model_smollm2, which learns) moves
-# 0.04-0.09 nats a step, 0.06-0.12 of its entropy ~0.7.
+# SmolLM2-135M with LoRA at its preset's 5e-4 (experiment=real_model_smollm2, which learns) moved
+# 0.008-0.09 nats a step over its first 7, 0.02-0.12 of its entropy (0.4-0.7).
 POLICY_SHIFT_MAX_SHARE = 0.5
 # The prediction is the median over this many probed steps of policy_shift / lr² (one step's
 # KL depends on its batch and varies tenfold step to step; a median of 8 is steady, and 8

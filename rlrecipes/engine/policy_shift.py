@@ -3,10 +3,10 @@ KL(π_before ‖ π_after) of the step on its own last micro-batch, in nats, log
 
 Why: `update_ratio` (update_size.py) says how far the weights moved, but what a step may safely
 move depends on the model (a 7B model at 1e-6 moves its weights ~1e-5 a step, a toy at 1e-3
-~1e-3). What the step did to the *policy* is in the same unit for every model: nats per token.
-Trust-region methods bound exactly this quantity (TRPO's δ, Schulman et al. 2015, Eq. 12; PPO's
-`target_kl`, which OpenAI Baselines' and Stable-Baselines3's PPO stop an epoch at), so the doctor
-can compare it with one bar on any model.
+~1e-3). What the step did to the *policy* is in nats per token on every model, the quantity
+trust-region methods bound (TRPO's δ, Schulman et al. 2015, Eq. 12; PPO's `target_kl`). Nats alone
+did not give one bar across models (a toy's healthy steps move up to ~0.01, SmolLM2 with LoRA's up to 0.09),
+so the doctor's step-size check compares it with the policy's own entropy (doctor/thresholds.py).
 
 The micro-batch's completions were sampled from the policy before the step (num_iterations=1), so
 the k3 estimator (Schulman 2020, "Approximating KL divergence") is unbiased and never negative:

@@ -23,8 +23,9 @@ class Recorder(EngineHook):
         return sampler
 
 
-@pytest.mark.integration
-def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
+def mixed_group_trainer(cfg, model_dir, tmp_path, hook):
+    """A RecipeGRPOTrainer on the toy with `hook`, rewarded by a completion's place in its group,
+    so that every group is mixed whatever the toy samples."""
     from datasets import Dataset
 
     from rlrecipes.data.problems import load_problem_set
@@ -33,26 +34,31 @@ def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
     from rlrecipes.engine.trainer import RecipeGRPOTrainer
     from rlrecipes.models import load_model
 
-    cfg = compose("trainer.max_steps=1", "trainer.weight_decay=0.1")  # 0.1: update_ratio below
     problems = load_problem_set(cfg.data)
-    model, tok = load_model(str(toy_model_dir), cfg.model)
+    model, tok = load_model(str(model_dir), cfg.model)
     rows = [
         {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
         for it in problems.train[:16]
     ]
 
-    def position(completions, **_):  # a completion's place in its group: every group is mixed
+    def position(completions, **_):
         return [float(i % cfg.trainer.num_generations) for i in range(len(completions))]
 
-    recorder = Recorder()
-    trainer = RecipeGRPOTrainer(
+    return RecipeGRPOTrainer(
         model=model,
         reward_funcs=[position],
         args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
-        hooks=[recorder],
+        hooks=[hook],
     )
+
+
+@pytest.mark.integration
+def test_a_hooks_edits_are_what_the_step_trains_on(toy_model_dir, tmp_path):
+    recorder = Recorder()
+    cfg = compose("trainer.max_steps=1", "trainer.weight_decay=0.1")  # 0.1: update_ratio below
+    trainer = mixed_group_trainer(cfg, toy_model_dir, tmp_path, recorder)
     trainer.train()
     [batch] = recorder.batches
     assert torch.all(batch["advantages"] == 0) and len(recorder.samplers) == 1
@@ -86,35 +92,11 @@ class BatchKeeper(EngineHook):
 def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path):
     import copy
 
-    from datasets import Dataset
-
-    from rlrecipes.data.problems import load_problem_set
-    from rlrecipes.data.templates import render_prompt
-    from rlrecipes.engine.grpo_args import build_grpo_config
     from rlrecipes.engine.policy_shift import k3_kl
-    from rlrecipes.engine.trainer import RecipeGRPOTrainer
-    from rlrecipes.models import load_model
-
-    cfg = compose("trainer.max_steps=1", "trainer.learning_rate=1e-3")
-    problems = load_problem_set(cfg.data)
-    model, tok = load_model(str(toy_model_dir), cfg.model)
-    rows = [
-        {"prompt": render_prompt(it["problem"], "chat", tok), "answer": it["answer"], "id": it["id"]}
-        for it in problems.train[:16]
-    ]
-
-    def position(completions, **_):  # every group is mixed: a nonzero gradient
-        return [float(i % cfg.trainer.num_generations) for i in range(len(completions))]
 
     keeper = BatchKeeper()
-    trainer = RecipeGRPOTrainer(
-        model=model,
-        reward_funcs=[position],
-        args=build_grpo_config(cfg, tmp_path, {}, [1.0]),
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tok,
-        hooks=[keeper],
-    )
+    cfg = compose("trainer.max_steps=1", "trainer.learning_rate=1e-3")
+    trainer = mixed_group_trainer(cfg, toy_model_dir, tmp_path, keeper)  # a nonzero gradient
     before = copy.deepcopy(trainer.model).eval()  # as TRL prepared it (its fused log-prob head)
     trainer.train()
     assert trainer.args.gradient_accumulation_steps == 1  # one micro-batch: the step's whole batch is the one probed
