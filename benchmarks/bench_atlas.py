@@ -80,6 +80,7 @@ from benchkit import (
     save_result,
     starting_model,
     stats,
+    t975,
     write_text_atomically,
 )
 
@@ -800,7 +801,34 @@ def side(diffs: list[float], predicted: str) -> tuple[str, dict]:
         return "contradicted", found
     if predicted == "not_below" or low > 0:
         return "supported", found
-    return "not decided", found
+    return "not decided", {**found, "why": what_would_decide(diffs)}
+
+
+SEEDS_LIMIT = 1000  # past this many seeds, "more than" is all a researcher needs to know
+
+
+def seeds_to_decide(diffs: list[float]) -> Optional[int]:
+    """The fewest seeds whose 95 % interval would leave 0 were their mean and spread those of
+    `diffs` (t·sd/√n < |mean|): what an undecided claim needs, in the units a rerun is bought in.
+    None where no number would (a mean of exactly 0) or more than SEEDS_LIMIT would."""
+    mean, sd = statistics.mean(diffs), statistics.stdev(diffs)
+    if mean == 0:
+        return None
+    n = len(diffs)
+    while t975(n - 1) * sd / math.sqrt(n) >= abs(mean):
+        n += 1
+        if n > SEEDS_LIMIT:
+            return None
+    return n
+
+
+def what_would_decide(diffs: list[float]) -> str:
+    n = seeds_to_decide(diffs)
+    if n is not None:
+        return f"at this mean and spread, {n} seeds would decide it"
+    if statistics.mean(diffs) == 0:
+        return "its mean is 0: more seeds would not decide it"
+    return f"at this mean and spread, more than {SEEDS_LIMIT} seeds would be needed"
 
 
 def fewer(ours: int, theirs: int) -> str:

@@ -24,15 +24,22 @@ Per arm and seed: held-out greedy accuracy before and after (through the run's o
 the last step's tool calls per rollout and answer rate; for the fact base, 1-hop and 2-hop
 exact match after RL and real searches per held-out question. Prints one JSON line.
 
+Every arm starts from build 0 of its toy (`model.toy.seed=0`, the shipped toy), so its ± is the
+spread over training seeds on one build. Each further build of `--builds` (another
+`model.toy.seed`, built here: ~10 minutes for the tir toy, ~45 for the fact base's on 2 cores)
+trains each toy's headline arm (`tool`, `search`) over the same seeds: `builds` records every
+build's gain and how far the builds' mean gains lie apart, beside the largest seed stdev.
+
 Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
-       [overrides ...]   (the result: benchmarks/results/tools.json)
-Full mode: `python benchmarks/bench_tools.py` (3 seeds, 20 steps, 9 arms; its time: MODES).
+       [--builds 0 1] [overrides ...]   (the result: benchmarks/results/tools.json)
+Full mode: `python benchmarks/bench_tools.py` (3 seeds, 20 steps, 9 arms, 2 builds; its time: MODES).
 """
 
 from __future__ import annotations
 
 import statistics
 
+from bench_build_spread import across
 from benchkit import parse_bench_args, save_result, stats, train_in_scratch
 
 ARMS = {
@@ -114,12 +121,28 @@ def describe(runs: list[dict]) -> dict:
     return out
 
 
+def build_gain(arm: dict) -> dict:
+    """One build's headline arm as bench_build_spread records a build: accuracy before, gain in points."""
+    before, after = arm["accuracy_before"], arm["accuracy_after"]
+    return {
+        "accuracy_before": sorted(set(before)),
+        "gain_points": stats([100 * (a - b) for a, b in zip(after, before)], 2),
+    }
+
+
+def spread_over_builds(build0: dict, others: dict[int, dict]) -> dict:
+    """The headline arm's gain on every build (build 0's from the arms' own runs) and across them."""
+    builds = {"0": build_gain(build0), **{str(b): build_gain(arm) for b, arm in others.items()}}
+    return {"builds": builds, "across_builds": across(builds)}
+
+
 MODES = {
     # 9 arms x 3 seeds x 20 steps. Measured end to end (2026-12-05, c24d178, 2 cores at load 3-4):
-    # 109 minutes, of which 44 were the fact-base toy's warm-start (cached afterwards, as the tir
-    # toy's already was); the tir arms take ~1 minute per run, the search arms 3-10 minutes
-    "full": {"seeds": [0, 1, 2], "steps": 20, "toys": list(ARMS)},
-    "quick": {"seeds": [0]},
+    # 109 minutes, of which 44 were the fact-base toy's warm-start (now shipped); the tir arms take
+    # ~1 minute per run, the search arms 3-10 minutes. Build 1: its two warm-starts (~55 minutes),
+    # then the two headline arms' 6 runs
+    "full": {"seeds": [0, 1, 2], "steps": 20, "toys": list(ARMS), "builds": [0, 1]},
+    "quick": {"seeds": [0], "builds": [0]},
     "smoke": {"seeds": [0], "steps": 2},
 }
 
@@ -129,6 +152,8 @@ def main() -> None:
     unknown = sorted(set(args.toys) - set(ARMS))
     if unknown:
         raise SystemExit(f"--toys {unknown[0]} is unknown; valid: {', '.join(ARMS)}")
+    if 0 not in args.builds:
+        raise SystemExit(f"--builds {args.builds}: must include 0 (the shipped toy every arm starts from)")
     results = {
         toy: {
             name: describe([run(toy, arm, seed, args.steps, args.overrides) for seed in args.seeds])
@@ -136,7 +161,20 @@ def main() -> None:
         }
         for toy in args.toys
     }
-    save_result(args, {"setting": f"{args.steps} RL steps per arm from one warm-started toy", "toys": results})
+    record = {"setting": f"{args.steps} RL steps per arm from one warm-started toy", "toys": results}
+    others = [b for b in args.builds if b != 0]
+    if others:
+        record["builds"] = {}
+        for toy in args.toys:
+            headline, arm = next(iter(ARMS[toy].items()))
+            runs = {
+                b: describe(
+                    [run(toy, arm, seed, args.steps, [f"model.toy.seed={b}", *args.overrides]) for seed in args.seeds]
+                )
+                for b in others
+            }
+            record["builds"][toy] = {"arm": headline, **spread_over_builds(results[toy][headline], runs)}
+    save_result(args, record)
 
 
 if __name__ == "__main__":

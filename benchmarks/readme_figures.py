@@ -26,7 +26,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import atlas_page
 from benchkit import REPO, RESULTS_DIR, UNMEASURED, load_result, provenance
@@ -236,7 +236,23 @@ def tools(rec: dict) -> str:
     ]
     return (
         f"held-out gain in points (fact base: 2-hop exact match after RL, mean ± sd), {'; '.join(parts)} ({seeds(rec)})"
+        + tool_builds(r.get("builds"))
     )
+
+
+def tool_builds(builds: Optional[dict]) -> str:
+    """`; other builds: ...`: each toy's headline arm on every toy build, and how far the builds lie
+    apart beside the seeds ('' for a record from one build)."""
+    if not builds:
+        return ""
+    parts = [
+        f"{toy} {b['arm'].replace('_', ' ')} "
+        + ", ".join(f"build {n} {gain(v['gain_points'])}" for n, v in b["builds"].items())
+        + f" (builds apart by {b['across_builds']['largest_difference_points']:.1f}, seeds by up to "
+        f"{b['across_builds']['largest_seed_stdev_points']:.1f} stdev)"
+        for toy, b in builds.items()
+    ]
+    return f"; across toy builds: {'; '.join(parts)}"
 
 
 def tool_arm(m: dict) -> str:

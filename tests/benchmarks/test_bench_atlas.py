@@ -92,6 +92,18 @@ def test_the_side_of_zero_rule(diffs, predicted, verdict):
     assert bench.side(diffs, predicted)[0] == verdict
 
 
+def test_an_undecided_claim_says_how_many_seeds_would_decide_it():
+    # mean 0.1, sd 0.1414: t(n-1)/sqrt(n) < 0.7071 first at n = 11 (2.228 / 3.317 = 0.672; n = 10: 0.715)
+    assert bench.seeds_to_decide([0.0, 0.2]) == 11
+    verdict, found = bench.side([0.0, 0.2], "above")
+    assert verdict == "not decided" and found["why"] == "at this mean and spread, 11 seeds would decide it"
+    assert bench.seeds_to_decide([-0.2, 0.0]) == 11  # toward contradiction: deciding too
+    assert bench.seeds_to_decide([0.1, -0.1]) is None
+    assert bench.side([0.1, -0.1], "above")[1]["why"] == "its mean is 0: more seeds would not decide it"
+    # mean 0.001, sd 0.1414: ~77,000 seeds at the normal's 1.96
+    assert bench.side([-0.099, 0.101], "above")[1]["why"] == "at this mean and spread, more than 1000 seeds would be needed"
+
+
 def test_the_count_rule():
     assert (
         bench.fewer(0, 2) == "supported" and bench.fewer(3, 2) == "contradicted" and bench.fewer(1, 1) == "not decided"

@@ -1,0 +1,33 @@
+"""bench_tools' spread across toy builds, and the README line that quotes it (by hand)."""
+
+from __future__ import annotations
+
+import bench_tools as bench
+import readme_figures
+
+
+def arm(before: float, after: list[float]) -> dict:
+    return {"accuracy_before": [before] * len(after), "accuracy_after": after}
+
+
+def test_each_build_records_its_headline_gain_and_how_far_the_builds_lie_apart():
+    # build 0: gains 20, 30, 25 (mean 25, sd 5); build 1: gains 10, 20, 15 (mean 15, sd 5)
+    spread = bench.spread_over_builds(arm(0.5, [0.7, 0.8, 0.75]), {1: arm(0.4, [0.5, 0.6, 0.55])})
+    assert spread["builds"] == {
+        "0": {"accuracy_before": [0.5], "gain_points": {"mean": 25.0, "stdev": 5.0, "min": 20.0, "max": 30.0}},
+        "1": {"accuracy_before": [0.4], "gain_points": {"mean": 15.0, "stdev": 5.0, "min": 10.0, "max": 20.0}},
+    }
+    assert spread["across_builds"] == {
+        "gain_points_mean": {"0": 25.0, "1": 15.0},
+        "largest_difference_points": 10.0,
+        "largest_seed_stdev_points": 5.0,
+    }
+    line = readme_figures.tool_builds({"tir_toy": {"arm": "tool", **spread}})
+    assert line == (
+        "; across toy builds: tir_toy tool build 0 +25.0 ± 5.0 points, build 1 +15.0 ± 5.0 points "
+        "(builds apart by 10.0, seeds by up to 5.0 stdev)"
+    )
+
+
+def test_a_record_from_one_build_quotes_no_spread():
+    assert readme_figures.tool_builds(None) == ""
