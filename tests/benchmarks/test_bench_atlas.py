@@ -101,7 +101,10 @@ def test_an_undecided_claim_says_how_many_seeds_would_decide_it():
     assert bench.seeds_to_decide([0.1, -0.1]) is None
     assert bench.side([0.1, -0.1], "above")[1]["why"] == "its mean is 0: more seeds would not decide it"
     # mean 0.001, sd 0.1414: ~77,000 seeds at the normal's 1.96
-    assert bench.side([-0.099, 0.101], "above")[1]["why"] == "at this mean and spread, more than 1000 seeds would be needed"
+    assert (
+        bench.side([-0.099, 0.101], "above")[1]["why"]
+        == "at this mean and spread, more than 1000 seeds would be needed"
+    )
 
 
 def test_the_count_rule():
