@@ -3,9 +3,11 @@
 Both train the quick-start's model on the same rendered prompts with the same GRPOConfig
 values (learning rate, batch plan, generations, completion length, loss, seed: taken from
 the resolved config). Where the machine has a core for each (2 x the run's threads), every
-pair of runs goes side by side: both start at once, each pinned to its own cores, the cores
-swapped from one pair to the next, and only the steps both runs spent training at the same
-time are compared (each step's end is on the clock: metrics.jsonl's `wall_time`), so a
+pair of runs goes side by side, each pinned to its own cores, the cores swapped from one pair
+to the next: the plain run builds its trainer and waits, the rlrecipes run starts, and the plain
+run trains from the rlrecipes run's first logged step on (so a start-up slowed by a busy machine
+cannot leave one run finished before the other trains); only the steps both runs spent training
+at the same time are compared (each step's end is on the clock: metrics.jsonl's `wall_time`), so a
 machine that slows down or speeds up does it to both sides of a ratio. Run one after the
 other, a pair's ratio spread by 4-6% (sd) on a 2-core VM (24 pairs, b35c879), too much to
 resolve the overhead to the +-2% it is asked for. On a machine with fewer cores the pairs
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -138,6 +141,17 @@ class Run:
             raise SystemExit(f"{self.name} run failed: {(stderr or stdout).strip().splitlines()[-1:]}")
         return stdout
 
+    def wait_for(self, path: Path, timeout_s: float = 1800) -> None:
+        """Until `path` exists and is not empty; a run that ends first (or hangs) ends the bench."""
+        deadline = time.monotonic() + timeout_s
+        while not (path.exists() and path.stat().st_size > 0):
+            if self.process.poll() is not None:
+                self.wait()  # a failed run ends the bench with its last line
+                raise SystemExit(f"{self.name} run ended before it wrote {path.name}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{self.name} run wrote no {path.name} in {timeout_s:.0f} s")
+            time.sleep(0.05)
+
     def stop(self) -> None:
         """Kill it if it still runs (its partner failed: nothing is left to compare it with)."""
         if self.process.poll() is None:
@@ -146,12 +160,12 @@ class Run:
 
 
 def start_plain(model_dir: str, files: tuple[Path, Path], threads: int, folder: Path, cores: set[int] | None) -> Run:
+    """The plain TRL run; side by side (`cores` given) it waits for its go file (folder/go) to train."""
     rows_file, args_file = files
     script = str(HERE / "plain_trl_grpo.py")
     out = folder / "trainer"
-    return Run(
-        [sys.executable, script, model_dir, str(rows_file), str(args_file), str(out), str(threads)], folder, cores
-    )
+    command = [sys.executable, script, model_dir, str(rows_file), str(args_file), str(out), str(threads)]
+    return Run(command + [str(folder / "go")] * bool(cores), folder, cores)
 
 
 def plain_steps(run: Run) -> Steps:
@@ -197,9 +211,17 @@ def run_pair(
     begin_ours, begin_plain = start
     if cores is not None:
         mine, theirs = cores if i % 2 == 0 else cores[::-1]
-        ours_run, plain_run = begin_ours(mine), begin_plain(theirs)
+        plain_run = begin_plain(theirs)
         try:
-            ours, plain = our_steps(ours_run), plain_steps(plain_run)
+            go = plain_run.folder / "go"
+            plain_run.wait_for(Path(f"{go}.ready"))  # its trainer is built
+            ours_run = begin_ours(mine)
+            try:
+                ours_run.wait_for(ours_run.folder / "run" / "metrics.jsonl")  # it has trained a step
+                go.touch()
+                ours, plain = our_steps(ours_run), plain_steps(plain_run)
+            finally:
+                ours_run.stop()
         finally:
             plain_run.stop()
         return overlapping(ours.after(warmup), plain.after(warmup))

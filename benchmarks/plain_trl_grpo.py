@@ -6,7 +6,9 @@ but no rlrecipes engine, hooks or callbacks; the reward is a plain "Answer: X" m
 Prints the per-step wall times, when each step ended (unix seconds) and the mean completion
 lengths as one JSON line.
 
-Usage: plain_trl_grpo.py MODEL_DIR ROWS.json GRPO_ARGS.json OUT_DIR THREADS
+Usage: plain_trl_grpo.py MODEL_DIR ROWS.json GRPO_ARGS.json OUT_DIR THREADS [GO_FILE]
+With GO_FILE, it builds its trainer, writes GO_FILE.ready and trains once GO_FILE exists: the
+bench starts its partner meanwhile, so that both train at the same time whatever their start-ups.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import re
 import sys
 import time
+from pathlib import Path
 
 import torch
 from datasets import Dataset
@@ -80,5 +83,10 @@ trainer = GRPOTrainer(
     processing_class=tok,
     callbacks=[timer],
 )
+if len(sys.argv) > 6:
+    go = Path(sys.argv[6])
+    Path(f"{go}.ready").write_text("ready")
+    while not go.exists():
+        time.sleep(0.02)
 trainer.train()
 print(json.dumps({"step_times": timer.times, "step_ends": timer.ends, "completion_lengths": timer.lengths}))

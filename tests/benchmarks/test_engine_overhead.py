@@ -3,7 +3,10 @@ at the same time count, and the two runs get disjoint cores."""
 
 from __future__ import annotations
 
+import sys
+
 import bench_engine_overhead as bench
+import pytest
 from bench_engine_overhead import Steps
 
 
@@ -36,3 +39,18 @@ def test_side_by_side_needs_two_disjoint_sets_of_the_runs_threads(monkeypatch):
     assert bench.core_sets(1) == ({0}, {1})
     assert bench.core_sets(2) == ({0, 1}, {2, 3})
     assert bench.core_sets(3) is None  # 5 usable cores: not 3 each; the pairs run one after the other
+
+
+def test_a_run_is_waited_for_until_it_writes_its_file_and_one_that_ends_first_ends_the_bench(tmp_path):
+    signal = tmp_path / "signal"
+    writes = bench.Run(
+        [sys.executable, "-c", f"import time; time.sleep(0.3); open({str(signal)!r}, 'w').write('x')"],
+        tmp_path / "writes",
+        None,
+    )
+    writes.wait_for(signal)
+    assert signal.read_text() == "x"
+    writes.wait()
+    quits = bench.Run([sys.executable, "-c", "pass"], tmp_path / "quits", None)
+    with pytest.raises(SystemExit, match="quits run ended before it wrote never"):
+        quits.wait_for(tmp_path / "never")
