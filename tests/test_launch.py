@@ -21,7 +21,10 @@ def launch_environment(name: str):
     if args.use_deepspeed:  # as accelerate's launch_command does before the DeepSpeed launcher
         fields = list(defaults.deepspeed_config) + (["mixed_precision"] if mixed_precision_from_config else [])
         args.deepspeed_fields_from_accelerate_config = ",".join(fields)
-        _, env = prepare_deepspeed_cmd_env(args)
+        # a multi-machine config checks that its rendezvous port (29500) is free on this machine: a test
+        # that only reads the environment must not depend on what else runs here (a gloo run, vLLM)
+        with mock.patch("accelerate.utils.launch.is_port_in_use", return_value=False):
+            _, env = prepare_deepspeed_cmd_env(args)
     else:
         env = prepare_multi_gpu_env(args)
     return args, {k: v for k, v in env.items() if k.startswith("ACCELERATE_") or k.startswith("FSDP_")}
