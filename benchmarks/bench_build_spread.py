@@ -34,13 +34,21 @@ def build_runs(build: int, seeds: list[int], extra: list[str]) -> dict:
     """The GRPO quick start from toy build `build` over `seeds`."""
     overrides = [f"model.toy.seed={build}", *extra]
     runs = [grpo_run(seed, overrides, lambda _model: {}) for seed in seeds]
-    gains = [100 * (r["accuracy_after"] - r["accuracy_before"]) for r in runs]
+    before, after = [round(r["accuracy_before"], 4) for r in runs], [round(r["accuracy_after"], 4) for r in runs]
     return {
         "warm_start": warm_start_report(compose_config("train", overrides)),
-        "accuracy_before": sorted({round(r["accuracy_before"], 4) for r in runs}),
-        "accuracy_after": [round(r["accuracy_after"], 4) for r in runs],
-        "gain_points": stats(gains, 2),
+        **build_gain(before, after),
+        "accuracy_after": after,
         "seconds": [r["seconds"] for r in runs],
+    }
+
+
+def build_gain(before: list[float], after: list[float]) -> dict:
+    """One build's record, per training seed's accuracy before and after: the accuracies before
+    (one per build, as every seed starts from the same model) and the gain in points."""
+    return {
+        "accuracy_before": sorted(set(before)),
+        "gain_points": stats([100 * (a - b) for a, b in zip(after, before)], 2),
     }
 
 

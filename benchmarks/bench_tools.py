@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench_build_spread import across
+from bench_build_spread import across, build_gain
 from benchkit import parse_bench_args, save_result, stats, train_in_scratch
 
 ARMS = {
@@ -121,18 +121,11 @@ def describe(runs: list[dict]) -> dict:
     return out
 
 
-def build_gain(arm: dict) -> dict:
-    """One build's headline arm as bench_build_spread records a build: accuracy before, gain in points."""
-    before, after = arm["accuracy_before"], arm["accuracy_after"]
-    return {
-        "accuracy_before": sorted(set(before)),
-        "gain_points": stats([100 * (a - b) for a, b in zip(after, before)], 2),
-    }
-
-
 def spread_over_builds(build0: dict, others: dict[int, dict]) -> dict:
-    """The headline arm's gain on every build (build 0's from the arms' own runs) and across them."""
-    builds = {"0": build_gain(build0), **{str(b): build_gain(arm) for b, arm in others.items()}}
+    """The headline arm's gain on every build (build 0's from the arms' own runs) and across them,
+    recorded as bench_build_spread records a build."""
+    arms = {0: build0, **others}
+    builds = {str(b): build_gain(arm["accuracy_before"], arm["accuracy_after"]) for b, arm in arms.items()}
     return {"builds": builds, "across_builds": across(builds)}
 
 
