@@ -30,6 +30,10 @@ spread over training seeds on one build. Each further build of `--builds` (anoth
 trains each toy's headline arm (`tool`, `search`) over the same seeds: `builds` records every
 build's gain and how far the builds' mean gains lie apart, beside the largest seed stdev.
 
+A full run keeps every finished run (benchkit.KeptRuns: outputs/kept-runs/tools/runs.jsonl, by its
+overrides), so a rerun after a kill, or in a later session, trains only the runs still missing;
+the record says how many runs it used, the commits that trained them and their training time.
+
 Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
        [--builds 0 1] [overrides ...]   (the result: benchmarks/results/tools.json)
 Full mode: `python benchmarks/bench_tools.py` (3 seeds, 20 steps, 9 arms, 2 builds; its time: MODES).
@@ -40,7 +44,7 @@ from __future__ import annotations
 import statistics
 
 from bench_build_spread import across, build_gain
-from benchkit import parse_bench_args, save_result, stats, train_in_scratch
+from benchkit import KeptRuns, kept_runs_folder, parse_bench_args, save_result, stats, train_in_scratch
 
 ARMS = {
     "tir_toy": {
@@ -92,8 +96,13 @@ def by_hops(overrides: list[str]):
     return inspect
 
 
-def run(toy: str, arm: list[str], seed: int, steps: int, extra: list[str]) -> dict:
+def run(kept: KeptRuns, toy: str, arm: list[str], seed: int, steps: int, extra: list[str]) -> dict:
+    """One arm's run on one seed: the kept one when an earlier invocation trained it."""
     overrides = [f"experiment={toy}", f"seed={seed}", f"trainer.max_steps={steps}", *arm, *extra]
+    return kept.run(overrides, lambda: train_and_read(toy, overrides))
+
+
+def train_and_read(toy: str, overrides: list[str]) -> dict:
     summary = train_in_scratch(overrides, by_hops(overrides) if toy == "search_r1_toy" else None)
     last = [r for r in summary["rows"] if "tools/calls_per_rollout" in r][-1]
     return {
@@ -147,9 +156,10 @@ def main() -> None:
         raise SystemExit(f"--toys {unknown[0]} is unknown; valid: {', '.join(ARMS)}")
     if 0 not in args.builds:
         raise SystemExit(f"--builds {args.builds}: must include 0 (the shipped toy every arm starts from)")
+    kept = KeptRuns(kept_runs_folder(args), args.commit)
     results = {
         toy: {
-            name: describe([run(toy, arm, seed, args.steps, args.overrides) for seed in args.seeds])
+            name: describe([run(kept, toy, arm, seed, args.steps, args.overrides) for seed in args.seeds])
             for name, arm in ARMS[toy].items()
         }
         for toy in args.toys
@@ -162,11 +172,15 @@ def main() -> None:
             headline, arm = next(iter(ARMS[toy].items()))
             runs = {
                 b: describe(
-                    [run(toy, arm, seed, args.steps, [f"model.toy.seed={b}", *args.overrides]) for seed in args.seeds]
+                    [
+                        run(kept, toy, arm, seed, args.steps, [f"model.toy.seed={b}", *args.overrides])
+                        for seed in args.seeds
+                    ]
                 )
                 for b in others
             }
             record["builds"][toy] = {"arm": headline, **spread_over_builds(results[toy][headline], runs)}
+    record["runs"] = kept.provenance()
     save_result(args, record)
 
 

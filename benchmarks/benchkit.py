@@ -287,6 +287,60 @@ def append_jsonl(path: Path, row: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+class KeptRuns:
+    """A long bench's finished runs kept on disk (FOLDER/runs.jsonl, a line per run), so that a
+    rerun, after a kill or in a later session, continues from them instead of training them
+    again. A run is known by its key: everything that makes it (its overrides, with the seed, the
+    steps and the arm's own), so a run whose arm or settings changed since trains anew. A run cut
+    short leaves no line (read_jsonl drops a broken last one) and trains again. Each line keeps
+    the commit that trained it and its seconds. With no folder (a quick or smoke run) nothing is
+    kept: every run trains."""
+
+    def __init__(self, folder: Path | None, commit: dict[str, Any]) -> None:
+        self.path = None if folder is None else Path(folder) / "runs.jsonl"
+        self.commit = commit
+        self.rows = {_key(row["key"]): row for row in read_jsonl(self.path)} if self.path else {}
+        self.used: list[dict[str, Any]] = []
+
+    def run(self, key: Any, train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """`train()`'s result for `key`: the kept one, else trained now and kept."""
+        row = self.rows.get(_key(key))
+        if row is None:
+            started = time.time()
+            result = train()
+            row = {"key": key, "result": result, "seconds": round(time.time() - started, 1), "trained_at": self.commit}
+            if self.path is not None:
+                append_jsonl(self.path, row)
+                self.rows[_key(key)] = row
+            print(f"[bench] run {len(self.used) + 1}: trained in {row['seconds']} s", file=sys.stderr)
+        else:
+            print(f"[bench] run {len(self.used) + 1}: kept from {row['trained_at'].get('commit')}", file=sys.stderr)
+        self.used.append(row)
+        return row["result"]
+
+    def provenance(self) -> dict[str, Any]:
+        """For the record: how many of the runs used were kept from an earlier invocation, the
+        commits that trained them, and their training seconds in all."""
+        commits = sorted({row["trained_at"].get("commit") or "" for row in self.used})
+        return {
+            "runs": len(self.used),
+            "trained_at_commits": commits,
+            "train_seconds": round(sum(row["seconds"] for row in self.used), 1),
+        }
+
+
+def _key(key: Any) -> str:
+    return json.dumps(key, sort_keys=True)
+
+
+def kept_runs_folder(args: argparse.Namespace) -> Path | None:
+    """Where a full run keeps its runs: outputs/kept-runs/<bench>/ (or RESULTS_DIR/kept-runs/<bench>/
+    under --results-dir); None for a quick or smoke run, which trains everything afresh."""
+    if args.mode != "full":
+        return None
+    return Path(args.results_dir or REPO / "outputs") / "kept-runs" / args.name
+
+
 def write_json_atomically(path: Path, record: Any) -> None:
     """Replace `path` only with a complete JSON file (write_text_atomically)."""
     write_text_atomically(path, json.dumps(record, indent=2, allow_nan=False) + "\n")

@@ -225,3 +225,41 @@ def test_an_sft_stage_starts_from_the_toy_of_its_synthetic_task(monkeypatch):
     cfg = compose_config("sft")
     assert benchkit.starting_model(cfg) == "toy-folder"
     assert seen["key"] == cfg.data.synthetic and seen["task"].train
+
+
+def test_kept_runs_continue_where_an_earlier_invocation_stopped(tmp_path):
+    trained = []
+
+    def train(name):
+        def fn():
+            trained.append(name)
+            return {"after": len(trained)}
+
+        return fn
+
+    first = benchkit.KeptRuns(tmp_path, {"commit": "a" * 40})
+    assert first.run(["seed=0", "arm=x"], train("x0")) == {"after": 1}
+    # a later invocation (another commit) trains only what is missing
+    later = benchkit.KeptRuns(tmp_path, {"commit": "b" * 40})
+    assert later.run(["seed=0", "arm=x"], train("again")) == {"after": 1}
+    assert later.run(["seed=1", "arm=x"], train("x1")) == {"after": 2}
+    assert trained == ["x0", "x1"]
+    seen = later.provenance()
+    assert seen["runs"] == 2 and seen["trained_at_commits"] == ["a" * 40, "b" * 40]
+    # a run whose overrides differ in any way is another run
+    assert later.run(["seed=0", "arm=y"], train("y0")) == {"after": 3}
+
+
+def test_without_a_folder_every_run_trains_and_nothing_is_kept(tmp_path):
+    calls = []
+    kept = benchkit.KeptRuns(None, {"commit": "a" * 40})
+    for _ in range(2):
+        kept.run(["seed=0"], lambda: calls.append(1) or {})
+    assert len(calls) == 2 and not list(tmp_path.iterdir())
+
+
+def test_only_a_full_run_keeps_its_runs(tmp_path):
+    full = benchkit.parse_bench_args("bench_tools.py", MODES, overrides=True, argv=["--results-dir", str(tmp_path)])
+    assert benchkit.kept_runs_folder(full) == tmp_path / "kept-runs" / "tools"
+    smoke = benchkit.parse_bench_args("bench_tools.py", MODES, overrides=True, argv=["--smoke"])
+    assert benchkit.kept_runs_folder(smoke) is None
