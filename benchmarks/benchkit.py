@@ -188,7 +188,13 @@ def provenance(record: dict) -> str:
     commit = (record.get("commit") or "unknown")[:7]
     dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
     machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
-    return f"`{commit}`{dirty}, {record['date'][:10]}, {machine['cpus']} cores, load {machine['load_average'][1]:.1f}"
+    # a bench that continued from kept runs (KeptRuns) names every commit that trained them
+    trained = ((record.get("result") or {}).get("runs") or {}).get("trained_at_commits") or []
+    kept = f", runs trained at {', '.join(f'`{c[:7]}`' for c in trained)}" if len(trained) > 1 else ""
+    return (
+        f"`{commit}`{dirty}{kept}, {record['date'][:10]}, {machine['cpus']} cores, "
+        f"load {machine['load_average'][1]:.1f}"
+    )
 
 
 def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Any:

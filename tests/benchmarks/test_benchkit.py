@@ -263,3 +263,17 @@ def test_only_a_full_run_keeps_its_runs(tmp_path):
     assert benchkit.kept_runs_folder(full) == tmp_path / "kept-runs" / "tools"
     smoke = benchkit.parse_bench_args("bench_tools.py", MODES, overrides=True, argv=["--smoke"])
     assert benchkit.kept_runs_folder(smoke) is None
+
+
+def test_a_record_from_kept_runs_names_every_commit_that_trained_them():
+    record = {
+        "commit": "c" * 40,
+        "date": "2026-12-07T04:00:00+00:00",
+        "machine": {"cpus": 2, "load_average": [1.0, 2.04, 3.0]},
+        "result": {"runs": {"trained_at_commits": ["a" * 40, "c" * 40]}},
+    }
+    assert (
+        benchkit.provenance(record) == "`ccccccc`, runs trained at `aaaaaaa`, `ccccccc`, 2026-12-07, 2 cores, load 2.0"
+    )
+    record["result"]["runs"]["trained_at_commits"] = ["c" * 40]
+    assert benchkit.provenance(record) == "`ccccccc`, 2026-12-07, 2 cores, load 2.0"
