@@ -180,7 +180,7 @@ def main() -> None:
                 for b in others
             }
             record["builds"][toy] = {"arm": headline, **spread_over_builds(results[toy][headline], runs)}
-    record["runs"] = kept.provenance()
+    record["kept_runs"] = kept.provenance()
     save_result(args, record)
 
 

@@ -189,7 +189,7 @@ def provenance(record: dict) -> str:
     dirty = " + uncommitted changes" if record.get("commit_dirty") else ""
     machine = record["machine"]  # the 5-minute load average when it ended: how busy the machine was
     # a bench that continued from kept runs (KeptRuns) names every commit that trained them
-    trained = ((record.get("result") or {}).get("runs") or {}).get("trained_at_commits") or []
+    trained = ((record.get("result") or {}).get("kept_runs") or {}).get("trained_at_commits") or []
     kept = f", runs trained at {', '.join(f'`{c[:7]}`' for c in trained)}" if len(trained) > 1 else ""
     return (
         f"`{commit}`{dirty}{kept}, {record['date'][:10]}, {machine['cpus']} cores, "

@@ -270,10 +270,10 @@ def test_a_record_from_kept_runs_names_every_commit_that_trained_them():
         "commit": "c" * 40,
         "date": "2026-12-07T04:00:00+00:00",
         "machine": {"cpus": 2, "load_average": [1.0, 2.04, 3.0]},
-        "result": {"runs": {"trained_at_commits": ["a" * 40, "c" * 40]}},
+        "result": {"kept_runs": {"trained_at_commits": ["a" * 40, "c" * 40]}},
     }
     assert (
         benchkit.provenance(record) == "`ccccccc`, runs trained at `aaaaaaa`, `ccccccc`, 2026-12-07, 2 cores, load 2.0"
     )
-    record["result"]["runs"]["trained_at_commits"] = ["c" * 40]
+    record["result"]["kept_runs"]["trained_at_commits"] = ["c" * 40]
     assert benchkit.provenance(record) == "`ccccccc`, 2026-12-07, 2 cores, load 2.0"
