@@ -105,9 +105,9 @@ def drift(record: RunRecord) -> Optional[Finding]:
 # ------------------------------------------------------------------------------ step size
 def step_size(record: RunRecord) -> Optional[Finding]:
     """Steps that move the policy (policy_shift, nats a token) by more than thresholds.
-    POLICY_SHIFT_MAX_SHARE of its own entropy at the highest learning rate the schedule has ahead,
-    predicted from the steps so far: a warm-up to too high a rate is found while the rate is still
-    low, before the reward collapses."""
+    POLICY_SHIFT_MAX_SHARE of its own entropy (and by thresholds.POLICY_SHIFT_MIN_NATS at least)
+    at the highest learning rate the schedule has ahead, predicted from the steps so far: a
+    warm-up to too high a rate is found while the rate is still low, before the reward collapses."""
     rates, entropies = dict(record.series("learning_rate")), dict(record.series("entropy"))
     points = [
         (step, shift, rates[step], entropies[step])
@@ -123,7 +123,7 @@ def step_size(record: RunRecord) -> Optional[Finding]:
         predicted = median([shift / lr**2 for _, shift, lr, _ in window]) * ahead**2
         entropy = median([e for _, _, _, e in window])
         share = predicted / entropy
-        if share < T.POLICY_SHIFT_MAX_SHARE:
+        if share < T.POLICY_SHIFT_MAX_SHARE or predicted < T.POLICY_SHIFT_MIN_NATS:
             continue
         shifts = [(s, shift) for s, shift, _, _ in window]
         evidence = [

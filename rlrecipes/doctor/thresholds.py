@@ -115,6 +115,12 @@ CLIP_FRACTION_MAX = 0.2
 # SmolLM2-135M with LoRA at its preset's 5e-4 (experiment=real_model_smollm2, which learns) moved
 # 0.008-0.09 nats a step over its first 7, 0.02-0.12 of its entropy (0.4-0.7).
 POLICY_SHIFT_MAX_SHARE = 0.5
+# ... and by at least this many nats a token: a share of a tiny entropy is no large step. A cold
+# sampling temperature makes the entropy tiny (the zoo's no-signal/cold at temperature 0.05: 0.003
+# nats), and there steps of 0.0025-0.0042 nats at the toy's own 2e-4 were 0.6-1.5 of it (tuning
+# seeds 100, 102, 104), while the tuning seeds' planted rates predicted 0.072 nats or more (2e-3)
+# and SmolLM2's learning preset moves 0.008-0.09; 0.02 lies between, ~4x from each side.
+POLICY_SHIFT_MIN_NATS = 0.02
 # The prediction is the median over this many probed steps of policy_shift / lr² (one step's
 # KL depends on its batch and varies tenfold step to step; a median of 8 is steady, and 8
 # steps are the wait before the first verdict).

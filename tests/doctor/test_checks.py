@@ -461,6 +461,15 @@ def test_a_constant_rate_is_judged_at_itself_against_the_entropy(tmp_path):
     assert "step-size" not in kinds(check(tmp_path / "wide", rows({"policy_shift": 0.4, "entropy": 1.2})))
 
 
+def test_a_large_share_of_a_tiny_entropy_is_no_large_step(tmp_path):
+    # a cold sampling temperature: entropy 0.003, steps of 0.004 nats, 1.33 of it, but under 0.02 nats
+    cold = rows({"policy_shift": 0.004, "entropy": 0.003})
+    assert "step-size" not in kinds(check(tmp_path / "cold", cold))
+    # the same share at 0.03 nats (entropy 0.0225) is found
+    found = only(check(tmp_path / "warm", rows({"policy_shift": 0.03, "entropy": 0.0225})), "step-size")
+    assert found.evidence[0].endswith("1.33 of its entropy a step, above 0.5")
+
+
 def test_a_decaying_rate_is_not_judged_at_the_peak_it_left(tmp_path):
     # 400000 lr²: at trainer.learning_rate 1e-3 that is 0.4 (0.667 of the entropy), but the rate falls
     # 1e-3 -> 5.5e-4 and at step 8's 6.5e-4 a step moves 400000 * 4.225e-7 = 0.169 (0.28)
