@@ -339,6 +339,10 @@ def real_model(rec: dict) -> str:
     )
 
 
+def _steps(n: float) -> str:
+    return f"{n:g} step" + ("" if n == 1 else "s")
+
+
 def doctor(rec: dict) -> str:
     r = rec["result"]["report_half"]
     report_seeds = sorted({run["seed"] for run in rec["result"]["runs"] if run["seed"] % 2})
@@ -346,11 +350,11 @@ def doctor(rec: dict) -> str:
     if lead is None:
         warned = "no run collapsed"
     else:
-        when = f"{lead:g} steps before" if lead > 0 else f"{-lead:g} steps after" if lead < 0 else "at the step"
+        when = f"{_steps(lead)} before" if lead > 0 else f"{_steps(-lead)} after" if lead < 0 else "at the step"
         warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs)"
         roomy = r.get("median_warning_lead_steps_after_target")
         if roomy is not None:
-            when = f"{roomy:g} steps before" if roomy > 0 else f"{-roomy:g} steps after" if roomy < 0 else "at"
+            when = f"{_steps(roomy)} before" if roomy > 0 else f"{_steps(-roomy)} after" if roomy < 0 else "at"
             warned += (
                 f", {when} it in the {r['collapsed_after_target_runs']} that collapsed after step "
                 f"{r['lead_target_steps']}"

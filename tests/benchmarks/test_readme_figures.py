@@ -172,6 +172,9 @@ def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collap
     assert readme_figures.doctor(doctor_record(2)).endswith(
         "the first warning 2 steps before the reward collapsed (median of 9 runs)"
     )
+    assert readme_figures.doctor(doctor_record(1)).endswith(
+        "the first warning 1 step before the reward collapsed (median of 9 runs)"
+    )
     assert readme_figures.doctor(doctor_record(0)).endswith(
         "the first warning at the step the reward collapsed (median of 9 runs)"
     )
