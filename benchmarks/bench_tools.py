@@ -31,7 +31,7 @@ trains each toy's headline arm (`tool`, `search`) over the same seeds: `builds` 
 build's gain and how far the builds' mean gains lie apart, beside the largest seed stdev.
 
 A full run keeps every finished run (benchkit.KeptRuns: outputs/kept-runs/tools/runs.jsonl, by its
-overrides), so a rerun after a kill, or in a later session, trains only the runs still missing;
+overrides and its starting model's weights), so a rerun after a kill, or in a later session, trains only the runs still missing;
 the record says how many runs it used, the commits that trained them and their training time.
 
 Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
@@ -44,7 +44,16 @@ from __future__ import annotations
 import statistics
 
 from bench_build_spread import across, build_gain
-from benchkit import KeptRuns, kept_runs_folder, parse_bench_args, save_result, stats, train_in_scratch
+from benchkit import (
+    KeptRuns,
+    kept_runs_folder,
+    parse_bench_args,
+    save_result,
+    starting_model,
+    stats,
+    train_in_scratch,
+    weights_digest,
+)
 
 ARMS = {
     "tir_toy": {
@@ -98,8 +107,11 @@ def by_hops(overrides: list[str]):
 
 def run(kept: KeptRuns, toy: str, arm: list[str], seed: int, steps: int, extra: list[str]) -> dict:
     """One arm's run on one seed: the kept one when an earlier invocation trained it."""
+    from rlrecipes.compose import compose_config
+
     overrides = [f"experiment={toy}", f"seed={seed}", f"trainer.max_steps={steps}", *arm, *extra]
-    return kept.run(overrides, lambda: train_and_read(toy, overrides))
+    start = weights_digest(starting_model(compose_config("train", overrides)))  # a toy rebuilt since: trains anew
+    return kept.run({"overrides": overrides, "starting_model": start}, lambda: train_and_read(toy, overrides))
 
 
 def train_and_read(toy: str, overrides: list[str]) -> dict:

@@ -393,7 +393,9 @@ ROWS = (
     Row(
         "engine_overhead",
         "`bench_engine_overhead`",
-        "median step time, `rlrecipes train` / plain TRL `GRPOTrainer` script, same GRPOConfig values, each pair "
+        "median step time, `rlrecipes train` with its defaults (the doctor's `policy_shift` probe every step: "
+        "two forwards of the step's last micro-batch; `trainer.policy_shift_every=0` turns it off) / plain TRL "
+        "`GRPOTrainer` script, same GRPOConfig values, each pair "
         "of runs side by side on its own cores (swapped every pair), over the steps they trained at the same time",
         engine_overhead,
     ),
