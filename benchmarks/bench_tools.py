@@ -31,8 +31,9 @@ trains each toy's headline arm (`tool`, `search`) over the same seeds: `builds` 
 build's gain and how far the builds' mean gains lie apart, beside the largest seed stdev.
 
 A full run keeps every finished run (benchkit.KeptRuns: outputs/kept-runs/tools/runs.jsonl, by its
-overrides and its starting model's weights), so a rerun after a kill, or in a later session, trains only the runs still missing;
-the record says how many runs it used, the commits that trained them and their training time.
+overrides and its starting model's weights), so a rerun after a kill, or in a later session, trains
+only the runs still missing; the record says how many runs it used, the commits that trained them
+and their training time.
 
 Usage: python benchmarks/bench_tools.py [--quick | --smoke] [--steps N] [--seeds 0 1 2] [--toys tir_toy search_r1_toy]
        [--builds 0 1] [overrides ...]   (the result: benchmarks/results/tools.json)

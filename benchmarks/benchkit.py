@@ -296,9 +296,10 @@ def append_jsonl(path: Path, row: dict[str, Any]) -> None:
 class KeptRuns:
     """A long bench's finished runs kept on disk (FOLDER/runs.jsonl, a line per run), so that a
     rerun, after a kill or in a later session, continues from them instead of training them
-    again. A run is known by its key: everything that makes it (its overrides, with the seed, the
-    steps and the arm's own, and the starting model's weights_digest), so a run whose arm, settings
-    or starting model (a rebuilt or re-shipped toy) changed since trains anew. A run cut
+    again. A run is known by its key, which the bench makes of everything that makes the run
+    (bench_tools: its overrides, with the seed, the steps and the arm's own, and the starting
+    model's weights_digest), so a run whose arm, settings or starting model (a rebuilt or
+    re-shipped toy) changed since trains anew. A run cut
     short leaves no line (read_jsonl drops a broken last one) and trains again. Each line keeps
     the commit that trained it and its seconds. With no folder (a quick or smoke run) nothing is
     kept: every run trains."""
@@ -326,8 +327,8 @@ class KeptRuns:
         return row["result"]
 
     def provenance(self) -> dict[str, Any]:
-        """For the record: how many of the runs used were kept from an earlier invocation, the
-        commits that trained them, and their training seconds in all."""
+        """For the record: how many runs this invocation used (kept or trained now), the commits
+        that trained them, and their training seconds in all."""
         commits = sorted({row["trained_at"].get("commit") or "" for row in self.used})
         return {
             "runs": len(self.used),
