@@ -257,9 +257,11 @@ def tool_builds(builds: Optional[dict]) -> str:
 
 def tool_arm(m: dict) -> str:
     two_hop = m.get("em_2hop_stats")
-    if two_hop is None:
-        return pm_points(m)
-    return f"{pm_points(m)} (2-hop {pm(two_hop, digits=2, sign=False)})"
+    figure = pm_points(m) if two_hop is None else f"{pm_points(m)} (2-hop {pm(two_hop, digits=2, sign=False)})"
+    if not any(m["accuracy_before"]) and not any(m["accuracy_after"]):
+        # no completion right before or after on any seed: every reward 0, so the arm had nothing to learn from
+        figure += " [no signal: no held-out problem right before or after RL]"
+    return figure
 
 
 def priming(rec: dict) -> str:

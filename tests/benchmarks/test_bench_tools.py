@@ -31,3 +31,14 @@ def test_each_build_records_its_headline_gain_and_how_far_the_builds_lie_apart()
 
 def test_a_record_from_one_build_quotes_no_spread():
     assert readme_figures.tool_builds(None) == ""
+
+
+def test_an_arm_right_on_nothing_before_or_after_is_labelled_no_signal():
+    silent = {**arm(0.0, [0.0, 0.0]), "gain_points_mean": 0.0, "accuracy_after_stats": {"mean": 0.0, "stdev": 0.0}}
+    assert readme_figures.tool_arm(silent).endswith(" [no signal: no held-out problem right before or after RL]")
+    learned = {
+        **arm(0.0, [0.0, 0.01]),
+        "gain_points_mean": 0.5,
+        "accuracy_after_stats": {"mean": 0.005, "stdev": 0.007},
+    }
+    assert "no signal" not in readme_figures.tool_arm(learned)
