@@ -21,7 +21,8 @@ doctor's step-size class (the rate is too high) is its cause too, so it is in th
 thresholds.py); after the tuning half's first seeds were looked at, the KL drift limit, the stale
 engine's growing gap, the sequence-level clip fraction and drift's symptoms changed, each saying
 so where it is defined. The report half was not looked at before its figures were stored.
-After the zoo at 764cf06 stored them (report half: recall 93 %, false alarms 0 %, correct cause 88 %,
+After the zoo at 764cf06 stored them (results/doctor_judged_764cf06.json, that judgement's record as
+written; report half: recall 93 %, false alarms 0 %, correct cause 88 %,
 its five wrong causes step-size on no-signal/cold and reward-hacking/length), two changes followed
 from the tuning half, which had the same six misattributions: step-size's floor of 0.02 nats
 (thresholds.POLICY_SHIFT_MIN_NATS) and step-size in reward-hacking/length's `also` (its planted

@@ -31,7 +31,7 @@ trains each toy's headline arm (`tool`, `search`) over the same seeds: `builds` 
 build's gain and how far the builds' mean gains lie apart, beside the largest seed stdev.
 
 A full run keeps every finished run (benchkit.KeptRuns: outputs/kept-runs/tools/runs.jsonl, by its
-overrides and its starting model's weights), so a rerun after a kill, or in a later session, trains
+overrides and its starting model's content digest), so a rerun after a kill, or in a later session, trains
 only the runs still missing; the record says how many runs it used, the commits that trained them
 and their training time.
 
@@ -43,6 +43,7 @@ Full mode: `python benchmarks/bench_tools.py` (3 seeds, 20 steps, 9 arms, 2 buil
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 from bench_build_spread import across, build_gain
 from benchkit import (
@@ -53,7 +54,6 @@ from benchkit import (
     starting_model,
     stats,
     train_in_scratch,
-    weights_digest,
 )
 
 ARMS = {
@@ -111,8 +111,20 @@ def run(kept: KeptRuns, toy: str, arm: list[str], seed: int, steps: int, extra: 
     from rlrecipes.compose import compose_config
 
     overrides = [f"experiment={toy}", f"seed={seed}", f"trainer.max_steps={steps}", *arm, *extra]
-    start = weights_digest(starting_model(compose_config("train", overrides)))  # a toy rebuilt since: trains anew
+    start = model_identity(starting_model(compose_config("train", overrides)))  # a toy rebuilt since: trains anew
     return kept.run({"overrides": overrides, "starting_model": start}, lambda: train_and_read(toy, overrides))
+
+
+def model_identity(folder: str | Path) -> str:
+    """Which model a run starts from, whatever folder or cache holds it: the first 16 hex digits of
+    the model cache's own content digest (rlrecipes_content.sha256: every file but that one)."""
+    from rlrecipes.integrity import content_digest
+    from rlrecipes.models.cache import CONTENT_HASH
+
+    folder = Path(folder)
+    if not any(folder.iterdir()):
+        raise FileNotFoundError(f"{folder} holds no model files")
+    return content_digest(folder, exclude=(CONTENT_HASH,))[:16]
 
 
 def train_and_read(toy: str, overrides: list[str]) -> dict:

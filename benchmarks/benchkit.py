@@ -298,7 +298,7 @@ class KeptRuns:
     rerun, after a kill or in a later session, continues from them instead of training them
     again. A run is known by its key, which the bench makes of everything that makes the run
     (bench_tools: its overrides, with the seed, the steps and the arm's own, and the starting
-    model's weights_digest), so a run whose arm, settings or starting model (a rebuilt or
+    model's content digest), so a run whose arm, settings or starting model (a rebuilt or
     re-shipped toy) changed since trains anew. A run cut
     short leaves no line (read_jsonl drops a broken last one) and trains again. Each line keeps
     the commit that trained it and its seconds. With no folder (a quick or smoke run) nothing is
@@ -449,18 +449,6 @@ def starting_model(cfg: Any, problems: Any = None) -> str:
         return resolve_model_path(cfg.model, make_task(synthetic), synthetic, cfg.cache_dir, log=lambda _: None)
     recipe = get_recipe(cfg.recipe.name)(cfg.recipe)
     return starting_model_path(cfg, recipe, problems or run_problem_set(cfg), log=lambda _: None)
-
-
-def weights_digest(folder: str | Path) -> str:
-    """The first 16 hex digits of the sha256 over a model folder's weight files (*.safetensors, by
-    name): which model a run started from, whatever folder or cache it was found in."""
-    h = hashlib.sha256()
-    files = sorted(Path(folder).glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{folder} holds no *.safetensors weights")
-    for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
 
 
 def run_problem_set(cfg: Any) -> Any:

@@ -259,8 +259,8 @@ def tool_arm(m: dict) -> str:
     two_hop = m.get("em_2hop_stats")
     figure = pm_points(m) if two_hop is None else f"{pm_points(m)} (2-hop {pm(two_hop, digits=2, sign=False)})"
     if not any(m["accuracy_before"]) and not any(m["accuracy_after"]):
-        # no completion right before or after on any seed: every reward 0, so the arm had nothing to learn from
-        figure += " [no signal: no held-out problem right before or after RL]"
+        # greedy held-out answers only: whether its sampled training rollouts were ever rewarded is not recorded
+        figure += " [nothing learned: right on no held-out problem before or after RL]"
     return figure
 
 

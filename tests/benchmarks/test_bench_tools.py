@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bench_tools as bench
+import pytest
 import readme_figures
 
 
@@ -33,12 +34,27 @@ def test_a_record_from_one_build_quotes_no_spread():
     assert readme_figures.tool_builds(None) == ""
 
 
-def test_an_arm_right_on_nothing_before_or_after_is_labelled_no_signal():
+def test_an_arm_right_on_nothing_before_or_after_is_labelled_so():
     silent = {**arm(0.0, [0.0, 0.0]), "gain_points_mean": 0.0, "accuracy_after_stats": {"mean": 0.0, "stdev": 0.0}}
-    assert readme_figures.tool_arm(silent).endswith(" [no signal: no held-out problem right before or after RL]")
+    assert readme_figures.tool_arm(silent).endswith(
+        " [nothing learned: right on no held-out problem before or after RL]"
+    )
     learned = {
         **arm(0.0, [0.0, 0.01]),
         "gain_points_mean": 0.5,
         "accuracy_after_stats": {"mean": 0.005, "stdev": 0.007},
     }
-    assert "no signal" not in readme_figures.tool_arm(learned)
+    assert "nothing learned" not in readme_figures.tool_arm(learned)
+
+
+def test_a_runs_model_is_named_by_its_content_not_its_folder(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(b"weights")
+        (tmp_path / name / "rlrecipes_content.sha256").write_text(name)  # the cache's own record: not content
+    (tmp_path / "c" / "model.safetensors").write_bytes(b"weightz")  # one byte flipped
+    a, b, c = (bench.model_identity(tmp_path / n) for n in ("a", "b", "c"))
+    assert a == b != c and len(a) == 16
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no model files"):
+        bench.model_identity(tmp_path / "empty")

@@ -277,16 +277,3 @@ def test_a_record_from_kept_runs_names_every_commit_that_trained_them():
     )
     record["result"]["kept_runs"]["trained_at_commits"] = ["c" * 40]
     assert benchkit.provenance(record) == "`ccccccc`, 2026-12-07, 2 cores, load 2.0"
-
-
-def test_the_weights_digest_names_the_weights_not_the_folder(tmp_path):
-    for name in ("a", "b", "c"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "model.safetensors").write_bytes(b"weights")
-        (tmp_path / name / "config.json").write_text(name)  # not a weight: no part of the digest
-    (tmp_path / "c" / "model.safetensors").write_bytes(b"weightz")  # one byte flipped
-    a, b, c = (benchkit.weights_digest(tmp_path / n) for n in ("a", "b", "c"))
-    assert a == b != c and len(a) == 16
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match="no \\*.safetensors"):
-        benchkit.weights_digest(tmp_path / "empty")
