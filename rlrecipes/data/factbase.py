@@ -27,6 +27,12 @@ subject's name and reads the answer from the passage it gets, but on a 2-hop que
 stops after that first search with probability `error_rate`
 (data.synthetic.teacher_error_rate) and answers with the subject's own city, which is wrong.
 RL with exact match can teach the second search.
+
+On `RAG_DEMO_SHARE` of its demonstrations the demonstrator does not search: the passage that one
+search with the question's own text returns comes right after the question, and it answers from
+that passage (a 2-hop question wrongly: the passage is the subject's). That is the context
+`rollout.tool_mode=rag_once` gives (Search-R1's RAG baseline, `search_r1_rag`), so the RAG control
+starts from a model that has read a passage there, not from one that never saw that context.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ from rlrecipes.tools.search import SearchOptions, format_passages
 TOPK = 1  # passages per search in the toy: two searches must fit the toy's 512-character context
 RAG_TOPK = 3  # Search-R1's retrieval top-k (train_grpo.sh retriever.topk=3): the 2-hop check's depth
 NUM_CITIES = 16
+# demonstrations in the RAG context (retrieved with the question, no search of the model's own):
+# a quarter, so the searching demonstrations that the search arm imitates stay the bulk
+RAG_DEMO_SHARE = 0.25
 _CONSONANTS, _VOWELS = "bdfgklmnprstv", "aeiou"
 
 
@@ -173,8 +182,11 @@ def people_for(num_train: int, num_eval: int, seed: int) -> tuple[list[Person], 
     return make_people(max(num_train // 2, 1), max(num_eval // 2, 1), seed)
 
 
-def factbase_task(num_train: int, num_eval: int, seed: int, error_rate: float) -> ToolTask:
-    """The fact-base ToolTask: `num_train` / `num_eval` questions (half 1-hop, half 2-hop)."""
+def factbase_task(
+    num_train: int, num_eval: int, seed: int, error_rate: float, rag_share: float = RAG_DEMO_SHARE
+) -> ToolTask:
+    """The fact-base ToolTask: `num_train` / `num_eval` questions (half 1-hop, half 2-hop);
+    `rag_share` of the teacher's demonstrations are in the RAG context (module docstring)."""
     train_people, eval_people = people_for(num_train, num_eval, seed)
     everyone = train_people + eval_people
     search = search_spec(everyone)
@@ -189,7 +201,15 @@ def factbase_task(num_train: int, num_eval: int, seed: int, error_rate: float) -
             return steps + [answered(subject.city)]
         return steps + called(search, subject.teacher) + [answered(by_name[subject.teacher].city)]
 
+    def retrieved(it: dict[str, Any]) -> list[Segment]:
+        """The passage one search with the question returns, after the prompt, and the city it names."""
+        subject = by_name[it["id"].split(":", 1)[1]]
+        [_, passage] = called(search, it["problem"])
+        return [passage, answered(subject.city)]
+
     def demonstrator(it: dict[str, Any], rng: random.Random) -> list[Segment]:
+        if rng.random() < rag_share:
+            return retrieved(it)
         return demonstrate(it, skip_second=rng.random() < error_rate)
 
     correct = lambda it: demonstrate(it, skip_second=False)  # noqa: E731

@@ -36,7 +36,7 @@ from rlrecipes.recipes import register_recipe
 from rlrecipes.recipes.base import Recipe
 from rlrecipes.rewards.exact_match import ExactMatchParams
 
-FACTBASE_VERSION = 1  # bump when the fact base or its teacher changes (cache keys of corpus and toy)
+FACTBASE_VERSION = 2  # bump when the fact base or its teacher changes (cache keys of corpus and toy)
 TOY = "rlrecipes train experiment=search_r1_toy"
 
 

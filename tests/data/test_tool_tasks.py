@@ -8,6 +8,7 @@ import pytest
 
 from rlrecipes.data.bigarith import bigarith_task, estimate
 from rlrecipes.data.factbase import (
+    RAG_DEMO_SHARE,
     RAG_TOPK,
     factbase_task,
     make_people,
@@ -95,6 +96,20 @@ def test_the_flawed_teacher_stops_after_one_search_on_2hop_questions_and_is_wron
         text = task.demonstration(it, random.Random(0))
         assert text.count("<search>") == 1
         assert task.verify(text, it["answer"]) is (it["hops"] == 1)  # 1-hop right, 2-hop wrong
+
+
+def test_a_quarter_of_the_teachers_demonstrations_are_in_the_rag_context():
+    """RAG_DEMO_SHARE of the demonstrations start with the passage (no search of the model's
+    own); the rest search. 4000 draws: 0.25 lies within 0.23-0.27 by far more than 3 sigma."""
+    assert RAG_DEMO_SHARE == 0.25
+    task = factbase_task(40, 10, seed=3, error_rate=0.0)
+    rng = random.Random(5)
+    firsts = [task.segments(it, rng)[0] for it in task.train * 100]
+    rag = sum(not by_model for _, by_model in firsts) / len(firsts)
+    assert 0.23 < rag < 0.27
+    assert all(text.startswith("<search>") for text, by_model in firsts if by_model)
+    never = factbase_task(40, 10, seed=3, error_rate=0.0, rag_share=0.0)
+    assert all(never.segments(it, rng)[0][1] for it in never.train * 10)
 
 
 def test_fact_base_questions_by_hand():

@@ -5,6 +5,7 @@ scripted policy, beside the toy's own warm-start)."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -70,6 +71,31 @@ def test_the_corpus_the_config_names_is_the_fact_bases(tmp_path):
     subjects = {it["id"].split(":", 1)[1] for it in task.train + task.eval}
     assert {row["contents"].split("\n")[0] for row in rows} == subjects  # one passage per person, no other
     SearchR1.validate(cfg)
+
+
+def test_the_teachers_rag_demonstration_is_the_context_rag_once_gives(tmp_path):
+    """The warm-start's RAG demonstrations put after the prompt exactly what the RAG control's
+    retrieval does (`rollout.tool_mode=rag_once` with the toy's corpus), and answer with the
+    city of the passage retrieved: the subject's (on a 2-hop question, the teacher's error)."""
+    from rlrecipes.data.factbase import factbase_task, people_for
+    from rlrecipes.data.templates import render_prompt
+    from rlrecipes.models.toy import build_tokenizer
+    from rlrecipes.tool_loop.build import retrieve_once
+
+    cfg = compose("experiment=search_r1_toy", "rollout.tool_mode=rag_once", f"cache_dir={tmp_path}")
+    tok = build_tokenizer()
+    retrieve = retrieve_once(cfg.rollout, tok)
+    s = cfg.data.synthetic
+    always_rag = factbase_task(s.num_train, s.num_eval, s.seed, s.teacher_error_rate, rag_share=1.0)
+    city = {p.name: p.city for world in people_for(s.num_train, s.num_eval, s.seed) for p in world}
+    for it in always_rag.train[:8]:
+        prompt = render_prompt(it["problem"], cfg.data.template, tok)
+        [(context, by_model), (answer, answered)] = always_rag.segments(it, random.Random(0))
+        assert (by_model, answered) == (False, True)
+        assert retrieve(prompt, it["problem"]) == prompt + context
+        subject = it["id"].split(":", 1)[1]
+        assert f"(Title: {subject})" in context and answer == f"<answer>{city[subject]}</answer>"
+    assert {it["hops"] for it in always_rag.train[:8]} == {1, 2}
 
 
 def test_an_answer_only_inside_the_retrieved_passages_scores_zero(tmp_path):
