@@ -349,7 +349,8 @@ class TrainerConfig:
     # (`rlrecipes show RUN --step N`; `rlrecipes doctor` quotes them); 0 = off
     log_samples_every: int = 0
     # every N optimizer steps (and step 1), `policy_shift`: the step's KL(before ‖ after) on its own
-    # last micro-batch, nats per token (engine/policy_shift.py; two forward passes without gradient); 0 = off
+    # last micro-batch, nats per token (engine/policy_shift.py; one forward pass without gradient, two where the
+    # model has dropout); 0 = off
     policy_shift_every: int = 1
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display

@@ -13,9 +13,13 @@ the k3 estimator (Schulman 2020, "Approximating KL divergence") is unbiased and 
 
     KL(π_before ‖ π_after) ≈ mean over completion tokens of  (r − 1) − log r,   r = π_after/π_before
 
-Two forward passes without gradient on the step's last micro-batch: one before the optimiser step
-(`on_pre_optimizer_step`, after the gradient is clipped) and one after (`on_optimizer_step`), in
-eval mode so dropout (LoRA's) adds no shift of its own. Tool results are left out (tool_mask), as in
+The "before" log-probs are the training forward's own on that micro-batch (`seen`, called from the
+trainer's log-prob pass inside `compute_loss`): the weights do not change between it and the
+optimiser step, so a second pass would compute the same numbers. The one extra pass is the "after",
+without gradient, in the loss's own precision context (`compute_loss_context_manager`, as the training
+forward ran). Where the model has dropout (LoRA's, or a config's), the training forward is noisy, so
+"before" is a pass of its own without gradient just before the step (`on_pre_optimizer_step`), both
+passes in eval mode, so dropout adds no shift of its own. Tool results are left out (tool_mask), as in
 TRL's loss. `trainer.policy_shift_every=N` probes every N-th step (0: never).
 """
 
@@ -57,6 +61,25 @@ def k3_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> tor
     return torch.stack([(per_token * weight).sum(), weight.sum()])
 
 
+def has_dropout(model: torch.nn.Module) -> bool:
+    """Whether a training forward of `model` is random: a dropout module with p > 0 (LoRA's
+    lora_dropout, GPT-2's), or a config rate (`attention_dropout`, `*_pdrop`) applied functionally
+    in the forward, as Llama's and Qwen's attention does."""
+    if any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
+        return True
+    configs = [m.config for m in model.modules() if hasattr(m, "config") and hasattr(m.config, "to_dict")]
+    return any(_rates(config.to_dict()) for config in configs)
+
+
+def _rates(values: dict[str, Any]) -> bool:
+    for name, value in values.items():
+        if isinstance(value, dict) and _rates(value):  # a composite model's text_config, vision_config
+            return True
+        if isinstance(name, str) and ("dropout" in name or "pdrop" in name) and isinstance(value, float) and value > 0:
+            return True
+    return False
+
+
 class PolicyShift(TrainerCallback):
     """Logs `policy_shift` with the step's metrics (RecipeGRPOTrainer.log_metric)."""
 
@@ -65,17 +88,37 @@ class PolicyShift(TrainerCallback):
         self.every = every
         self.batch: Optional[dict[str, Any]] = None  # the step's last micro-batch (RecipeGRPOTrainer.compute_loss)
         self.before: Optional[torch.Tensor] = None
+        self.seen_logps: Optional[torch.Tensor] = None  # the training forward's log-probs on `batch`
+        self.watching = False
+        self._random_forward: Optional[bool] = None  # has_dropout(model), asked once
 
     def due(self, step: int) -> bool:
         """Whether the optimiser step that follows `step` steps done is probed (the first one always)."""
         return self.every > 0 and (step == 0 or (step + 1) % self.every == 0)
 
     def remember(self, inputs: dict[str, Any]) -> None:
+        self.watching = False
         if self.due(self.trainer.state.global_step):
-            self.batch = inputs
+            self.batch, self.seen_logps = inputs, None
+            if self._random_forward is None:
+                self._random_forward = has_dropout(self.trainer.model)
+            self.watching = not self._random_forward
+
+    def seen(self, logps: torch.Tensor) -> None:
+        """The training forward's per-token log-probs (the trainer's log-prob pass): kept as
+        "before" when they are the remembered micro-batch's (its first pass in `compute_loss`)."""
+        if self.watching and self.batch is not None and logps.shape == self.batch["completion_ids"].shape:
+            self.seen_logps, self.watching = logps.detach(), False
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.before = self.log_probs() if self.batch is not None else None
+        self.watching = False
+        if self.batch is None:
+            self.before = None
+        elif self.seen_logps is not None:  # no dropout: the weights have not moved since that forward
+            self.before = self.seen_logps
+        else:
+            self.before = self.log_probs()
+        self.seen_logps = None
 
     def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         batch, before = self.batch, self.before
@@ -97,7 +140,7 @@ class PolicyShift(TrainerCallback):
         was_training = model.training
         model.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), trainer.compute_loss_context_manager():  # the training forward's precision
                 logps, _, _ = trainer._get_per_token_logps_and_entropies(
                     model,
                     torch.cat([batch["prompt_ids"], completion_ids], dim=1),

@@ -112,6 +112,11 @@ class RecipeGRPOTrainer(GRPOTrainer):
         with sequence_token_ratio(self, inputs):  # recipe.importance_sampling_level=sequence_token (GSPO-token)
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        self.policy_shift.seen(out[0])  # the loss's forward on a probed micro-batch: its "before" log-probs
+        return out
+
     def create_optimizer(self, model: Any = None) -> Any:
         # HF builds the optimizer here, in _inner_training_loop before accelerate wraps it and
         # before any callback's on_train_begin; a resume then loads its own checkpoint over it

@@ -1,5 +1,6 @@
 """policy_shift: the step's KL(before ‖ after) on its own micro-batch (engine/policy_shift.py)."""
 
+import contextlib
 import math
 
 import pytest
@@ -65,6 +66,13 @@ class StandIn:
             return sums + torch.tensor(other, dtype=sums.dtype)
 
         self.accelerator = SimpleNamespace(reduce=reduce, optimizer_step_was_skipped=skipped)
+        self.model = self.model_wrapped  # no dropout: the loss's forward may stand for "before"
+        self.contexts = 0
+
+    @contextlib.contextmanager
+    def compute_loss_context_manager(self):
+        self.contexts += 1
+        yield
 
     def _get_per_token_logps_and_entropies(self, model, ids, mask, keep, batch_size=None, **extras):
         self.modes.append(model.training)
@@ -119,3 +127,53 @@ def test_tool_results_are_left_out_and_a_skipped_step_logs_nothing():
     every_third = PolicyShift(StandIn(PASSES, step=1), every=3)
     every_third.remember(micro_batch())  # the run's second step: not probed, nothing kept
     assert every_third.batch is None
+
+
+def test_the_loss_forward_stands_for_before_when_the_model_has_no_dropout():
+    # the training forward's log-probs (seen) are "before": one pass runs, "after", in the loss's precision
+    trainer = StandIn(PASSES[1:], other=(1.5, 2.0))
+    shift = PolicyShift(trainer, every=1)
+    shift.remember(micro_batch())
+    shift.seen(PASSES[0])
+    shift.seen(torch.zeros(2, 1))  # a later pass in the same loss (none in TRL's): not the one kept
+    shift.on_pre_optimizer_step(None, trainer.state, None)
+    shift.on_optimizer_step(None, trainer.state, None)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.5, rel=1e-6)
+    assert trainer.passes == [] and trainer.modes == [False] and trainer.contexts == 1
+
+
+@pytest.mark.parametrize(
+    "model, shape",
+    [
+        (torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Dropout(0.1)), (2, 1)),  # noisy: its own pass
+        (torch.nn.Linear(1, 1), (2, 2)),  # another batch's log-probs: not this micro-batch's
+    ],
+)
+def test_before_is_a_pass_of_its_own_when_the_loss_forward_cannot_stand_for_it(model, shape):
+    trainer = StandIn(PASSES, other=(1.5, 2.0))
+    trainer.model = model
+    shift = PolicyShift(trainer, every=1)
+    shift.remember(micro_batch())
+    shift.seen(torch.zeros(shape))
+    shift.on_pre_optimizer_step(None, trainer.state, None)
+    shift.on_optimizer_step(None, trainer.state, None)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.5, rel=1e-6)
+    assert trainer.passes == [] and trainer.modes == [False, False]
+
+
+def test_dropout_is_found_in_modules_and_in_config_rates():
+    from types import SimpleNamespace
+
+    from rlrecipes.engine.policy_shift import has_dropout
+
+    def configured(**rates):
+        model = torch.nn.Linear(1, 1)
+        model.config = SimpleNamespace(to_dict=lambda: {"id2label": {0: "a"}, **rates})
+        return model
+
+    assert has_dropout(torch.nn.Sequential(torch.nn.Dropout(0.05)))
+    assert not has_dropout(torch.nn.Sequential(torch.nn.Dropout(0.0), torch.nn.Identity()))  # LoRA's dropout 0
+    assert has_dropout(configured(attention_dropout=0.1))  # Llama/Qwen: applied in the forward, no module
+    assert has_dropout(configured(resid_pdrop=0.1))
+    assert has_dropout(configured(text_config={"attention_dropout": 0.1}))
+    assert not has_dropout(configured(attention_dropout=0.0, classifier_dropout=None, hidden_size=2))

@@ -111,3 +111,22 @@ def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path):
     expected = k3_kl(logps(before), logps(trainer.model.eval()), batch["completion_mask"])
     [logged] = [row for row in trainer.state.log_history if "grad_norm" in row]
     assert expected > 0 and logged["policy_shift"] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.integration
+def test_a_probed_step_costs_one_log_prob_pass_on_a_model_without_dropout(toy_model_dir, tmp_path):
+    """The loss's own forward is the probe's "before": probing adds the "after" pass only."""
+    passes = {}
+    for every in (0, 1):
+        cfg = compose("trainer.max_steps=1", f"trainer.policy_shift_every={every}")
+        trainer = mixed_group_trainer(cfg, toy_model_dir, tmp_path / str(every), BatchKeeper())
+        counted = []
+
+        def counting(*args, counted=counted, forward=trainer._get_per_token_logps_and_entropies, **kwargs):
+            counted.append(1)
+            return forward(*args, **kwargs)
+
+        trainer._get_per_token_logps_and_entropies = counting
+        trainer.train()
+        passes[every] = len(counted)
+    assert passes[1] - passes[0] == 1
