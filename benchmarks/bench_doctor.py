@@ -31,7 +31,7 @@ no longer one the thresholds were blind to. drift/kl_warmup was added after that
 collapses that leave room for one (9 of the 12 report-half collapses came by step 17); it was tried
 on development seeds 0-1 only, beside three late candidates left out (a constant rate of 2e-3 and a
 warm-up to 5e-2 over 100 steps collapsed by step 19; a constant 1.5e-3 did not collapse on seed 0),
-and no threshold changed.
+and no threshold changed; its `also` took `numeric` from tuning seed 104, as lr_warmup's has it.
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
@@ -213,7 +213,8 @@ CASES = [
             "trainer.learning_rate=3e-3",
         ),
         "drift",
-        ("step-size", "entropy-blowup"),
+        # numeric: tuning seed 104's first finding, gradient spikes as its rate grows (as lr_warmup's)
+        ("step-size", "entropy-blowup", "numeric"),
         collapses=True,
         late=True,
     ),
