@@ -60,3 +60,18 @@ def pack(head: str, parts: Sequence[str], tail: str = "", columns: int | None = 
 def wrapped(text: str, columns: int | None = None) -> str:
     """`text` folded at word boundaries to the terminal's width, continuation lines indented."""
     return textwrap.fill(text, width=columns or width(), subsequent_indent="    ", break_on_hyphens=False)
+
+
+def left_cut(text: str, cap: int) -> str:
+    """A long name or path by its end, which tells runs apart (their start is shared), cut
+    where a path part begins ("…/seed_1") or else where a word does ("…-learning_rate"), never
+    inside a word: a last word longer than `cap` is kept whole."""
+    if len(text) <= cap:
+        return text
+    for breaks in ("/", "/-_ "):  # whole path parts first, then whole words
+        starts = [i for i, ch in enumerate(text) if ch in breaks and i > 0]
+        fitting = [i for i in starts if 1 + len(text) - i <= cap]
+        if fitting:
+            return "…" + text[min(fitting) :]
+    last = max((i for i, ch in enumerate(text) if ch in "/-_ " and i > 0), default=0)
+    return "…" + text[last:] if last else text

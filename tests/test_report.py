@@ -375,12 +375,12 @@ def test_run_names_are_shortened_from_the_left_at_whole_path_parts_never_inside_
     assert shown[0] == "…/experiment_0_lr0.0001"  # the distinctive tail, whole
 
 
-def test_left_cut_keeps_whole_words_when_the_last_path_part_is_too_long():
-    from rlrecipes.runs.report import _left_cut
+def testleft_cut_keeps_whole_words_when_the_last_path_part_is_too_long():
+    from rlrecipes.display import left_cut
 
-    assert _left_cut("short") == "short"
-    assert _left_cut("a/b/0-grpo-arithmetic-learning_rate_sweep_longname", 24) == "…_rate_sweep_longname"
-    assert _left_cut("outputs/" + "x" * 30, 24) == "…/" + "x" * 30  # one word longer than the cap: whole
+    assert left_cut("short", 24) == "short"
+    assert left_cut("a/b/0-grpo-arithmetic-learning_rate_sweep_longname", 24) == "…_rate_sweep_longname"
+    assert left_cut("outputs/" + "x" * 30, 24) == "…/" + "x" * 30  # one word longer than the cap: whole
 
 
 @pytest.mark.parametrize("key", ["trainer.learning_rate", "recipe.knob_5"])
@@ -496,3 +496,25 @@ def test_a_sweep_ends_with_the_table_rlrecipes_report_prints(sweep, capsys, monk
     assert out.startswith(printed), out  # the same table and notes, then where the exports are
     assert "".join(out[len(printed) :].split()) == f"sweepreportin{sweep}:report.csv,report.json,report.md"
     assert (sweep / "report.csv").is_file()
+
+
+def test_trains_summary_names_its_run_folder_on_a_line_of_its_own_never_split(monkeypatch):
+    """A table title wraps at the table's width ("…-search_r1-" / "factbase"); the folder is a line
+    of its own, whole where it fits, else its end from a whole path part, within the width."""
+    from rich.console import Console
+
+    from rlrecipes.commands import train
+
+    summary = {"accuracy_before": 0.5, "accuracy_after": 0.495, "wall_seconds": 61}
+    run = "outputs/2026-12-07_06-43-30-search_r1-factbase"
+    deep = "/tmp/pytest-of-root/pytest-115/test_a_sweep_on_80_columns_is_0/multirun/0-seed_0"
+    for folder, first in (
+        (run, f"run {run}"),
+        (deep, "run …/pytest-115/test_a_sweep_on_80_columns_is_0/multirun/0-seed_0"),
+    ):
+        out = io.StringIO()
+        monkeypatch.setattr(train, "console", Console(width=80, file=out, color_system=None))
+        train.print_summary(summary, folder)
+        lines = out.getvalue().splitlines()
+        assert lines[0] == first and max(map(len, lines)) <= 80
+        assert "│ gain (points)" in out.getvalue() and "-0.5" in out.getvalue()

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.common import OVERRIDES, console, print_titled
 from rlrecipes.commands.help import help_with
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def eval_checkpoints_command(
     from rlrecipes.runs.checkpoints import eval_checkpoints  # torch and transformers: only when it runs
 
     selection = eval_checkpoints(run_dir, suite, list(ctx.args), out, base, every, log=console.log)
-    console.print(selection_table(selection, f"{run_dir}: {suite} suite (%)"))
+    print_titled(selection_table(selection), "", run_dir, f": {suite} suite (%)", out=console)
     best, last = selection.best_step, selection.last_step
     console.print(
         f"best average: step {best} ({100 * selection.averages[best]:.1f}); "
@@ -40,9 +40,9 @@ def eval_checkpoints_command(
     )
 
 
-def selection_table(selection: Selection, title: str) -> Table:
+def selection_table(selection: Selection) -> Table:
     names = list(selection.scores[selection.steps[0]])
-    table = Table(title=title)
+    table = Table()
     for col in ("step", *names, "average", ""):
         table.add_column(escape(col), justify="right")
     for step in selection.steps:

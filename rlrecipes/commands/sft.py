@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.common import OVERRIDES, console, print_titled
 from rlrecipes.commands.help import help_with
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
@@ -61,14 +61,14 @@ def _run(cfg: Any, run_dir: Path) -> dict:
 
 
 def print_summary(summary: dict, run_dir: Any) -> None:
-    table = Table(title=f"run {run_dir}")
+    table = Table()
     table.add_column("held-out")
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
     for name in ("loss", "accuracy"):
         values = [summary.get(f"{name}_{when}") for when in ("before", "after")]
         table.add_row(f"{name} ({'completion tokens' if name == 'loss' else 'greedy'})", *_cells(values))
-    console.print(table)
+    print_titled(table, "run", run_dir, out=console)
     console.print(
         f"{summary.get('steps')} steps in {summary.get('wall_seconds', 0):.0f} s; model: {run_dir}/model "
         f"(rlrecipes train model.name_or_path={run_dir}/model)",

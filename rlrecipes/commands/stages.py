@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from rlrecipes import rundir
-from rlrecipes.commands.common import OVERRIDES, console, fail
+from rlrecipes.commands.common import OVERRIDES, console, fail, print_titled
 from rlrecipes.commands.help import help_with, options_panel
 from rlrecipes.commands.sft import check_config as check_sft_config
 from rlrecipes.commands.train import check_config as check_train_config
@@ -135,7 +135,7 @@ def run_all(cfg: Any, steps: list[Stage], parent: Path) -> None:
             )
             raise SystemExit(code or 1)
     summary = write_summary(parent, cfg, steps)
-    table = Table(title=f"pipeline {cfg.pipeline.name}: {parent}")
+    table = Table()
     for column in ("stage", "steps", "held-out before", "held-out after"):
         table.add_column(column)
     for row in summary["stages"]:
@@ -146,7 +146,7 @@ def run_all(cfg: Any, steps: list[Stage], parent: Path) -> None:
             str(row.get("steps")),
             *[f"{name} {v:.3f}" if v is not None else "n/a" for v in values],
         )
-    console.print(table)
+    print_titled(table, f"pipeline {cfg.pipeline.name}:", parent, out=console)
 
 
 def print_plan(cfg: Any, steps: list[Stage], parent: Path | None) -> None:

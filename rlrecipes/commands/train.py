@@ -10,7 +10,7 @@ import typer
 from omegaconf import OmegaConf
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console
+from rlrecipes.commands.common import OVERRIDES, console, print_titled
 from rlrecipes.commands.help import hydra_help
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
@@ -82,7 +82,7 @@ def _run(cfg: Any, run_dir: Path) -> dict:
 
 
 def print_summary(summary: dict, run_dir: Any) -> None:
-    table = Table(title=f"run {run_dir}")
+    table = Table()
     table.add_column("held-out accuracy (greedy)")
     table.add_column("value", justify="right")
     for key in ("accuracy_before", "accuracy_after"):
@@ -95,7 +95,7 @@ def print_summary(summary: dict, run_dir: Any) -> None:
         value = "n/a" if result["value"] is None else f"{result['value']:.3f}"
         table.add_row(f"final eval: {name} {result['metric']}", value)
     table.add_row("wall seconds", f"{summary.get('wall_seconds', 0):.0f}")
-    console.print(table)
+    print_titled(table, "run", run_dir, out=console)
 
 
 TRAIN = RunCommand(

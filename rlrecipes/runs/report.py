@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rlrecipes.display import left_cut
 from rlrecipes.display import width as terminal_width
 from rlrecipes.errors import UserError
 from rlrecipes.eval.scoring import headline
@@ -327,21 +328,6 @@ def _keep_order(report: Report, columns: Sequence[str]) -> list[str]:
     return sorted(columns, key=lambda c: (rank(c), columns.index(c)))
 
 
-def _left_cut(text: str, cap: int = _CELL_CAP) -> str:
-    """A long name or path by its end, which tells runs apart (their start is shared), cut
-    where a path part begins ("…/seed_1") or else where a word does ("…-learning_rate"), never
-    inside a word: a last word longer than `cap` is kept whole."""
-    if len(text) <= cap:
-        return text
-    for breaks in ("/", "/-_ "):  # whole path parts first, then whole words
-        starts = [i for i, ch in enumerate(text) if ch in breaks and i > 0]
-        fitting = [i for i in starts if 1 + len(text) - i <= cap]
-        if fitting:
-            return "…" + text[min(fitting) :]
-    last = max((i for i, ch in enumerate(text) if ch in "/-_ " and i > 0), default=0)
-    return "…" + text[last:] if last else text
-
-
 def _fit(labels: dict[str, str], cells: dict[str, list[str]], order: list[str], width: int, keep: int = 1) -> set[str]:
     """The columns left out so that the rest fit `width` (two spaces between columns), dropping
     from the end of `order` but never its first `keep`; a header may wrap at its spaces, a value
@@ -403,7 +389,7 @@ def rich_table(report: Report, title: str = "rlrecipes report", width: int = 80)
             text = name if c == "run" else cell(report, row, c, compact=True)
             if merged and c == "steps" and row.get("state") != "finished":
                 text += "*"
-            cells[c].append(text if report.kinds.get(c) == "metric" else _left_cut(text))
+            cells[c].append(text if report.kinds.get(c) == "metric" else left_cut(text, _CELL_CAP))
     keep = ("run" in shown_cols) + len([c for c in report.group_by if c in shown_cols])
     dropped = _fit(labels, cells, _keep_order(report, list(shown_cols)), width - 2, keep=max(keep, 1))
     shown_cols = [c for c in shown_cols if c not in dropped]
