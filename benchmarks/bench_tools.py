@@ -73,6 +73,33 @@ ARMS = {
 }
 
 
+# Controls whose ceiling is below 1 by construction (the README quotes it beside their gain)
+CEILING_WHY = {
+    (
+        "search_r1_toy",
+        "rag_once",
+    ): "one retrieval with the question never finds a 2-hop answer: at most the 1-hop share",
+}
+
+
+def ceiling(toy: str, arm: str, held_out: list[dict]) -> dict | None:
+    """The highest held-out accuracy `arm` can reach on `held_out` by construction, with why; None
+    where nothing caps it. rag_once on the fact base: the 1-hop questions' share (factbase.py's
+    guarantee that one search with a 2-hop question never retrieves the teacher's passage)."""
+    why = CEILING_WHY.get((toy, arm))
+    if why is None:
+        return None
+    return {"accuracy": round(sum(it["hops"] == 1 for it in held_out) / len(held_out), 4), "why": why}
+
+
+def held_out_questions(toy: str, extra: list[str]) -> list[dict]:
+    from rlrecipes.compose import compose_config
+    from rlrecipes.recipes.search_r1 import SearchR1
+
+    cfg = compose_config("train", [f"experiment={toy}", *extra])
+    return SearchR1(cfg.recipe).problem_set(cfg.data).eval
+
+
 def by_hops(overrides: list[str]):
     """What to read from a finished fact-base run: greedy exact match by hops and real searches
     per question, through the run's own tool loop (and, for rag_once, its retrieval), on the
@@ -189,6 +216,9 @@ def main() -> None:
         }
         for toy in args.toys
     }
+    for toy, arm in CEILING_WHY:
+        if toy in results:
+            results[toy][arm]["ceiling"] = ceiling(toy, arm, held_out_questions(toy, args.overrides))
     record = {"setting": f"{args.steps} RL steps per arm from one warm-started toy", "toys": results}
     others = [b for b in args.builds if b != 0]
     if others:

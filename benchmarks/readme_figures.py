@@ -258,6 +258,8 @@ def tool_builds(builds: Optional[dict]) -> str:
 def tool_arm(m: dict) -> str:
     two_hop = m.get("em_2hop_stats")
     figure = pm_points(m) if two_hop is None else f"{pm_points(m)} (2-hop {pm(two_hop, digits=2, sign=False)})"
+    if m.get("ceiling"):  # a control capped by construction (bench_tools.CEILING_WHY)
+        figure += f" [its ceiling {m['ceiling']['accuracy']:.2f}: {m['ceiling']['why']}]"
     if not any(m["accuracy_before"]) and not any(m["accuracy_after"]):
         # greedy held-out answers only: whether its sampled training rollouts were ever rewarded is not recorded
         figure += " [nothing learned: right on no held-out problem before or after RL]"

@@ -58,3 +58,22 @@ def test_a_runs_model_is_named_by_its_content_not_its_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no model files"):
         bench.model_identity(tmp_path / "empty")
+
+
+def test_a_control_capped_by_construction_says_its_ceiling():
+    # 3 of 4 held-out questions are 1-hop: rag_once can be right on at most those
+    held_out = [{"hops": 1}, {"hops": 2}, {"hops": 1}, {"hops": 1}]
+    capped = bench.ceiling("search_r1_toy", "rag_once", held_out)
+    assert capped == {"accuracy": 0.75, "why": bench.CEILING_WHY[("search_r1_toy", "rag_once")]}
+    assert bench.ceiling("search_r1_toy", "search", held_out) is None
+    rag = {**arm(0.4, [0.45, 0.5]), "gain_points_mean": 7.5, "accuracy_after_stats": {"mean": 0.475, "stdev": 0.035}}
+    rag["ceiling"] = capped
+    assert readme_figures.tool_arm(rag).endswith(
+        " [its ceiling 0.75: one retrieval with the question never finds a 2-hop answer: at most the 1-hop share]"
+    )
+    assert "ceiling" not in readme_figures.tool_arm({**rag, "ceiling": None})
+
+
+def test_the_fact_bases_held_out_questions_are_half_1hop():
+    held_out = bench.held_out_questions("search_r1_toy", [])
+    assert len(held_out) == 200 and bench.ceiling("search_r1_toy", "rag_once", held_out)["accuracy"] == 0.5
