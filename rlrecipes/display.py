@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Sequence
+from typing import Any, Sequence
+
+from rich.console import Console
 
 # "Most completions hit the token limit": past this share a run is warned about (progress
 # line, summary.json), since its rewards or scores then measure the limit, not the model.
@@ -75,3 +77,13 @@ def left_cut(text: str, cap: int) -> str:
             return "…" + text[min(fitting) :]
     last = max((i for i, ch in enumerate(text) if ch in "/-_ " and i > 0), default=0)
     return "…" + text[last:] if last else text
+
+
+def print_titled(out: Console, table: Any, before: str, path: Any, after: str = "") -> None:
+    """`table` under the line `before PATH after`, never wrapped: a table's own title wraps at the
+    table's width, splitting a run folder's name mid-word. A line wider than the terminal keeps
+    the path's end, cut where a path part begins ("…/2026-12-07_06-43-30-search_r1-factbase")."""
+    head = f"{before} " if before else ""
+    room = out.width - len(head) - len(after)
+    out.print(f"{head}{left_cut(str(path), max(room, 1))}{after}", soft_wrap=True, highlight=False, markup=False)
+    out.print(table)

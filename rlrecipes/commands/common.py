@@ -8,7 +8,6 @@ from typing import Any, Callable, Optional
 from rich.console import Console
 from rich.markup import escape
 
-from rlrecipes.display import left_cut
 from rlrecipes.errors import UserError
 from rlrecipes.quiet import quiet
 from rlrecipes.rundir import is_main_process
@@ -19,17 +18,6 @@ quiet()
 console = Console(log_path=False)  # the source file:line column would take 15 of 80 columns
 # commands that take Hydra overrides (key=value ...) after their own options
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
-
-
-def print_titled(table: Any, before: str, path: Any, after: str = "", out: Console | None = None) -> None:
-    """`table` under the line `before PATH after`, never wrapped: a table's own title wraps at the
-    table's width, splitting a run folder's name mid-word. A line wider than the terminal keeps
-    the path's end, cut where a path part begins ("…/2026-12-07_06-43-30-search_r1-factbase")."""
-    out = out or console
-    head = f"{before} " if before else ""
-    room = out.width - len(head) - len(after)
-    out.print(f"{head}{left_cut(str(path), max(room, 1))}{after}", soft_wrap=True, highlight=False, markup=False)
-    out.print(table)
 
 
 def fail(message: str) -> None:

@@ -9,8 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console, print_titled
+from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import help_with
+from rlrecipes.display import print_titled
 
 if TYPE_CHECKING:
     from rlrecipes.runs.checkpoints import Selection
@@ -32,7 +33,7 @@ def eval_checkpoints_command(
     from rlrecipes.runs.checkpoints import eval_checkpoints  # torch and transformers: only when it runs
 
     selection = eval_checkpoints(run_dir, suite, list(ctx.args), out, base, every, log=console.log)
-    print_titled(selection_table(selection), "", run_dir, f": {suite} suite (%)", out=console)
+    print_titled(console, selection_table(selection), "", run_dir, f": {suite} suite (%)")
     best, last = selection.best_step, selection.last_step
     console.print(
         f"best average: step {best} ({100 * selection.averages[best]:.1f}); "

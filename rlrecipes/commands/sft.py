@@ -10,10 +10,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console, print_titled
+from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import help_with
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
+from rlrecipes.display import print_titled
 
 
 def sft(
@@ -68,7 +69,7 @@ def print_summary(summary: dict, run_dir: Any) -> None:
     for name in ("loss", "accuracy"):
         values = [summary.get(f"{name}_{when}") for when in ("before", "after")]
         table.add_row(f"{name} ({'completion tokens' if name == 'loss' else 'greedy'})", *_cells(values))
-    print_titled(table, "run", run_dir, out=console)
+    print_titled(console, table, "run", run_dir)
     console.print(
         f"{summary.get('steps')} steps in {summary.get('wall_seconds', 0):.0f} s; model: {run_dir}/model "
         f"(rlrecipes train model.name_or_path={run_dir}/model)",

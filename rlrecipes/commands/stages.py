@@ -14,12 +14,13 @@ from rich.panel import Panel
 from rich.table import Table
 
 from rlrecipes import rundir
-from rlrecipes.commands.common import OVERRIDES, console, fail, print_titled
+from rlrecipes.commands.common import OVERRIDES, console, fail
 from rlrecipes.commands.help import help_with, options_panel
 from rlrecipes.commands.sft import check_config as check_sft_config
 from rlrecipes.commands.train import check_config as check_train_config
 from rlrecipes.compose.compose import conf_dir, group_options
 from rlrecipes.compose.settings import command_groups
+from rlrecipes.display import print_titled
 from rlrecipes.errors import ConfigError, RunInterrupted, UserError
 from rlrecipes.rundir import check_not_in_use, create_run_dir, lock_run_dir, write_manifest
 from rlrecipes.training.stages import (
@@ -146,7 +147,7 @@ def run_all(cfg: Any, steps: list[Stage], parent: Path) -> None:
             str(row.get("steps")),
             *[f"{name} {v:.3f}" if v is not None else "n/a" for v in values],
         )
-    print_titled(table, f"pipeline {cfg.pipeline.name}:", parent, out=console)
+    print_titled(console, table, f"pipeline {cfg.pipeline.name}:", parent)
 
 
 def print_plan(cfg: Any, steps: list[Stage], parent: Path | None) -> None:

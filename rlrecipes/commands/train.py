@@ -10,10 +10,11 @@ import typer
 from omegaconf import OmegaConf
 from rich.table import Table
 
-from rlrecipes.commands.common import OVERRIDES, console, print_titled
+from rlrecipes.commands.common import OVERRIDES, console
 from rlrecipes.commands.help import hydra_help
 from rlrecipes.commands.run_command import RunCommand, invoke
 from rlrecipes.data.problems import data_label
+from rlrecipes.display import print_titled
 from rlrecipes.recipes import get_recipe
 
 
@@ -95,7 +96,7 @@ def print_summary(summary: dict, run_dir: Any) -> None:
         value = "n/a" if result["value"] is None else f"{result['value']:.3f}"
         table.add_row(f"final eval: {name} {result['metric']}", value)
     table.add_row("wall seconds", f"{summary.get('wall_seconds', 0):.0f}")
-    print_titled(table, "run", run_dir, out=console)
+    print_titled(console, table, "run", run_dir)
 
 
 TRAIN = RunCommand(

@@ -45,6 +45,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from rlrecipes.engine.advantages import weighted_rewards
+from rlrecipes.engine.dropout import is_dropout_rate
 from rlrecipes.engine.gae import gae, kl_penalty, masked_whiten, token_level_rewards, value_loss, verl_warmup_factor
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
@@ -134,7 +135,7 @@ def _no_dropout(config: Any) -> None:
     set to 0 too, so the critic's forward passes draw no random numbers."""
     config.classifier_dropout = 0.0
     for name, value in list(vars(config).items()):
-        if "dropout" in name and isinstance(value, float):
+        if is_dropout_rate(name) and isinstance(value, float):
             setattr(config, name, 0.0)
 
 

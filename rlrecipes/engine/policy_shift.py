@@ -13,14 +13,17 @@ the k3 estimator (Schulman 2020, "Approximating KL divergence") is unbiased and 
 
     KL(π_before ‖ π_after) ≈ mean over completion tokens of  (r − 1) − log r,   r = π_after/π_before
 
-The "before" log-probs are the training forward's own on that micro-batch (`seen`, called from the
+The "before" log-probs are the loss's own forward on that micro-batch (`seen`, called from the
 trainer's log-prob pass inside `compute_loss`): the weights do not change between it and the
 optimiser step, so a second pass would compute the same numbers. The one extra pass is the "after",
-without gradient, in the loss's own precision context (`compute_loss_context_manager`, as the training
-forward ran). Where the model has dropout (LoRA's, or a config's), the training forward is noisy, so
-"before" is a pass of its own without gradient just before the step (`on_pre_optimizer_step`), both
-passes in eval mode, so dropout adds no shift of its own. Tool results are left out (tool_mask), as in
-TRL's loss. `trainer.policy_shift_every=N` probes every N-th step (0: never).
+without gradient, in eval mode. On the first probed step an eval-mode "before" is taken too, before
+the loss (`remember`), and the capture stands for it only if the two lie within CAPTURE_NOISE_NATS
+(a forward random or different in training mode, as MoE router jitter or Mamba's training kernel
+make it, does not). Where the model has dropout (LoRA's, or a config's), or the check failed,
+"before" is that eval-mode pass, taken on every probed step before the loss (DeepSpeed steps its
+optimiser inside the last backward, before any callback), so dropout adds no shift of its own.
+Tool results are left out (tool_mask), as in TRL's loss. `trainer.policy_shift_every=N` probes
+every N-th step (0: never).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Any, Optional
 
 import torch
 from transformers import TrainerCallback
+
+from rlrecipes.engine.dropout import has_dropout
 
 # the batch entries TRL's log-prob pass takes besides the tokens (vision models); passed when present
 EXTRA_INPUTS = (
@@ -61,23 +66,12 @@ def k3_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> tor
     return torch.stack([(per_token * weight).sum(), weight.sum()])
 
 
-def has_dropout(model: torch.nn.Module) -> bool:
-    """Whether a training forward of `model` is random: a dropout module with p > 0 (LoRA's
-    lora_dropout, GPT-2's), or a config rate (`attention_dropout`, `*_pdrop`) applied functionally
-    in the forward, as Llama's and Qwen's attention does."""
-    if any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
-        return True
-    configs = [m.config for m in model.modules() if hasattr(m, "config") and hasattr(m.config, "to_dict")]
-    return any(_rates(config.to_dict()) for config in configs)
-
-
-def _rates(values: dict[str, Any]) -> bool:
-    for name, value in values.items():
-        if isinstance(value, dict) and _rates(value):  # a composite model's text_config, vision_config
-            return True
-        if isinstance(name, str) and ("dropout" in name or "pdrop" in name) and isinstance(value, float) and value > 0:
-            return True
-    return False
+# How far the loss's forward may lie from an eval-mode pass on the same weights for it to stand for
+# "before": 1e-5 nats a token, 1/2000 of the doctor's step-size floor
+# (thresholds.POLICY_SHIFT_MIN_NATS) and 1/250 of the smallest step the toy's healthy runs take
+# (~0.0025). CPU float32 gives ~1e-14; a forward that is random in training mode (MoE router jitter)
+# or takes another kernel there (Mamba's training branch) lies far above it.
+CAPTURE_NOISE_NATS = 1e-5
 
 
 class PolicyShift(TrainerCallback):
@@ -89,36 +83,62 @@ class PolicyShift(TrainerCallback):
         self.batch: Optional[dict[str, Any]] = None  # the step's last micro-batch (RecipeGRPOTrainer.compute_loss)
         self.before: Optional[torch.Tensor] = None
         self.seen_logps: Optional[torch.Tensor] = None  # the training forward's log-probs on `batch`
+        self.check: Optional[torch.Tensor] = None  # an eval-mode "before", to check the first capture against
         self.watching = False
-        self._random_forward: Optional[bool] = None  # has_dropout(model), asked once
+        # whether the loss's forward cannot stand for "before": None until known (has_dropout, then
+        # the first probed step's check), the same on every process (a sharded forward is collective)
+        self._random_forward: Optional[bool] = None
 
     def due(self, step: int) -> bool:
         """Whether the optimiser step that follows `step` steps done is probed (the first one always)."""
         return self.every > 0 and (step == 0 or (step + 1) % self.every == 0)
 
     def remember(self, inputs: dict[str, Any]) -> None:
+        """A micro-batch about to go through the loss (RecipeGRPOTrainer.compute_loss): on a probed
+        step's last one (the one the optimiser step follows), the batch the step is measured on."""
         self.watching = False
-        if self.due(self.trainer.state.global_step):
-            self.batch, self.seen_logps = inputs, None
-            if self._random_forward is None:
-                self._random_forward = has_dropout(self.trainer.model)
-            self.watching = not self._random_forward
+        trainer = self.trainer
+        if not trainer.model.training or not self.due(trainer.state.global_step):
+            return  # an evaluation's loss, or a step not probed
+        if not getattr(trainer.accelerator, "sync_gradients", True):
+            return  # an earlier micro-batch of the step: a later one is measured
+        self.batch, self.seen_logps, self.before, self.check = inputs, None, None, None
+        if self._random_forward is None and has_dropout(trainer.model):
+            self._random_forward = True
+        if self._random_forward:
+            # its own pass, now: before the loss (DeepSpeed steps its optimiser inside the last backward)
+            self.before = self.log_probs(inputs)
+            return
+        if self._random_forward is None:
+            self.check = self.log_probs(inputs)  # once: does the loss's forward equal an eval pass?
+        self.watching = True
 
     def seen(self, logps: torch.Tensor) -> None:
-        """The training forward's per-token log-probs (the trainer's log-prob pass): kept as
-        "before" when they are the remembered micro-batch's (its first pass in `compute_loss`)."""
-        if self.watching and self.batch is not None and logps.shape == self.batch["completion_ids"].shape:
+        """The log-probs of a log-prob pass of the trainer: kept as "before" when they are the loss's
+        forward on the remembered micro-batch (the first pass with gradients while watching)."""
+        if not (self.watching and self.batch is not None and torch.is_grad_enabled() and logps.requires_grad):
+            return
+        if logps.shape == self.batch["completion_ids"].shape:
             self.seen_logps, self.watching = logps.detach(), False
+
+    def stop_watching(self) -> None:
+        self.watching = False
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.watching = False
-        if self.batch is None:
-            self.before = None
-        elif self.seen_logps is not None:  # no dropout: the weights have not moved since that forward
-            self.before = self.seen_logps
-        else:
-            self.before = self.log_probs()
-        self.seen_logps = None
+        seen, check = self.seen_logps, self.check
+        self.seen_logps = self.check = None
+        if self.batch is None or self.before is not None:
+            return  # not probed, or "before" taken already (a model with dropout)
+        if seen is None:  # no pass was captured (a loss path without the trainer's log-prob pass)
+            self.before = check if check is not None else self.log_probs()
+            return
+        self.before = seen  # the weights have not moved since that forward
+        if check is not None:
+            noise = self.trainer.accelerator.reduce(k3_sum(check, seen, self.mask(self.batch)), reduction="sum")
+            self._random_forward = float(noise[1]) > 0 and float(noise[0]) / float(noise[1]) > CAPTURE_NOISE_NATS
+            if self._random_forward:
+                self.before = check
 
     def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         batch, before = self.batch, self.before
@@ -126,13 +146,18 @@ class PolicyShift(TrainerCallback):
         if batch is None or before is None or self.trainer.accelerator.optimizer_step_was_skipped:
             return
         after = self.log_probs(batch)
-        mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
-        sums = self.trainer.accelerator.reduce(k3_sum(before, after, mask), reduction="sum")  # every process's
+        sums = self.trainer.accelerator.reduce(k3_sum(before, after, self.mask(batch)), reduction="sum")  # all
         if float(sums[1]) > 0:
             self.trainer.log_metric("policy_shift", float(sums[0]) / float(sums[1]))
 
+    @staticmethod
+    def mask(batch: dict[str, Any]) -> torch.Tensor:
+        """The completion tokens the model wrote (tool results left out, as in TRL's loss)."""
+        return batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+
     def log_probs(self, batch: Optional[dict[str, Any]] = None) -> torch.Tensor:
-        """Per-token log-probs of the batch's completions under the current weights."""
+        """Per-token log-probs of the batch's completions under the current weights, in eval mode,
+        the whole micro-batch in one pass as the loss's forward takes it."""
         trainer, batch = self.trainer, batch if batch is not None else self.batch
         model = trainer.model_wrapped  # the DDP/FSDP/DeepSpeed wrapper: a sharded model gathers its weights
         completion_ids = batch["completion_ids"]
@@ -140,13 +165,12 @@ class PolicyShift(TrainerCallback):
         was_training = model.training
         model.eval()
         try:
-            with torch.no_grad(), trainer.compute_loss_context_manager():  # the training forward's precision
+            with torch.no_grad(), trainer.compute_loss_context_manager():  # the loss's own context
                 logps, _, _ = trainer._get_per_token_logps_and_entropies(
                     model,
                     torch.cat([batch["prompt_ids"], completion_ids], dim=1),
                     torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
                     completion_ids.size(1),
-                    batch_size=trainer.args.per_device_train_batch_size,
                     **extras,
                 )
         finally:

@@ -105,16 +105,21 @@ class RecipeGRPOTrainer(GRPOTrainer):
         if getattr(self.args, "loss_without_old_logps", False):
             inputs = without_old_logps(inputs)
         self.policy_shift.remember(inputs)  # the step's last micro-batch, probed around the optimiser step
-        if self.loss_hook is not None:  # Clip-Cov, KL-Cov, GMPO: the hook's per-token loss (policy_loss.py)
-            if return_outputs:
-                raise ValueError("The GRPOTrainer does not support returning outputs")
-            return policy_loss.compute_loss(self, model, inputs, self.loss_hook)
-        with sequence_token_ratio(self, inputs):  # recipe.importance_sampling_level=sequence_token (GSPO-token)
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        try:
+            if self.loss_hook is not None:  # Clip-Cov, KL-Cov, GMPO: the hook's per-token loss (policy_loss.py)
+                if return_outputs:
+                    raise ValueError("The GRPOTrainer does not support returning outputs")
+                return policy_loss.compute_loss(self, model, inputs, self.loss_hook)
+            with sequence_token_ratio(self, inputs):  # recipe.importance_sampling_level=sequence_token (GSPO-token)
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        finally:
+            self.policy_shift.stop_watching()  # no later pass is this micro-batch's loss forward
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
         out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        self.policy_shift.seen(out[0])  # the loss's forward on a probed micro-batch: its "before" log-probs
+        shift = getattr(self, "policy_shift", None)  # None while TRL's __init__ runs
+        if shift is not None:
+            shift.seen(out[0])  # the loss's forward on a probed micro-batch: its "before" log-probs
         return out
 
     def create_optimizer(self, model: Any = None) -> Any:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rlrecipes.display import print_titled
 from rlrecipes.rundir import write_text
 from rlrecipes.storage import writing
 
@@ -69,10 +70,9 @@ def benchmark_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]
 
 
 def print_eval_summary(summary: dict[str, Any], run_dir: Path, console: Console) -> None:
-    title = f"{summary.get('model')}  [{summary['protocol'].get('name')}]  -> {run_dir}"
     # no vertical rules, and each column as wide as its header's longest word: 80 columns hold
     # the nine columns of a sampled protocol with every header whole
-    table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns, rows = benchmark_rows(summary)
     for col in columns:
         first = col == "benchmark"
@@ -82,7 +82,7 @@ def print_eval_summary(summary: dict[str, Any], run_dir: Path, console: Console)
     avg = summary.get("average", {})
     if avg.get("benchmarks", 0) > 1:
         table.add_row("average", *[""] * 2, _pct(avg.get("headline")), *[""] * (len(columns) - 4))
-    console.print(table)
+    print_titled(console, table, f"{summary.get('model')}  [{summary['protocol'].get('name')}]  ->", run_dir)
     for warning in summary.get("warnings", []):
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, m in summary.get("benchmarks", {}).items():

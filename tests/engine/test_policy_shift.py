@@ -65,7 +65,7 @@ class StandIn:
             assert reduction == "sum"
             return sums + torch.tensor(other, dtype=sums.dtype)
 
-        self.accelerator = SimpleNamespace(reduce=reduce, optimizer_step_was_skipped=skipped)
+        self.accelerator = SimpleNamespace(reduce=reduce, optimizer_step_was_skipped=skipped, sync_gradients=True)
         self.model = self.model_wrapped  # no dropout: the loss's forward may stand for "before"
         self.contexts = 0
 
@@ -76,7 +76,7 @@ class StandIn:
 
     def _get_per_token_logps_and_entropies(self, model, ids, mask, keep, batch_size=None, **extras):
         self.modes.append(model.training)
-        assert ids.shape == (2, 3) and keep == 1 and batch_size == 2 and not extras
+        assert ids.shape == (2, 3) and keep == 1 and batch_size is None and not extras  # one pass, as the loss
         return self.passes.pop(0), None, None
 
     def log_metric(self, name, value):
@@ -129,51 +129,80 @@ def test_tool_results_are_left_out_and_a_skipped_step_logs_nothing():
     assert every_third.batch is None
 
 
-def test_the_loss_forward_stands_for_before_when_the_model_has_no_dropout():
-    # the training forward's log-probs (seen) are "before": one pass runs, "after", in the loss's precision
-    trainer = StandIn(PASSES[1:], other=(1.5, 2.0))
-    shift = PolicyShift(trainer, every=1)
-    shift.remember(micro_batch())
-    shift.seen(PASSES[0])
-    shift.seen(torch.zeros(2, 1))  # a later pass in the same loss (none in TRL's): not the one kept
-    shift.on_pre_optimizer_step(None, trainer.state, None)
-    shift.on_optimizer_step(None, trainer.state, None)
-    assert trainer.logged["policy_shift"] == pytest.approx(0.5, rel=1e-6)
-    assert trainer.passes == [] and trainer.modes == [False] and trainer.contexts == 1
+def loss_forward(logps):
+    """Log-probs as the loss's forward gives them: with gradients."""
+    return logps.clone().requires_grad_(True)
 
 
-@pytest.mark.parametrize(
-    "model, shape",
-    [
-        (torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Dropout(0.1)), (2, 1)),  # noisy: its own pass
-        (torch.nn.Linear(1, 1), (2, 2)),  # another batch's log-probs: not this micro-batch's
-    ],
-)
-def test_before_is_a_pass_of_its_own_when_the_loss_forward_cannot_stand_for_it(model, shape):
-    trainer = StandIn(PASSES, other=(1.5, 2.0))
-    trainer.model = model
-    shift = PolicyShift(trainer, every=1)
-    shift.remember(micro_batch())
-    shift.seen(torch.zeros(shape))
+def probed_step(shift, trainer, batch, seen=None):
+    shift.remember(batch)
+    if seen is not None:
+        shift.seen(loss_forward(seen))
+    shift.stop_watching()
     shift.on_pre_optimizer_step(None, trainer.state, None)
     shift.on_optimizer_step(None, trainer.state, None)
-    assert trainer.logged["policy_shift"] == pytest.approx(0.5, rel=1e-6)
+
+
+def test_the_loss_forward_stands_for_before_once_checked_against_an_eval_pass():
+    # one process: (ln2 - 1/2) + (1 - ln2) over 2 tokens = 1/4
+    before, after = PASSES
+    # first probed step: an eval-mode "before" (the check) and "after"; the capture equals the check
+    trainer = StandIn([before, after])
+    shift = PolicyShift(trainer, every=1)
+    probed_step(shift, trainer, micro_batch(), seen=before)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.25, rel=1e-6) and trainer.passes == []
+    # later probed steps: the capture is "before", one pass ("after") only
+    trainer.passes, trainer.modes, trainer.logged = [after], [], {}
+    probed_step(shift, trainer, micro_batch(), seen=before)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.25, rel=1e-6)
+    assert trainer.passes == [] and trainer.modes == [False]
+
+
+def test_a_loss_forward_that_differs_from_the_eval_pass_is_never_trusted():
+    # the loss's forward lies 0.01 off the eval pass: k3 = 5e-5 nats, above CAPTURE_NOISE_NATS (1e-5)
+    before, after = PASSES
+    trainer = StandIn([before, after])
+    shift = PolicyShift(trainer, every=1)
+    probed_step(shift, trainer, micro_batch(), seen=before + 0.01)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.25, rel=1e-6)  # measured from the eval pass
+    trainer.passes, trainer.modes = [before, after], []
+    probed_step(shift, trainer, micro_batch(), seen=before)  # even an equal capture: its own pass from now on
     assert trainer.passes == [] and trainer.modes == [False, False]
 
 
-def test_dropout_is_found_in_modules_and_in_config_rates():
-    from types import SimpleNamespace
+@pytest.mark.parametrize(
+    "model, seen",
+    [
+        (torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Dropout(0.1)), torch.zeros(2, 1)),  # noisy
+        (torch.nn.Linear(1, 1), torch.zeros(2, 2)),  # another batch's log-probs: not this micro-batch's
+    ],
+)
+def test_before_is_an_eval_pass_when_the_loss_forward_cannot_stand_for_it(model, seen):
+    trainer = StandIn(PASSES)
+    trainer.model = model
+    shift = PolicyShift(trainer, every=1)
+    shift._random_forward = isinstance(model, torch.nn.Sequential) or None
+    probed_step(shift, trainer, micro_batch(), seen=seen)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.25, rel=1e-6)
+    assert trainer.passes == [] and trainer.modes == [False, False]
 
-    from rlrecipes.engine.policy_shift import has_dropout
 
-    def configured(**rates):
-        model = torch.nn.Linear(1, 1)
-        model.config = SimpleNamespace(to_dict=lambda: {"id2label": {0: "a"}, **rates})
-        return model
-
-    assert has_dropout(torch.nn.Sequential(torch.nn.Dropout(0.05)))
-    assert not has_dropout(torch.nn.Sequential(torch.nn.Dropout(0.0), torch.nn.Identity()))  # LoRA's dropout 0
-    assert has_dropout(configured(attention_dropout=0.1))  # Llama/Qwen: applied in the forward, no module
-    assert has_dropout(configured(resid_pdrop=0.1))
-    assert has_dropout(configured(text_config={"attention_dropout": 0.1}))
-    assert not has_dropout(configured(attention_dropout=0.0, classifier_dropout=None, hidden_size=2))
+def test_only_the_loss_forward_of_the_last_micro_batch_in_training_is_captured():
+    trainer = StandIn([])
+    shift = PolicyShift(trainer, every=1)
+    shift._random_forward = False  # checked already
+    trainer.accelerator.sync_gradients = False  # an earlier micro-batch of the step
+    shift.remember(micro_batch())
+    assert shift.batch is None and not shift.watching
+    trainer.accelerator.sync_gradients = True
+    shift.remember(micro_batch())
+    with torch.no_grad():  # a pass without gradients (a reference or critic pass): not the loss's
+        shift.seen(PASSES[0])
+    assert shift.seen_logps is None and shift.watching
+    shift.stop_watching()  # compute_loss returned: nothing later is its forward
+    shift.seen(loss_forward(PASSES[0]))
+    assert shift.seen_logps is None
+    trainer.model.eval()  # an evaluation's loss
+    shift.batch = None
+    shift.remember(micro_batch())
+    assert shift.batch is None

@@ -115,10 +115,11 @@ def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path):
 
 @pytest.mark.integration
 def test_a_probed_step_costs_one_log_prob_pass_on_a_model_without_dropout(toy_model_dir, tmp_path):
-    """The loss's own forward is the probe's "before": probing adds the "after" pass only."""
+    """The loss's own forward is the probe's "before": probing adds the "after" pass only, after
+    the first step's check against an eval pass (2 + 1 + 1 passes over 3 steps, not 2 x 3)."""
     passes = {}
     for every in (0, 1):
-        cfg = compose("trainer.max_steps=1", f"trainer.policy_shift_every={every}")
+        cfg = compose("trainer.max_steps=3", f"trainer.policy_shift_every={every}")
         trainer = mixed_group_trainer(cfg, toy_model_dir, tmp_path / str(every), BatchKeeper())
         counted = []
 
@@ -129,4 +130,4 @@ def test_a_probed_step_costs_one_log_prob_pass_on_a_model_without_dropout(toy_mo
         trainer._get_per_token_logps_and_entropies = counting
         trainer.train()
         passes[every] = len(counted)
-    assert passes[1] - passes[0] == 1
+    assert passes[1] - passes[0] == 4
