@@ -375,7 +375,7 @@ def test_run_names_are_shortened_from_the_left_at_whole_path_parts_never_inside_
     assert shown[0] == "…/experiment_0_lr0.0001"  # the distinctive tail, whole
 
 
-def testleft_cut_keeps_whole_words_when_the_last_path_part_is_too_long():
+def test_left_cut_keeps_whole_words_when_the_last_path_part_is_too_long():
     from rlrecipes.display import left_cut
 
     assert left_cut("short", 24) == "short"

@@ -88,14 +88,17 @@ def test_the_teachers_rag_demonstration_is_the_context_rag_once_gives(tmp_path):
     s = cfg.data.synthetic
     always_rag = factbase_task(s.num_train, s.num_eval, s.seed, s.teacher_error_rate, rag_share=1.0)
     city = {p.name: p.city for world in people_for(s.num_train, s.num_eval, s.seed) for p in world}
-    for it in always_rag.train[:8]:
+    for it in always_rag.train[:8]:  # the retrieval itself, as the RAG control runs it
         prompt = render_prompt(it["problem"], cfg.data.template, tok)
         [(context, by_model), (answer, answered)] = always_rag.segments(it, random.Random(0))
         assert (by_model, answered) == (False, True)
         assert retrieve(prompt, it["problem"]) == prompt + context
-        subject = it["id"].split(":", 1)[1]
-        assert f"(Title: {subject})" in context and answer == f"<answer>{city[subject]}</answer>"
     assert {it["hops"] for it in always_rag.train[:8]} == {1, 2}
+    for it in always_rag.train:  # every question's passage is its subject's, and the answer that passage's city
+        [(context, _), (answer, _)] = always_rag.segments(it, random.Random(0))
+        subject = it["id"].split(":", 1)[1]
+        assert context.startswith(f"\n\n<information>Doc 1(Title: {subject}) {subject}: born in {city[subject]};")
+        assert answer == f"<answer>{city[subject]}</answer>"
 
 
 def test_an_answer_only_inside_the_retrieved_passages_scores_zero(tmp_path):
