@@ -3,7 +3,8 @@ same seeds, only the tool's use changed.
 
   tir_toy (big arithmetic, rlrecipes/data/bigarith.py):
     tool:         the preset: the calculator runs, its result is masked out of the loss;
-    no_tool:      no tool turn (rollout.tool_mode=off): the model must answer in its head;
+    no_tool:      no tool turn (rollout.tool_mode=off; the pre-flight off, NO_TOOL): the model must
+                  answer in its head;
     broken_tool:  the calculator refuses every problem (rollout.tool_kwargs.calculator.
                   max_digits=1): it still runs and answers, with nothing the model can use;
     no_masking:   the calculator's result is trained on (rollout.mask_tool_output=false).
@@ -12,7 +13,7 @@ same seeds, only the tool's use changed.
     rag_once:     the question is searched once before the model writes, the passage put after
                   the prompt, and the same RL trains it with no search of its own
                   (rollout.tool_mode=rag_once; Search-R1's RAG baseline, trained as well);
-    no_tool:      no search at all (rollout.tool_mode=off);
+    no_tool:      no search at all (as tir_toy's no_tool);
     broken_tool:  the search returns a random passage (rollout.tool_kwargs.search.retriever=random);
     no_masking:   the retrieved passages are trained on (Search-R1's masking ablation).
 
@@ -56,17 +57,22 @@ from benchkit import (
     train_in_scratch,
 )
 
+# The no-tool arms train with the pre-flight off: without its tool a toy may write to the completion
+# limit on every rollout of the first batch, and the pre-flight then refuses the run (the shipped
+# fact-base toy, seed 2: every completion cut at 320 tokens, every advantage 0), a chance of the
+# seed; the control trains its 20 steps on every seed instead, and its "nothing learned" is measured
+NO_TOOL = ["rollout.tool_mode=off", "trainer.preflight=false"]
 ARMS = {
     "tir_toy": {
         "tool": [],
-        "no_tool": ["rollout.tool_mode=off"],
+        "no_tool": NO_TOOL,
         "broken_tool": ["+rollout.tool_kwargs.calculator.max_digits=1"],
         "no_masking": ["rollout.mask_tool_output=false"],
     },
     "search_r1_toy": {
         "search": [],
         "rag_once": ["rollout.tool_mode=rag_once"],
-        "no_tool": ["rollout.tool_mode=off"],
+        "no_tool": NO_TOOL,
         "broken_tool": ["+rollout.tool_kwargs.search.retriever=random"],
         "no_masking": ["rollout.mask_tool_output=false"],
     },
