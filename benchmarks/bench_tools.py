@@ -99,11 +99,12 @@ def ceiling(toy: str, arm: str, held_out: list[dict]) -> dict | None:
 
 
 def held_out_questions(toy: str, extra: list[str]) -> list[dict]:
+    """The held-out problems every arm of `toy` is measured on (its recipe's problem set)."""
     from rlrecipes.compose import compose_config
-    from rlrecipes.recipes.search_r1 import SearchR1
+    from rlrecipes.training.plan import plan_run
 
     cfg = compose_config("train", [f"experiment={toy}", *extra])
-    return SearchR1(cfg.recipe).problem_set(cfg.data).eval
+    return plan_run(cfg, None, hardware=False).recipe.problem_set(cfg.data).eval
 
 
 def by_hops(overrides: list[str]):
@@ -222,10 +223,15 @@ def main() -> None:
         }
         for toy in args.toys
     }
+    held_out = {toy: held_out_questions(toy, args.overrides) for toy in results}
     for toy, arm in CEILING_WHY:
         if toy in results:
-            results[toy][arm]["ceiling"] = ceiling(toy, arm, held_out_questions(toy, args.overrides))
-    record = {"setting": f"{args.steps} RL steps per arm from one warm-started toy", "toys": results}
+            results[toy][arm]["ceiling"] = ceiling(toy, arm, held_out[toy])
+    record = {
+        "setting": f"{args.steps} RL steps per arm from one warm-started toy",
+        "heldout": {toy: len(problems) for toy, problems in held_out.items()},
+        "toys": results,
+    }
     others = [b for b in args.builds if b != 0]
     if others:
         record["builds"] = {}

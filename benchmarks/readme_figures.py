@@ -228,10 +228,16 @@ def intuitor(rec: dict) -> str:
     return f"gain in points, {'; '.join(parts)} ({seeds(rec)}; pass@k: means)"
 
 
+def heldout(r: dict, toy: str) -> str:
+    """`, 200 held-out` where the record says how many problems each toy holds out ('' before it did)."""
+    n = (r.get("heldout") or {}).get(toy)
+    return f", {n} held-out" if n else ""
+
+
 def tools(rec: dict) -> str:
     r = rec["result"]
     parts = [
-        f"{toy}: " + ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in arms.items())
+        f"{toy}{heldout(r, toy)}: " + ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in arms.items())
         for toy, arms in r["toys"].items()
     ]
     return (
@@ -324,7 +330,10 @@ def sandbox(rec: dict) -> str:
 
 
 def pm_points(m: dict) -> str:
-    return f"{m['gain_points_mean']:+.1f}"
+    """A tools arm's gain in points over its seeds, mean ± sample sd ("+35.5 ± 1.3"; ± 0.0 on one seed)."""
+    gains = [100 * (a - b) for a, b in zip(m["accuracy_after"], m["accuracy_before"])]
+    spread = statistics.stdev(gains) if len(gains) > 1 else 0.0
+    return pm({"mean": statistics.mean(gains), "stdev": spread})
 
 
 def real_model(rec: dict) -> str:
@@ -620,17 +629,20 @@ def j1_headline(rec: dict) -> str:
 
 
 def search_headline(rec: dict) -> str:
-    arms = rec["result"]["toys"]["search_r1_toy"]
-    parts = ", ".join(
-        f"{arm.replace('_', ' ')} {pm_points(m)} (2-hop {m['em_2hop_stats']['mean']:.2f})" for arm, m in arms.items()
-    )
-    return f"held-out exact match gain in points (2-hop exact match after RL): {parts}"
+    return tool_headline(rec, "search_r1_toy", "held-out exact match gain in points (2-hop exact match after RL)")
 
 
 def tir_headline(rec: dict) -> str:
-    arms = rec["result"]["toys"]["tir_toy"]
-    gains = ", ".join(f"{arm.replace('_', ' ')} {pm_points(m)}" for arm, m in arms.items())
-    return f"held-out accuracy gain in points: {gains}"
+    return tool_headline(rec, "tir_toy", "held-out accuracy gain in points")
+
+
+def tool_headline(rec: dict, toy: str, what: str) -> str:
+    """A tool paper's README line: its toy's arms as the bench table has them (gain ± sd, labels,
+    ceilings), with the held-out size and the headline arm's spread across toy builds."""
+    r = rec["result"]
+    arms = ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in r["toys"][toy].items())
+    builds = {toy: r["builds"][toy]} if toy in (r.get("builds") or {}) else None
+    return f"{what}{heldout(r, toy)}: {arms}{tool_builds(builds)}"
 
 
 def real_model_headline(rec: dict) -> str:

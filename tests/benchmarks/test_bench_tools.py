@@ -77,3 +77,25 @@ def test_a_control_capped_by_construction_says_its_ceiling():
 def test_the_fact_bases_held_out_questions_are_half_1hop():
     held_out = bench.held_out_questions("search_r1_toy", [])
     assert len(held_out) == 200 and bench.ceiling("search_r1_toy", "rag_once", held_out)["accuracy"] == 0.5
+    assert len(bench.held_out_questions("tir_toy", [])) == 300  # conf/experiment/tir_toy.yaml's num_eval
+
+
+def test_a_tool_papers_readme_line_has_the_gains_spread_labels_held_out_size_and_builds():
+    # search: gains 30, 40 (mean 35, sd 7.07); rag_once: 0 and -1 (mean -0.5, sd 0.71), capped at 0.5
+    search = {**arm(0.5, [0.8, 0.9]), "em_2hop_stats": {"mean": 0.7, "stdev": 0.1}}
+    rag = {**arm(0.5, [0.5, 0.49]), "em_2hop_stats": {"mean": 0.0, "stdev": 0.0}}
+    rag["ceiling"] = {"accuracy": 0.5, "why": "at most the 1-hop share"}
+    spread = bench.spread_over_builds(search, {1: arm(0.5, [0.9, 0.9])})
+    record = {
+        "result": {
+            "heldout": {"search_r1_toy": 200},
+            "toys": {"search_r1_toy": {"search": search, "rag_once": rag}},
+            "builds": {"search_r1_toy": {"arm": "search", **spread}},
+        }
+    }
+    assert readme_figures.search_headline(record) == (
+        "held-out exact match gain in points (2-hop exact match after RL), 200 held-out: "
+        "search +35.0 ± 7.1 (2-hop 0.70 ± 0.10), rag once -0.5 ± 0.7 (2-hop 0.00 ± 0.00) "
+        "[its ceiling 0.50: at most the 1-hop share]; across toy builds: search_r1_toy search build 0 "
+        "+35.0 ± 7.1 points, build 1 +40.0 ± 0.0 points (builds apart by 5.0, seeds by up to 7.1 stdev)"
+    )
