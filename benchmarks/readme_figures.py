@@ -407,7 +407,8 @@ ROWS = (
         "engine_overhead",
         "`bench_engine_overhead`",
         "median step time, `rlrecipes train` with its defaults (the doctor's `policy_shift` probe every step: "
-        "two forwards of the step's last micro-batch; `trainer.policy_shift_every=0` turns it off) / plain TRL "
+        "one no-grad forward of the step's last micro-batch, two on the first probed step and where the model has "
+        "dropout; `trainer.policy_shift_every=0` turns it off) / plain TRL "
         "`GRPOTrainer` script, same GRPOConfig values, each pair "
         "of runs side by side on its own cores (swapped every pair), over the steps they trained at the same time",
         engine_overhead,
