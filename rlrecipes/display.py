@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from rich.console import Console
+if TYPE_CHECKING:  # the sandbox's probes import this module with the standard library alone
+    from rich.console import Console
 
 # "Most completions hit the token limit": past this share a run is warned about (progress
 # line, summary.json), since its rewards or scores then measure the limit, not the model.
