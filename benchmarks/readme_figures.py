@@ -236,10 +236,7 @@ def heldout(r: dict, toy: str) -> str:
 
 def tools(rec: dict) -> str:
     r = rec["result"]
-    parts = [
-        f"{toy}{heldout(r, toy)}: " + ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in arms.items())
-        for toy, arms in r["toys"].items()
-    ]
+    parts = [f"{toy}{heldout(r, toy)}: {tool_arms(arms)}" for toy, arms in r["toys"].items()]
     return (
         f"held-out gain in points (fact base: 2-hop exact match after RL, mean ± sd), {'; '.join(parts)} ({seeds(rec)})"
         + tool_builds(r.get("builds"))
@@ -259,6 +256,11 @@ def tool_builds(builds: Optional[dict]) -> str:
         for toy, b in builds.items()
     ]
     return f"; across toy builds: {'; '.join(parts)}"
+
+
+def tool_arms(arms: dict) -> str:
+    """A toy's arms as one list: "search +35.5 ± 1.3 (2-hop ...), rag once ..." (the table's and the README's)."""
+    return ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in arms.items())
 
 
 def tool_arm(m: dict) -> str:
@@ -641,7 +643,7 @@ def tool_headline(rec: dict, toy: str, what: str) -> str:
     """A tool paper's README line: its toy's arms as the bench table has them (gain ± sd, labels,
     ceilings), with the held-out size and the headline arm's spread across toy builds."""
     r = rec["result"]
-    arms = ", ".join(f"{arm.replace('_', ' ')} {tool_arm(m)}" for arm, m in r["toys"][toy].items())
+    arms = tool_arms(r["toys"][toy])
     builds = {toy: r["builds"][toy]} if toy in (r.get("builds") or {}) else None
     return f"{what}{heldout(r, toy)}: {arms}{tool_builds(builds)}"
 
