@@ -441,6 +441,14 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "recall_per_class": per_class,
         "false_alarm_rate": _share([r for r in healthy if r["found"]], healthy),
         "false_alarms": [f"{r['case']} seed {r['seed']}: {', '.join(r['found'])}" for r in healthy if r["found"]],
+        # what a user watching the training sees: a live warning on a healthy run is an alarm too,
+        # even where the whole run's verdict no longer finds it (`doctor` then notes it)
+        "live_false_alarm_rate": _share([r for r in healthy if r["live"]], healthy),
+        "live_false_alarms": [
+            f"{r['case']} seed {r['seed']}: {', '.join(f'{kind} at step {step}' for step, kind in r['live'])}"
+            for r in healthy
+            if r["live"]
+        ],
         "correct_cause_rate": _share(right_cause, found),
         "wrong_causes": [f"{r['case']} seed {r['seed']}: {first(r)}" for r in found if r not in right_cause],
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],

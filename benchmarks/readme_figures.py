@@ -374,10 +374,12 @@ def doctor(rec: dict) -> str:
                 f", {when} it in the {r['collapsed_after_target_runs']} that collapsed after step "
                 f"{r['lead_target_steps']}"
             )
+    live = r.get("live_false_alarm_rate")  # records before it was stored do not have it
+    live = "" if live is None else f" ({live:.0%} warned during training)"
     return (
         f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
         f"{r['faulty_runs']} faulty runs ({len(r['recall_per_class'])} classes), false alarms "
-        f"{r['false_alarm_rate']:.0%} of {r['healthy_runs']} healthy runs, correct cause "
+        f"{r['false_alarm_rate']:.0%} of {r['healthy_runs']} healthy runs{live}, correct cause "
         f"{r['correct_cause_rate']:.0%}; {warned}"
     )
 

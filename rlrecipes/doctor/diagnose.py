@@ -74,7 +74,27 @@ def diagnose(record: Record) -> Verdict:
             found[check.kind] = result
     verdict.findings = [f for kind, f in found.items() if not _explained(BY_KIND[kind], record, found)]
     verdict.notes = list(record.notes)  # after the checks: reading the samples may have added some
+    verdict.notes += said_live_only(record.summary.get("doctor"), found)
     return verdict
+
+
+def said_live_only(live: Any, found: dict[str, Finding]) -> list[str]:
+    """A note for each class the live doctor (trainer.doctor, summary.json's `doctor` list) said
+    during training that the checks over the whole run do not find: a phase that passed (groups
+    all alike for a few early steps), or a fault whose sign the whole run's windows average away
+    (a gap that rose early and stayed). The run's own log said it, so its verdict says it too."""
+    if not isinstance(live, list):
+        return []
+    notes = []
+    for entry in live:
+        if not isinstance(entry, dict) or entry.get("class") in found or entry.get("class") not in BY_KIND:
+            continue
+        check = BY_KIND[entry["class"]]
+        notes.append(
+            f"the live doctor said at step {entry.get('step', '?')}: {check.title} ({check.kind}): "
+            f"{entry.get('evidence', '')}; over the whole run it is not found"
+        )
+    return notes
 
 
 def diagnose_rows(path: Path, rows: list[dict[str, Any]], config: dict[str, Any]) -> Verdict:

@@ -35,7 +35,7 @@ def test_figures_by_hand():
         rec("drift/kl", 3, []),  # missed
         rec("healthy/grpo", 1, []),
         rec("healthy/dapo", 1, ["no-signal"]),  # a false alarm
-        rec("healthy/rloo", 1, []),
+        rec("healthy/rloo", 1, [], live=[(6, "no-signal"), (9, "truncation")]),  # said live only: an alarm too
         rec("healthy/gspo", 1, []),
     ]
     f = bench.figures(records)
@@ -47,6 +47,8 @@ def test_figures_by_hand():
     assert f["wrong_causes"] == ["drift/kl seed 1: no-signal"]
     assert f["missed"] == ["drift/kl seed 3: found nothing"]
     assert f["false_alarms"] == ["healthy/dapo seed 1: no-signal"]
+    assert f["live_false_alarm_rate"] == 0.25
+    assert f["live_false_alarms"] == ["healthy/rloo seed 1: no-signal at step 6, truncation at step 9"]
     assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
     # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
     assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None

@@ -179,6 +179,11 @@ def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collap
         "the first warning at the step the reward collapsed (median of 9 runs)"
     )
     assert readme_figures.doctor(doctor_record(None)).endswith("; no run collapsed")
+    live = doctor_record(2)
+    live["result"]["report_half"]["live_false_alarm_rate"] = 0.0556
+    assert "false alarms 3% of 36 healthy runs (6% warned during training), correct cause" in readme_figures.doctor(
+        live
+    )
     roomy = doctor_record(0)
     roomy["result"]["report_half"].update(
         median_warning_lead_steps_after_target=37.5, collapsed_after_target_runs=3, lead_target_steps=20

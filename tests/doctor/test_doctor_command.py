@@ -183,3 +183,20 @@ def test_a_torn_summary_is_said_in_the_verdict(tmp_path, capsys):
     code, text = cli(capsys, "doctor", str(run))
     assert code == 2
     assert "summary.json: not valid JSON" in one_error_line(text)
+
+
+LIVE = {"step": 6, "class": "no-signal", "evidence": "frac_groups_zero_std 1 (steps 1-6)", "fix": "data=harder"}
+
+
+def test_what_the_live_doctor_said_and_the_whole_run_does_not_find_is_a_note(tmp_path, capsys):
+    run = make_run(tmp_path / "run", rows(), summary={"doctor": [LIVE, "torn", {"class": "no-such"}, {"step": 3}]})
+    code, out = cli(capsys, "doctor", str(run), "--json")
+    assert code == 0  # a passing phase is no finding: the exit code is the whole run's
+    assert json.loads(out)["runs"][0]["notes"] == [
+        "the live doctor said at step 6: no learning signal (no-signal): frac_groups_zero_std 1 (steps 1-6); "
+        "over the whole run it is not found"
+    ]
+    # found over the whole run too: the finding says it, no note repeats it
+    live = {**LIVE, "class": "truncation"}
+    code, out = cli(capsys, "doctor", str(truncated(tmp_path, name="cut", summary={"doctor": [live]})), "--json")
+    assert code == 1 and json.loads(out)["runs"][0]["notes"] == []
