@@ -118,6 +118,21 @@ def test_a_case_plants_its_dataset_and_its_length():
     assert bench.planted(bench.Case("healthy/grpo", ("recipe=dapo",))) == ["recipe=dapo"]
     late = bench.Case("a/b", ("x=1",), "a", fault="f", data="four_digit_sums", late=True)
     assert bench.planted(late) == ["x=1", "fault=f", "data=four_digit_sums", f"steps x{bench.LATE_FACTOR}"]
+    assert bench.planted(bench.Case("a/b", ("x=1",), "a", steps=10)) == ["x=1", "steps=10"]
+
+
+def test_a_case_on_a_few_seeds_runs_on_the_first_of_each_half_in_the_given_order():
+    few = bench.Case("a/b", (), "a", seeds_per_half=1)
+    seeds = [103, 100, 101, 102]
+    assert [s for s in seeds if bench.in_seeds(few, s, seeds)] == [103, 100]
+    assert [s for s in seeds if bench.in_seeds(bench.Case("a/b", (), "a"), s, seeds)] == seeds
+
+
+def test_the_smollm2_cases_train_their_own_steps_on_one_seed_a_half():
+    smollm2 = [c for c in bench.CASES if c.name.endswith("_smollm2")]
+    assert {c.name.split("/")[0] for c in smollm2} == {"healthy", "truncation", "format", "step-size"}
+    assert all(c.steps == bench.SMOLLM2_STEPS and c.seeds_per_half == 1 for c in smollm2)
+    assert all("experiment=real_model_smollm2" in c.overrides for c in smollm2)
 
 
 def test_a_zoo_dataset_is_written_into_the_run_and_read_from_there(tmp_path):
@@ -167,6 +182,18 @@ def test_a_rerun_continues_the_kept_zoo_and_retrains_only_a_case_that_changed(tm
     assert calls[2:] == [("healthy/dapo", 100, "healthy-dapo_s100-2")]
     record = json.loads((tmp_path / "doctor.json").read_text())
     assert [r["run"] for r in record["result"]["runs"]] == ["healthy-grpo_s100", "healthy-dapo_s100-2"]
+
+
+def test_a_smollm2_case_trains_once_a_half_and_is_refused_without_its_model(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
+    monkeypatch.setattr(bench, "smollm2_missing", lambda: None)
+    argv = ["--cases", "healthy/grpo_smollm2", "--seeds", "100", "101", "102", "103", "--results-dir", str(tmp_path)]
+    bench.main(argv)
+    assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 100), ("healthy/grpo_smollm2", 101)]
+    monkeypatch.setattr(bench, "smollm2_missing", lambda: "vLLM is not installed")
+    with pytest.raises(SystemExit, match=r"the SmolLM2 cases \(healthy/grpo_smollm2\) need .*: vLLM is not installed"):
+        bench.main(argv)
 
 
 def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatch):
