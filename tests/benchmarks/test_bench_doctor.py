@@ -50,6 +50,19 @@ def test_figures_by_hand():
     assert f["live_false_alarm_rate"] == 0.25
     assert f["live_false_alarms"] == ["healthy/rloo seed 1: no-signal at step 6, truncation at step 9"]
     assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
+    assert f["smollm2"] is None  # no SmolLM2 case among them
+
+
+def test_the_smollm2_runs_are_counted_apart_too():
+    records = [
+        rec("truncation/refused_smollm2", 101, ["truncation"]),
+        rec("format/wrong_template_smollm2", 101, ["no-signal"]),  # missed
+        rec("healthy/grpo_smollm2", 101, [], live=[(3, "no-signal")]),
+        rec("healthy/grpo", 101, ["drift"]),  # a toy's false alarm: not SmolLM2's
+    ]
+    f = bench.figures(records)
+    assert f["smollm2"] == {"faulty_runs": 2, "found": 1, "healthy_runs": 1, "false_alarms": 0, "live_false_alarms": 1}
+    assert (f["faulty_runs"], f["healthy_runs"], f["false_alarm_rate"]) == (2, 2, 0.5)
     # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
     assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None
 

@@ -184,6 +184,17 @@ def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collap
     assert "false alarms 3% of 36 healthy runs (6% warned during training), correct cause" in readme_figures.doctor(
         live
     )
+    live["result"]["report_half"]["smollm2"] = {
+        "faulty_runs": 3,
+        "found": 2,
+        "healthy_runs": 1,
+        "false_alarms": 0,
+        "live_false_alarms": 1,
+    }
+    assert (
+        "correct cause 86%; of these, SmolLM2-135M with LoRA: 2 of 3 faults found, 0 of 1 healthy alarmed "
+        "(1 warned during training); the first warning"
+    ) in readme_figures.doctor(live)
     roomy = doctor_record(0)
     roomy["result"]["report_half"].update(
         median_warning_lead_steps_after_target=37.5, collapsed_after_target_runs=3, lead_target_steps=20
