@@ -233,7 +233,9 @@ CASES = [
 # on 2 cores, so these train SMOLLM2_STEPS (a trend's minimum, thresholds.MIN_TREND_STEPS) on one
 # seed of each half. The thresholds were set on toys (SmolLM2's calibration numbers in
 # thresholds.py are its healthy preset's); no SmolLM2 run of these faults was looked at before.
-SMOLLM2 = ("experiment=real_model_smollm2",)
+# Its held-out evaluation (200 stories sampled by transformers, ~15 minutes on either side of the
+# run) is off: no case here is judged by it (reward-hacking then reads the training accuracy).
+SMOLLM2 = ("experiment=real_model_smollm2", "trainer.eval.before=false", "trainer.eval.after=false")
 SMOLLM2_STEPS = 10
 CASES += [
     Case(f"{name}_smollm2", (*SMOLLM2, *overrides), expected, also, steps=SMOLLM2_STEPS, seeds_per_half=1)
