@@ -553,7 +553,7 @@ ROWS = (
     Row(
         "doctor",
         "`bench_doctor`",
-        "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs, each healthy or broken by "
+        "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs and a few of SmolLM2-135M with LoRA, each healthy or broken by "
         "one planted setting; figures on the seeds its thresholds were not looked at on",
         doctor,
     ),
