@@ -114,6 +114,9 @@ def step_size(record: RunRecord) -> Optional[Finding]:
         for step, shift in record.series("policy_shift")
         if rates.get(step, 0) > 0 and entropies.get(step, 0) > 0
     ]
+    broken = next(((s, shift, lr, e) for s, shift, lr, e in points if shift >= T.POLICY_SHIFT_BROKEN_NATS), None)
+    if broken is not None:
+        return _broken_step(record, *broken)
     base = setting(record, "trainer.learning_rate", float)
     for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
         window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
@@ -148,6 +151,28 @@ def step_size(record: RunRecord) -> Optional[Finding]:
             "text garbles once the rate gets there",
         )
     return None
+
+
+def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entropy: float) -> Finding:
+    """One step past thresholds.POLICY_SHIFT_BROKEN_NATS: found at once. Its fix is the rate whose
+    step would move a quarter of POLICY_SHIFT_MAX_SHARE of the entropy by the square law, an upper
+    bound: so large a step's KL grows slower than the square of its rate."""
+    share = shift / entropy
+    lower = rate * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX_SHARE / share) if share > T.POLICY_SHIFT_MAX_SHARE else rate / 2
+    return finding(
+        record,
+        "policy_shift",
+        [(step, shift)],
+        {"trainer.learning_rate": _one_digit_below(lower)},
+        advice="at most: a step this large grows slower than the square of its rate",
+        evidence=[
+            f"policy_shift {num(shift)} nats a token at step {step} (learning_rate {rate:g}, the policy's entropy "
+            f"{num(entropy)}): past {T.POLICY_SHIFT_BROKEN_NATS:g}, one step made the tokens it sampled e times "
+            "less likely on average"
+        ],
+        cause="one optimiser step moved the policy further than any healthy step does: the learning rate is "
+        "far too high for this model, and the next steps collapse or garble it",
+    )
 
 
 def _one_digit_below(value: float) -> float:

@@ -478,10 +478,28 @@ def test_a_decaying_rate_is_not_judged_at_the_peak_it_left(tmp_path):
     assert "step-size" not in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 0.001}))
 
 
+def test_one_step_past_a_nat_is_found_at_that_step_without_a_window(tmp_path):
+    # SmolLM2-shaped: step 2 moves 1.92 nats (the entropy 0.6) at 0.01, under the 8 steps a window needs
+    metrics = rows({"learning_rate": 0.01, "policy_shift": [0.05, 1.92, 0.5]}, steps=3)
+    found = only(check(tmp_path, metrics, config={"trainer.learning_rate": 0.01}), "step-size")
+    assert found.steps == (2, 2)
+    assert found.evidence == [
+        "policy_shift 1.92 nats a token at step 2 (learning_rate 0.01, the policy's entropy 0.6): past 1, one step "
+        "made the tokens it sampled e times less likely on average"
+    ]
+    # share 3.2: 0.01 * 0.5 * sqrt(0.5 / 3.2) = 1.98e-3, rounded down to one digit
+    assert (
+        found.fix == "trainer.learning_rate=0.001 (at most: a step this large grows slower than the square of its rate)"
+    )
+    # just under the bar, three steps are no verdict
+    below = rows({"learning_rate": 0.01, "policy_shift": [0.05, 0.999, 0.5]}, steps=3)
+    assert "step-size" not in kinds(check(tmp_path / "below", below, config={"trainer.learning_rate": 0.01}))
+
+
 def test_steps_at_rate_0_do_not_count_and_a_run_without_the_metric_is_not_checked(tmp_path):
     # a warm-up's step 1 at rate 0: seven rated steps are one short of a verdict
-    rates = [0.0, *WARMUP[:7], 0.0, 0.0]
-    metrics = rows({"learning_rate": rates, "policy_shift": [1.0] * 10})
+    rates = [0.0, *WARMUP[:7], 0.0, 0.0]  # shifts of 0.9: large, but under the one-step bar of 1 nat
+    metrics = rows({"learning_rate": rates, "policy_shift": [0.9] * 10})
     assert "step-size" not in kinds(check(tmp_path / "short", metrics, config={"trainer.learning_rate": 0.005}))
     verdict = check(tmp_path / "old", rows(drop=("policy_shift",)))
     assert [n.kind for n in verdict.not_checked] == ["step-size"]
