@@ -36,7 +36,7 @@ After the zoo at 83f4714 stored its figures (report half: recall 94 % over 48 fa
 alarms 0 %, correct cause 100 %, median lead 1 step over 15 collapses, 53 over the 6 after step
 20), one more threshold followed from its metrics: one step past 1 nat a token is step-size at once
 (thresholds.POLICY_SHIFT_BROKEN_NATS; a learning rate of 1 moved the toy 39-128 nats, no other run
-past 0.9 before its collapse). It was written down before SmolLM2's runs were seen. With it, a
+past 0.9 before its collapse). It was written down before SmolLM2's step-size run was seen. With it, a
 learning rate of 1's first live warning is step-size at step 1, where it was truncation or no-signal
 (a longer limit, the wrong fix) at step 2; no run's verdict changed.
 

@@ -114,13 +114,14 @@ def step_size(record: RunRecord) -> Optional[Finding]:
         for step, shift in record.series("policy_shift")
         if rates.get(step, 0) > 0 and entropies.get(step, 0) > 0
     ]
+    # one step past the bar is found at that step, unless a window found it earlier
     broken = next(((s, shift, lr, e) for s, shift, lr, e in points if shift >= T.POLICY_SHIFT_BROKEN_NATS), None)
-    if broken is not None:
-        return _broken_step(record, *broken)
     base = setting(record, "trainer.learning_rate", float)
     for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
         window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
         step, _, rate, _ = window[-1]
+        if broken is not None and step >= broken[0]:
+            break
         rising = i > 0 and rate > points[i - 1][2]
         ahead = max(rate, base) if rising and base else rate  # a warm-up still rising goes to trainer.learning_rate
         predicted = median([shift / lr**2 for _, shift, lr, _ in window]) * ahead**2
@@ -150,7 +151,7 @@ def step_size(record: RunRecord) -> Optional[Finding]:
             "rate (or the warm-up's target) is too high for this model, and the reward collapses or the "
             "text garbles once the rate gets there",
         )
-    return None
+    return _broken_step(record, *broken) if broken is not None else None
 
 
 def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entropy: float) -> Finding:

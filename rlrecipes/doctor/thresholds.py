@@ -126,8 +126,8 @@ POLICY_SHIFT_MIN_NATS = 0.02
 # after the zoo's toys were stored, from their metrics (bench_doctor): a learning rate of 1 moved the
 # toy 39-128 nats on one of its first steps, while no other run of the zoo, faulty ones included,
 # moved more than 0.9 on any step before its reward collapsed (healthy runs: 0.29 at most). It was
-# written down before SmolLM2's runs were seen, and held there: 20 times its LoRA rate moved it
-# 1.92 nats on step 1, its healthy preset 0.06 at most.
+# written down before SmolLM2's step-size run was seen, and held there: 20 times its LoRA rate
+# moved it 1.92 nats on step 1 (its healthy run: 0.06 at most).
 POLICY_SHIFT_BROKEN_NATS = 1.0
 # The prediction is the median over this many probed steps of policy_shift / lr² (one step's
 # KL depends on its batch and varies tenfold step to step; a median of 8 is steady, and 8

@@ -491,6 +491,10 @@ def test_one_step_past_a_nat_is_found_at_that_step_without_a_window(tmp_path):
     assert (
         found.fix == "trainer.learning_rate=0.001 (at most: a step this large grows slower than the square of its rate)"
     )
+    # a window that found the rate earlier keeps its step: 0.4 a step (0.667 of the entropy) from step 1,
+    # found at step 8, and a broken step 9 after it
+    later = rows({"policy_shift": [0.4] * 8 + [1.5, 0.4]})
+    assert only(check(tmp_path / "later", later), "step-size").steps == (1, 8)
     # just under the bar, three steps are no verdict
     below = rows({"learning_rate": 0.01, "policy_shift": [0.05, 0.999, 0.5]}, steps=3)
     assert "step-size" not in kinds(check(tmp_path / "below", below, config={"trainer.learning_rate": 0.01}))
