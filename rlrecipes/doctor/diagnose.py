@@ -80,19 +80,23 @@ def diagnose(record: Record) -> Verdict:
 
 def said_live_only(live: Any, found: dict[str, Finding]) -> list[str]:
     """A note for each class the live doctor (trainer.doctor, summary.json's `doctor` list) said
-    during training that the checks over the whole run do not find: a phase that passed (groups
-    all alike for a few early steps), or a fault whose sign the whole run's windows average away
-    (a gap that rose early and stayed). The run's own log said it, so its verdict says it too."""
+    during training that no check over the whole run finds, not even as a symptom: a phase that
+    passed (groups all alike for a few early steps), a cause the end's windows miss (a gap that
+    rose early and stayed; a collapse's entropy signs after a learning rate broke the policy) or
+    a check the whole run could not make. The run's own log said it, so its verdict says it too."""
     if not isinstance(live, list):
         return []
     notes = []
     for entry in live:
-        if not isinstance(entry, dict) or entry.get("class") in found or entry.get("class") not in BY_KIND:
+        kind = entry.get("class") if isinstance(entry, dict) else None
+        if not isinstance(kind, str) or kind not in BY_KIND or kind in found:
             continue
-        check = BY_KIND[entry["class"]]
+        step = entry.get("step")
+        evidence = entry.get("evidence", "")
+        evidence = "; ".join(map(str, evidence)) if isinstance(evidence, list) else str(evidence)
         notes.append(
-            f"the live doctor said at step {entry.get('step', '?')}: {check.title} ({check.kind}): "
-            f"{entry.get('evidence', '')}; over the whole run it is not found"
+            f"the live doctor said at step {step if isinstance(step, int) else '?'}: {BY_KIND[kind].title} "
+            f"({kind}): {evidence}; over the whole run it is not found"
         )
     return notes
 

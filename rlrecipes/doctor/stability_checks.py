@@ -140,7 +140,7 @@ def step_size(record: RunRecord) -> Optional[Finding]:
                 "(a step's KL grows with the square of its rate)"
             )
         evidence[-1] += f": {num(share)} of its entropy a step, above {T.POLICY_SHIFT_MAX_SHARE:g}"
-        lower = ahead * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX_SHARE / share)
+        lower = _rate_for_share(ahead, share)
         return finding(
             record,
             "policy_shift",
@@ -159,12 +159,12 @@ def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entrop
     step would move a quarter of POLICY_SHIFT_MAX_SHARE of the entropy by the square law, an upper
     bound: so large a step's KL grows slower than the square of its rate."""
     share = shift / entropy
-    lower = rate * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX_SHARE / share) if share > T.POLICY_SHIFT_MAX_SHARE else rate / 2
+    lower = _rate_for_share(rate, share) if share > T.POLICY_SHIFT_MAX_SHARE else rate / 2
     return finding(
         record,
         "policy_shift",
         [(step, shift)],
-        {"trainer.learning_rate": _one_digit_below(lower)},
+        {"trainer.learning_rate": _one_digit_below(lower) if math.isfinite(lower) and lower > 0 else rate / 10},
         advice="at most: a step this large grows slower than the square of its rate",
         evidence=[
             f"policy_shift {num(shift)} nats a token at step {step} (learning_rate {rate:g}, the policy's entropy "
@@ -176,10 +176,20 @@ def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entrop
     )
 
 
+def _rate_for_share(rate: float, share: float) -> float:
+    """The rate whose steps would move a quarter of POLICY_SHIFT_MAX_SHARE of the entropy, where
+    `rate`'s move `share` of it: half the rate scaled by the square law (a step's KL ∝ rate²)."""
+    return rate * 0.5 * math.sqrt(T.POLICY_SHIFT_MAX_SHARE / share)
+
+
 def _one_digit_below(value: float) -> float:
     """`value` rounded down to one significant digit (1.37e-3 -> 1e-3): a rate a user would type."""
     exponent = math.floor(math.log10(value))
-    return float(f"{int(value / 10**exponent)}e{exponent}")
+    digit = int(value / 10**exponent)
+    if digit == 0:  # log10 rounded up just below a power of ten (9.99...e-5 -> exponent -4)
+        exponent -= 1
+        digit = int(value / 10**exponent)
+    return float(f"{digit}e{exponent}")
 
 
 # ---------------------------------------------------------------- NaN/inf and precursors

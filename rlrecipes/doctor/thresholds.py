@@ -125,9 +125,10 @@ POLICY_SHIFT_MIN_NATS = 0.02
 # without waiting for a window: the tokens it sampled became e times less likely on average. Set
 # after the zoo's toys were stored, from their metrics (bench_doctor): a learning rate of 1 moved the
 # toy 39-128 nats on one of its first steps, while no other run of the zoo, faulty ones included,
-# moved more than 0.9 on any step before its reward collapsed (healthy runs: 0.29 at most). It was
-# written down before SmolLM2's step-size run was seen, and held there: 20 times its LoRA rate
-# moved it 1.92 nats on step 1 (its healthy run: 0.06 at most).
+# moved more than 0.9 on any step before its reward collapsed (healthy runs: 0.29 at most, at 1e-3;
+# 0.025 at the toy's own 2e-4). SmolLM2-135M with LoRA (the zoo's runs, trained before this bar was
+# set): 20 times its preset's rate moved 1.92 nats on step 1, its healthy preset 0.06 at most. A
+# fault other than the rate that moves one step past it would be named step-size first.
 POLICY_SHIFT_BROKEN_NATS = 1.0
 # The prediction is the median over this many probed steps of policy_shift / lr² (one step's
 # KL depends on its batch and varies tenfold step to step; a median of 8 is steady, and 8

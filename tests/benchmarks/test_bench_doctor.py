@@ -51,6 +51,8 @@ def test_figures_by_hand():
     assert f["live_false_alarms"] == ["healthy/rloo seed 1: no-signal at step 6, truncation at step 9"]
     assert f["collapsed_runs"] == 1 and f["median_warning_lead_steps"] == 8  # collapse 12, first warning 4
     assert f["smollm2"] is None  # no SmolLM2 case among them
+    # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
+    assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None
 
 
 def test_the_smollm2_runs_are_counted_apart_too():
@@ -63,8 +65,6 @@ def test_the_smollm2_runs_are_counted_apart_too():
     f = bench.figures(records)
     assert f["smollm2"] == {"faulty_runs": 2, "found": 1, "healthy_runs": 1, "false_alarms": 0, "live_false_alarms": 1}
     assert (f["faulty_runs"], f["healthy_runs"], f["false_alarm_rate"]) == (2, 2, 0.5)
-    # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
-    assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None
 
 
 def test_the_lead_after_the_target_counts_only_collapses_past_step_20():
@@ -207,8 +207,12 @@ def test_a_smollm2_case_trains_on_one_report_seed_and_is_refused_without_its_mod
     bench.main(argv)
     assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 101)]
     monkeypatch.setattr(bench, "smollm2_missing", lambda: "vLLM is not installed")
+    bench.main(argv)  # kept: nothing to train, nothing missing
+    bench.main([*argv, "--rediagnose"])
+    bench.main(["--cases", "healthy/grpo_smollm2", "--seeds", "100", "--results-dir", str(tmp_path / "even")])
+    assert len(calls) == 1  # no report seed: the case has no run to train
     with pytest.raises(SystemExit, match=r"the SmolLM2 cases \(healthy/grpo_smollm2\) need .*: vLLM is not installed"):
-        bench.main(argv)
+        bench.main([*argv[:-1], str(tmp_path / "new")])
 
 
 def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 
 from rlrecipes.doctor.diagnose import diagnose
 from rlrecipes.doctor.reading import read_run
+from rlrecipes.doctor.stability_checks import _one_digit_below
 from tests.doctor.rundirs import make_run, rows, sample
 
 
@@ -495,9 +496,24 @@ def test_one_step_past_a_nat_is_found_at_that_step_without_a_window(tmp_path):
     # found at step 8, and a broken step 9 after it
     later = rows({"policy_shift": [0.4] * 8 + [1.5, 0.4]})
     assert only(check(tmp_path / "later", later), "step-size").steps == (1, 8)
+    # a broken step 2 before that window is the finding, though the window would fire at step 8 too
+    early = rows({"policy_shift": [0.4, 1.5] + [0.4] * 8})
+    assert only(check(tmp_path / "early", early), "step-size").steps == (2, 2)
+    # exactly 1 nat is past the bar; where the entropy dwarfs it (share 0.4), the fix halves the rate
+    wide = rows({"learning_rate": 0.01, "policy_shift": [1.0, 0.1, 0.1], "entropy": 2.5}, steps=3)
+    found = only(check(tmp_path / "wide", wide, config={"trainer.learning_rate": 0.01}), "step-size")
+    assert found.steps == (1, 1) and found.fix.startswith("trainer.learning_rate=0.005 ")
     # just under the bar, three steps are no verdict
     below = rows({"learning_rate": 0.01, "policy_shift": [0.05, 0.999, 0.5]}, steps=3)
     assert "step-size" not in kinds(check(tmp_path / "below", below, config={"trainer.learning_rate": 0.01}))
+
+
+@pytest.mark.parametrize(
+    "value, rounded",
+    [(1.37e-3, 1e-3), (0.0009999999999999998, 9e-4), (9.999999999999999e-05, 9e-5), (2.5e-2, 2e-2)],
+)
+def test_a_fixed_rate_is_rounded_down_to_one_digit_and_never_to_0(value, rounded):
+    assert _one_digit_below(value) == pytest.approx(rounded)
 
 
 def test_steps_at_rate_0_do_not_count_and_a_run_without_the_metric_is_not_checked(tmp_path):

@@ -189,7 +189,8 @@ LIVE = {"step": 6, "class": "no-signal", "evidence": "frac_groups_zero_std 1 (st
 
 
 def test_what_the_live_doctor_said_and_the_whole_run_does_not_find_is_a_note(tmp_path, capsys):
-    run = make_run(tmp_path / "run", rows(), summary={"doctor": [LIVE, "torn", {"class": "no-such"}, {"step": 3}]})
+    odd = ["torn", {"class": "no-such"}, {"step": 3}, {"class": ["no-signal"]}, {"class": {"a": 1}}]
+    run = make_run(tmp_path / "run", rows(), summary={"doctor": [LIVE, *odd]})
     code, out = cli(capsys, "doctor", str(run), "--json")
     assert code == 0  # a passing phase is no finding: the exit code is the whole run's
     assert json.loads(out)["runs"][0]["notes"] == [
