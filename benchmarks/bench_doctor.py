@@ -65,8 +65,10 @@ SmolLM2-135M-Instruct (experiment=real_model_smollm2: LoRA, vLLM-CPU rollouts, i
 trains 10 steps on the first report seed (101) only, a minute a step: healthy, a budget of 8 tokens
 (truncation), the plain template (format: the chat template its instruct tuning expects left out)
 and 20 times its preset's LoRA rate (step-size). Its template case was tried once before (seed 0):
-the pre-flight did not refuse it, because the grader's final-number fallback reads some answer in
-nearly any text, so a wrong template looks like data too hard; it is kept as the doctor's weak spot.
+the pre-flight did not refuse it, because readability is not judged for this task's own grader
+(style auto: the last \\boxed{}, else the final number), and a reward of 0 everywhere looks like a
+reward that cannot vary (seed 101, one step with samples kept: 26 of 32 completions empty, 5 with a
+number); it is kept as the doctor's weak spot.
 
 The checks were written and their fixes checked against development runs on seeds 0-5 (the
 calibration probes); the zoo's seeds (100-105) are others, so neither half was looked at before.
@@ -389,8 +391,14 @@ def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> d
     data = []
     if case.data:
         data = [*data_overrides(case.data, run / "data"), f"model.name_or_path={toy_folder([*base, *case.overrides])}"]
-    steps = case.steps or (steps * LATE_FACTOR if case.late else steps)
-    overrides = [*base, *case.overrides, *data, f"seed={seed}", f"trainer.max_steps={steps}", "trainer.progress=false"]
+    overrides = [
+        *base,
+        *case.overrides,
+        *data,
+        f"seed={seed}",
+        f"trainer.max_steps={case_steps(case, steps)}",
+        "trainer.progress=false",
+    ]
     cfg = compose_config("train", overrides)
     record: dict[str, Any] = {"case": case.name, "seed": seed, "expected": case.expected, "run": run.name}
     started = time.time()
@@ -404,6 +412,12 @@ def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> d
     for weights in ("model", "checkpoints"):  # kept: what the doctor reads, not the 144 runs' weights
         shutil.rmtree(run / weights, ignore_errors=True)
     return {**record, **judge(case, run)}
+
+
+def case_steps(case: Case, steps: int) -> int:
+    """The optimizer steps `case` trains where the mode trains `steps`: its own, or LATE_FACTOR
+    times the mode's for a late fault."""
+    return case.steps or (steps * LATE_FACTOR if case.late else steps)
 
 
 def judge(case: Case, run: Path) -> dict[str, Any]:

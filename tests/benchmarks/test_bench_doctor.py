@@ -134,6 +134,12 @@ def test_a_case_plants_its_dataset_and_its_length():
     assert bench.planted(bench.Case("a/b", ("x=1",), "a", steps=10)) == ["x=1", "steps=10"]
 
 
+def test_a_case_trains_its_own_steps_or_the_modes_or_late_factor_times_them():
+    assert bench.case_steps(bench.Case("a/b", ()), 30) == 30
+    assert bench.case_steps(bench.Case("a/b", (), late=True), 30) == 30 * bench.LATE_FACTOR
+    assert bench.case_steps(bench.Case("a/b", (), steps=10), 30) == 10
+
+
 def test_a_case_on_a_few_report_seeds_runs_on_the_first_odd_ones_in_the_given_order():
     few = bench.Case("a/b", (), "a", report_seeds=1)
     seeds = [100, 103, 101, 102]
