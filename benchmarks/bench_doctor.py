@@ -251,21 +251,24 @@ CASES = [
 SMOLLM2 = ("experiment=real_model_smollm2", "trainer.eval.before=false", "trainer.eval.after=false")
 SMOLLM2_STEPS = 10
 CASES += [
-    Case(f"{name}_smollm2", (*SMOLLM2, *overrides), expected, also, steps=SMOLLM2_STEPS, report_seeds=1)
-    for name, overrides, expected, also in (
-        ("healthy/grpo", (), None, ()),
-        ("truncation/refused", ("trainer.max_completion_length=8",), "truncation", ("reward-flat", "no-signal")),
+    Case(f"{name}_smollm2", (*SMOLLM2, *overrides), expected, also, steps=SMOLLM2_STEPS, report_seeds=seeds)
+    for name, overrides, expected, also, seeds in (
+        # on every report seed: with it the zoo holds as many healthy runs as faulty ones (99 each)
+        ("healthy/grpo", (), None, (), 3),
+        ("truncation/refused", ("trainer.max_completion_length=8",), "truncation", ("reward-flat", "no-signal"), 1),
         (
             "format/wrong_template",  # its chat template left out of an instruct model's prompts
             ("data.template=plain",),
             "format",
             ("no-signal", "reward-flat", "truncation"),
+            1,
         ),
         (
             "step-size/lr",  # 20 times its preset's LoRA rate (5e-4)
             ("trainer.learning_rate=1e-2",),
             "step-size",
             ("entropy-blowup", "entropy-collapse", "numeric", "truncation", "reward-flat", "no-signal"),
+            1,
         ),
     )
 ]

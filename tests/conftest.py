@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -166,6 +167,7 @@ def cli(capsys, *args: str) -> tuple[int, str]:
     stderr). A traceback is not caught: it fails the test."""
     from rlrecipes.cli import main
 
+    _reopen_library_log_streams()
     try:
         main(list(args))
         code = 0
@@ -173,6 +175,19 @@ def cli(capsys, *args: str) -> tuple[int, str]:
         code = exc.code or 0
     out = capsys.readouterr()
     return code, out.out + out.err
+
+
+def _reopen_library_log_streams() -> None:
+    """transformers' log handler keeps the stderr it was made with (and that stream's flush): made
+    in an earlier test's capture, it writes into a closed stream, and logging prints a traceback
+    for each message."""
+    import logging
+
+    for handler in logging.getLogger("transformers").handlers:
+        if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "closed", False):
+            handler.stream = sys.stderr
+            if "flush" in vars(handler):  # transformers binds the stream's own flush
+                handler.flush = sys.stderr.flush
 
 
 def one_error_line(text: str) -> str:

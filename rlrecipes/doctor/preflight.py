@@ -4,7 +4,8 @@ update (`trainer.preflight`, `rlrecipes train --no-preflight` skips it).
 `Probe` holds what the first batch showed; `judge` refuses only where the batch proves the run
 cannot move: every advantage is zero (so the first update changes nothing, and the next batch is
 drawn from the same policy) *and* a setting explains why — every completion cut at the token
-limit, or no completion holding an answer the grader can read. A flat batch without such a cause
+limit, most completions empty (the model ends its turn at once: an instruct model prompted without
+its chat template), or no completion holding an answer the grader can read. A flat batch without such a cause
 may be chance (a hard dataset the model solves 2 % of) and is a warning; so is a batch that can
 learn but shows a problem the doctor knows (most completions cut, most groups with one reward,
 a rollout/trainer log-prob gap). Plain values in, plain values out: tested without a model.
@@ -44,6 +45,7 @@ class Probe:
     max_abs_advantage: float  # over every process, after every hook: 0 = the update changes nothing
     extractable_share: Optional[float] = None  # completions with an answer under the answer style
     logprob_gap: Optional[float] = None  # vllm/logprob_gap on this batch (vLLM rollouts only)
+    empty_share: Optional[float] = None  # completions with no text but white space (None: not read)
 
 
 RESULT_FILE = "preflight.json"  # RUN/preflight.json: the verdict on the first rollout, refusal or not
@@ -68,6 +70,8 @@ class PreflightVerdict:
             f"reward {p.reward_mean:.3g} ± {p.reward_std:.3g}",
             f"{p.zero_std_groups:.0%} of groups with one reward",
         ]
+        if p.empty_share:
+            parts.append(f"{p.empty_share:.0%} empty")
         if p.extractable_share is not None:
             parts.append(f"answers readable in {p.extractable_share:.0%}")
         if p.logprob_gap is not None:
@@ -88,12 +92,21 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
     no_signal = probe.max_abs_advantage <= T.PREFLIGHT_ADVANTAGE_ZERO
     cut = probe.truncated_share >= T.PREFLIGHT_ALL_TRUNCATED and not settings.multi_turn
     unreadable = settings.answer_graded and probe.extractable_share == 0.0
+    empty = probe.empty_share is not None and probe.empty_share >= T.PREFLIGHT_EMPTY_MOST
     if no_signal and cut:
         verdict.refused_as = "truncation"
         verdict.refusal = (
             f"pre-flight: all {probe.completions} completions of the first rollout were cut at "
             f"trainer.max_completion_length={limit} and every advantage is 0, so no update can move the "
             f"policy; raise it, e.g. trainer.max_completion_length={2 * limit} {SKIP}"
+        )
+    elif no_signal and empty:
+        # before unreadable answers: an empty completion holds none, and the template is the cause
+        verdict.refused_as = "format"
+        verdict.refusal = (
+            f"pre-flight: {round(probe.empty_share * probe.completions)} of the first rollout's "
+            f"{probe.completions} completions are empty (the model ended its turn at once), so every reward "
+            f"is {probe.reward_mean:.3g} and every advantage 0; {_empty_fix(settings.template)} {SKIP}"
         )
     elif no_signal and unreadable:
         verdict.refused_as = "format"
@@ -132,12 +145,30 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
             f"only {probe.extractable_share:.0%} of the first rollout's completions hold an answer the grader "
             f"reads (data.answer_style={settings.answer_style}): check data.template={settings.template}"
         )
+    if empty and not no_signal:
+        warn(
+            f"{probe.empty_share:.0%} of the first rollout's completions are empty (the model ended its turn at "
+            f"once): {_empty_fix(settings.template)}"
+        )
     if probe.logprob_gap is not None and probe.logprob_gap > T.LOGPROB_GAP_MAX:
         warn(
             f"rollout/trainer log-prob gap {probe.logprob_gap:.3g} on the first rollout (> {T.LOGPROB_GAP_MAX:g}): "
             "vLLM samples with other weights or numerics than the trainer's; see rollout.importance_sampling"
         )
     return verdict
+
+
+def _empty_fix(template: str) -> str:
+    if template == "plain":  # the one template that is no chat turn (data/templates.py)
+        return "an instruct model answers in its chat turn: set data.template=chat"
+    return f"check data.template={template}, data.system_prompt and the model's own chat template"
+
+
+def empty_share(completions: list[str]) -> Optional[float]:
+    """The share of `completions` with no text but white space (None: none logged)."""
+    if not completions:
+        return None
+    return sum(not text.strip() for text in completions) / len(completions)
 
 
 def readable_share(completions: list[str], style: Optional[str]) -> Optional[float]:

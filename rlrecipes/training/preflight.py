@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from rlrecipes.doctor.preflight import RESULT_FILE, Probe, ProbeSettings, judge, readable_share
+from rlrecipes.doctor.preflight import RESULT_FILE, Probe, ProbeSettings, empty_share, judge, readable_share
 from rlrecipes.engine.hooks import EngineHook
 from rlrecipes.errors import UserError
 from rlrecipes.rundir import write_json
@@ -65,6 +65,7 @@ def read_probe(trainer: Any, batch: dict[str, Any], answer_style: Optional[str])
     gathered = trainer.accelerator.gather(per_row)
     count = int(gathered.numel())
     logged = list(trainer._logs["completion"])[-count:]  # TRL logs every process's completions
+    texts = [completion_text(c) for c in logged]
     gap = latest("vllm/logprob_gap")
     return Probe(
         completions=count,
@@ -73,8 +74,9 @@ def read_probe(trainer: Any, batch: dict[str, Any], answer_style: Optional[str])
         reward_std=latest("reward_std"),
         zero_std_groups=latest("frac_reward_zero_std", 0.0),
         max_abs_advantage=float(gathered.max()) if count else 0.0,
-        extractable_share=readable_share([completion_text(c) for c in logged], answer_style),
+        extractable_share=readable_share(texts, answer_style),
         logprob_gap=None if gap != gap else gap,  # NaN: no vLLM rollout
+        empty_share=empty_share(texts),
     )
 
 

@@ -149,11 +149,20 @@ def test_a_case_on_a_few_report_seeds_runs_on_the_first_odd_ones_in_the_given_or
     assert [s for s in seeds if bench.in_seeds(bench.Case("a/b", (), "a"), s, seeds)] == seeds
 
 
-def test_the_smollm2_cases_train_their_own_steps_on_one_report_seed():
-    smollm2 = [c for c in bench.CASES if c.name.endswith("_smollm2")]
-    assert {c.name.split("/")[0] for c in smollm2} == {"healthy", "truncation", "format", "step-size"}
-    assert all(c.steps == bench.SMOLLM2_STEPS and c.report_seeds == 1 for c in smollm2)
-    assert all("experiment=real_model_smollm2" in c.overrides for c in smollm2)
+def test_the_smollm2_cases_train_their_own_steps_healthy_on_every_report_seed_faults_on_one():
+    smollm2 = {c.name: c for c in bench.CASES if c.name.endswith("_smollm2")}
+    assert {name.split("/")[0] for name in smollm2} == {"healthy", "truncation", "format", "step-size"}
+    assert all(c.steps == bench.SMOLLM2_STEPS for c in smollm2.values())
+    assert all("experiment=real_model_smollm2" in c.overrides for c in smollm2.values())
+    assert {name: c.report_seeds for name, c in smollm2.items() if c.report_seeds != 1} == {"healthy/grpo_smollm2": 3}
+
+
+def test_the_full_zoo_has_ten_classes_sixty_faulty_runs_and_as_many_healthy_ones():
+    seeds = bench.MODES["full"]["seeds"]
+    runs = [c for c in bench.CASES for seed in seeds if bench.in_seeds(c, seed, seeds)]
+    faulty = [c for c in runs if c.expected]
+    assert len({c.expected for c in faulty}) >= 10 and len(faulty) >= 60
+    assert len(runs) - len(faulty) >= len(faulty)
 
 
 def test_a_zoo_dataset_is_written_into_the_run_and_read_from_there(tmp_path):
@@ -205,18 +214,18 @@ def test_a_rerun_continues_the_kept_zoo_and_retrains_only_a_case_that_changed(tm
     assert [r["run"] for r in record["result"]["runs"]] == ["healthy-grpo_s100", "healthy-dapo_s100-2"]
 
 
-def test_a_smollm2_case_trains_on_one_report_seed_and_is_refused_without_its_model(tmp_path, monkeypatch):
+def test_a_smollm2_case_trains_on_its_report_seeds_and_is_refused_without_its_model(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
     monkeypatch.setattr(bench, "smollm2_missing", lambda: None)
     argv = ["--cases", "healthy/grpo_smollm2", "--seeds", "100", "101", "102", "103", "--results-dir", str(tmp_path)]
     bench.main(argv)
-    assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 101)]
+    assert [(name, seed) for name, seed, _ in calls] == [("healthy/grpo_smollm2", 101), ("healthy/grpo_smollm2", 103)]
     monkeypatch.setattr(bench, "smollm2_missing", lambda: "vLLM is not installed")
     bench.main(argv)  # kept: nothing to train, nothing missing
     bench.main([*argv, "--rediagnose"])
     bench.main(["--cases", "healthy/grpo_smollm2", "--seeds", "100", "--results-dir", str(tmp_path / "even")])
-    assert len(calls) == 1  # no report seed: the case has no run to train
+    assert len(calls) == 2  # no report seed: the case has no run to train
     with pytest.raises(SystemExit, match=r"the SmolLM2 cases \(healthy/grpo_smollm2\) need .*: vLLM is not installed"):
         bench.main([*argv[:-1], str(tmp_path / "new")])
 

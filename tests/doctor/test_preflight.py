@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rlrecipes.doctor import thresholds as T
-from rlrecipes.doctor.preflight import Probe, ProbeSettings, judge, readable_share
+from rlrecipes.doctor.preflight import Probe, ProbeSettings, empty_share, judge, readable_share
 from rlrecipes.training.preflight import RESULT_FILE, Preflight, PreflightRefused, completion_text, read_probe
 from tests.conftest import TINY, cli, one_error_line
 
@@ -88,6 +88,52 @@ def test_no_readable_answer_under_a_graded_reward_is_refused_naming_the_style_an
     )
 
 
+# SmolLM2-135M-Instruct under data.template=plain (seed 101): 26 of 32 completions empty, reward 0
+EMPTY = replace(HEALTHY, completions=32, empty_share=26 / 32, extractable_share=None, **FLAT)
+UNGRADED_STYLE = replace(SETTINGS, answer_style=None, template="plain")  # the task's own verifier
+
+
+def test_most_completions_empty_and_no_advantage_is_refused_as_the_template_naming_the_chat_one():
+    verdict = judge(EMPTY, UNGRADED_STYLE)
+    assert verdict.refused_as == "format"
+    assert verdict.refusal == (
+        "pre-flight: 26 of the first rollout's 32 completions are empty (the model ended its turn at once), "
+        "so every reward is 0 and every advantage 0; an instruct model answers in its chat turn: set "
+        "data.template=chat (or --no-preflight to train anyway)"
+    )
+    assert "81% empty" in verdict.summary_line()
+
+
+def test_empty_completions_under_a_chat_template_name_the_system_prompt_and_the_models_template():
+    verdict = judge(EMPTY, replace(UNGRADED_STYLE, template="qwen_math_cot"))
+    assert verdict.refusal.endswith(
+        "every advantage 0; check data.template=qwen_math_cot, data.system_prompt and the model's own chat "
+        "template (or --no-preflight to train anyway)"
+    )
+
+
+def test_empty_completions_come_before_unreadable_answers_they_explain():
+    verdict = judge(replace(EMPTY, extractable_share=0.0), SETTINGS)
+    assert verdict.refusal.startswith("pre-flight: 26 of the first rollout's 32 completions are empty")
+
+
+def test_fewer_than_half_empty_or_a_batch_that_teaches_is_not_refused():
+    below = replace(EMPTY, empty_share=T.PREFLIGHT_EMPTY_MOST - 1 / 32)  # 15 of 32
+    assert judge(below, UNGRADED_STYLE).refusal is None
+    assert "47% empty" in judge(below, UNGRADED_STYLE).summary_line()
+    teaching = judge(replace(EMPTY, max_abs_advantage=1.2, zero_std_groups=0.5), UNGRADED_STYLE)
+    assert teaching.refusal is None
+    assert teaching.warnings == [
+        "81% of the first rollout's completions are empty (the model ended its turn at once): an instruct "
+        "model answers in its chat turn: set data.template=chat"
+    ]
+
+
+def test_empty_share_by_hand():
+    assert empty_share(["", " \n\t", "4", "Answer: 5"]) == 0.5
+    assert empty_share(["4"]) == 0.0 and empty_share([]) is None
+
+
 @pytest.mark.parametrize(
     "settings, probe",
     [
@@ -130,7 +176,7 @@ def test_a_conversation_is_read_as_its_messages_text():
 # ------------------------------------------------------------------ the hook, on a stand-in trainer
 
 
-def stand_in(step=0, training=True, main=True, completions=("Answer: 1", "Answer: 2", "x", "Answer: 4")):
+def stand_in(step=0, training=True, main=True, completions=("Answer: 1", "Answer: 2", " \n", "Answer: 4")):
     """TRL's state after scoring a first round of two groups of two on one process."""
     metrics = defaultdict(list)
     metrics.update(
@@ -161,8 +207,9 @@ def test_the_probe_is_read_from_trls_metrics_the_logged_completions_and_the_adva
         reward_std=0.5774,
         zero_std_groups=0.5,
         max_abs_advantage=pytest.approx(0.7),
-        extractable_share=0.75,  # "x" has no answer line; the earlier round's text is not read
+        extractable_share=0.75,  # " \n" has no answer line; the earlier round's text is not read
         logprob_gap=None,  # no vllm/logprob_gap: transformers rollouts
+        empty_share=0.25,  # " \n"
     )
 
 
@@ -221,6 +268,20 @@ def test_a_run_cut_at_its_token_limit_is_refused_in_one_line_and_trains_with_no_
     assert code == 0, out
     summary = json.loads((tmp_path / "trained" / "summary.json").read_text())
     assert summary["steps"] == 2 and "preflight" not in summary
+
+
+@pytest.mark.integration
+def test_a_model_that_ends_its_turn_at_once_under_the_plain_template_is_refused_naming_the_chat_one(tmp_path, capsys):
+    from tests.helpers.scripted_model import scripted_model
+
+    base = scripted_model(tmp_path / "model", {})  # no successor for any token: every completion ends at once
+    args = [*TINY, f"model.name_or_path={base}", "data.template=plain", "trainer.eval.before=false"]
+    code, out = cli(capsys, "train", *args, f"run_dir={tmp_path / 'refused'}")
+    assert code != 0
+    line = one_error_line(out)
+    assert "16 of the first rollout's 16 completions are empty" in line and "set data.template=chat" in line
+    probe = json.loads((tmp_path / "refused" / RESULT_FILE).read_text())["probe"]
+    assert probe["empty_share"] == 1.0
 
 
 @pytest.mark.parametrize(
