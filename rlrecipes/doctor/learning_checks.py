@@ -335,11 +335,22 @@ BROKEN_BY_UPDATES = ("entropy-collapse", "entropy-blowup", "drift")
 
 def _arose_in_training(metric: str, healthy: Callable[[float], bool]) -> Callable[[RunRecord], tuple[str, ...]]:
     """A Check's `symptom_of`: BROKEN_BY_UPDATES where the run's first logged `metric` (the untrained
-    policy's rollout) was `healthy`, so the finding arose from the updates."""
+    policy's rollout) was `healthy`, so the finding arose from the updates; and step-size too where
+    `metric` left its healthy range after a step that broke the policy (one update past
+    thresholds.POLICY_SHIFT_BROKEN_NATS). That is what a live doctor sees first: at a learning rate
+    of 1 the toy's step 1 moved it 39-128 nats and its step 2 was cut at the limit and scored alike,
+    which a longer limit or another reward would not mend. A step's policy_shift is its update's,
+    made after its rollout was scored, so a metric that left its range at the broken step itself
+    came before the break."""
 
     def symptom_of(record: RunRecord) -> tuple[str, ...]:
         points = record.series(metric)
-        return BROKEN_BY_UPDATES if points and healthy(points[0][1]) else ()
+        if not points or not healthy(points[0][1]):
+            return ()
+        broken = next((s for s, shift in record.series("policy_shift") if shift >= T.POLICY_SHIFT_BROKEN_NATS), None)
+        left = next((s for s, v in points if not healthy(v)), None)
+        after_break = broken is not None and left is not None and left > broken
+        return (*BROKEN_BY_UPDATES, "step-size") if after_break else BROKEN_BY_UPDATES
 
     return symptom_of
 

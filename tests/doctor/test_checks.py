@@ -508,6 +508,31 @@ def test_one_step_past_a_nat_is_found_at_that_step_without_a_window(tmp_path):
     assert "step-size" not in kinds(check(tmp_path / "below", below, config={"trainer.learning_rate": 0.01}))
 
 
+def test_what_a_broken_step_did_to_the_next_rollouts_is_its_symptom_live(tmp_path):
+    # a learning rate of 1 as the live doctor sees it after 3 steps: step 1 moves 60 nats, then every
+    # completion is cut, scored alike and every group empty; 3 steps are too few for the entropy trends
+    # (and for reward-flat's, so the empty groups are no-signal's)
+    broken = {
+        "learning_rate": 1.0,
+        "policy_shift": [60.0, 0.5, 0.2],
+        "truncated_fraction": [0.05, 1.0, 1.0],
+        "reward_std": [0.27, 0.0, 0.0],
+        "frac_groups_zero_std": [0.6, 1.0, 1.0],
+    }
+    verdict = check(tmp_path / "broken", rows(broken, steps=3), config={"trainer.learning_rate": 1.0})
+    assert kinds(verdict) == ["step-size"]
+    # the same symptoms with no step past a nat (0.9): causes of their own, each with its own fix
+    unbroken = rows({**broken, "policy_shift": [0.9, 0.5, 0.2]}, steps=3)
+    assert kinds(check(tmp_path / "unbroken", unbroken)) == ["truncation", "no-signal"]
+    # cut from the broken step's own rollout on (step 1, scored before its update): not its symptom
+    before = rows({**broken, "truncated_fraction": [0.05, 1.0, 1.0], "policy_shift": [0.1, 60.0, 0.2]}, steps=3)
+    assert kinds(check(tmp_path / "before", before, config={"trainer.learning_rate": 1.0})) == [
+        "step-size",
+        "truncation",
+        "no-signal",
+    ]
+
+
 @pytest.mark.parametrize(
     "value, rounded",
     [(1.37e-3, 1e-3), (0.0009999999999999998, 9e-4), (9.999999999999999e-05, 9e-5), (2.5e-2, 2e-2)],
