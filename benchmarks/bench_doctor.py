@@ -87,6 +87,7 @@ Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import statistics
 import sys
@@ -359,8 +360,6 @@ LATE_FACTOR = 4  # a late fault's run: 120 steps where the others have 30
 
 def data_overrides(name: str, folder: Path) -> list[str]:
     """Write the zoo dataset `name` into `folder` and the data settings that train on it."""
-    import json
-
     folder.mkdir(parents=True)
     paths = []
     for split, rows in zip(("train", "heldout"), ZOO_DATA[name]()):
@@ -410,11 +409,23 @@ def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> d
         train(cfg, run, log=lambda _: None)
     except PreflightRefused as exc:
         record.update(found=[exc.refused_as], by="preflight", live=[], seconds=round(time.time() - started, 1))
-        return record
+        return {**record, "preflight": preflight_probe(run)}
     record["seconds"] = round(time.time() - started, 1)
     for weights in ("model", "checkpoints"):  # kept: what the doctor reads, not the 144 runs' weights
         shutil.rmtree(run / weights, ignore_errors=True)
     return {**record, **judge(case, run)}
+
+
+def preflight_probe(run: Path) -> Optional[dict[str, Any]]:
+    """What the pre-flight read in the run's first rollout (RUN/preflight.json's probe; None: none
+    written), kept in the record: a later pre-flight rule is checked against the zoo's probes."""
+    from rlrecipes.doctor.preflight import RESULT_FILE
+
+    try:
+        probe = json.loads((run / RESULT_FILE).read_text())["probe"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return probe if isinstance(probe, dict) else None
 
 
 def case_steps(case: Case, steps: int) -> int:
@@ -424,8 +435,8 @@ def case_steps(case: Case, steps: int) -> int:
 
 
 def judge(case: Case, run: Path) -> dict[str, Any]:
-    """The doctor's verdict on the kept run `run`, the live warnings replayed from its metrics, and
-    for a case that collapses, the step its reward collapsed at."""
+    """The doctor's verdict on the kept run `run`, the live warnings replayed from its metrics, for
+    a case that collapses, the step its reward collapsed at, and the pre-flight's probe."""
     from rlrecipes.doctor.diagnose import diagnose
     from rlrecipes.doctor.reading import RunRecord, read_run
 
@@ -438,6 +449,7 @@ def judge(case: Case, run: Path) -> dict[str, Any]:
         "by": "doctor" if found else None,
         "live": replay_live(record),
         "collapse_step": collapse_step(record.rows) if case.collapses else None,
+        "preflight": preflight_probe(run),
     }
 
 
@@ -514,6 +526,10 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
             for r in healthy
             if r["live"]
         ],
+        # the healthy runs' first rollouts as the pre-flight read them (records from before it was
+        # kept have none): the most of them empty, against its refusal's thresholds.PREFLIGHT_EMPTY_MOST
+        "healthy_preflight_probes": len(empty := _probed(healthy, "empty_share")),
+        "healthy_preflight_empty_share_max": max(empty) if empty else None,
         "correct_cause_rate": _share(right_cause, found),
         "wrong_causes": [f"{r['case']} seed {r['seed']}: {first(r)}" for r in found if r not in right_cause],
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
@@ -539,6 +555,12 @@ def smollm2_counts(records: list[dict[str, Any]]) -> Optional[dict[str, int]]:
         "false_alarms": sum(bool(r["found"]) for r in healthy),
         "live_false_alarms": sum(bool(r["live"]) for r in healthy),
     }
+
+
+def _probed(records: list[dict[str, Any]], field: str) -> list[float]:
+    """`field` of the pre-flight probe of each of `records` that kept one with it."""
+    probes = [r.get("preflight") for r in records]
+    return [p[field] for p in probes if isinstance(p, dict) and isinstance(p.get(field), (int, float))]
 
 
 def _share(part: list, whole: list) -> Optional[float]:

@@ -53,6 +53,26 @@ def test_figures_by_hand():
     assert f["smollm2"] is None  # no SmolLM2 case among them
     # a collapse at step 12 leaves no room for a 20-step lead: none counts after the target
     assert f["collapsed_after_target_runs"] == 0 and f["median_warning_lead_steps_after_target"] is None
+    assert f["healthy_preflight_probes"] == 0 and f["healthy_preflight_empty_share_max"] is None
+
+
+def test_the_healthy_runs_first_rollouts_are_summed_up_where_their_probe_was_kept():
+    probed = [
+        {**rec("healthy/grpo", 1, []), "preflight": {"empty_share": 0.0625}},
+        {**rec("healthy/dapo", 1, []), "preflight": {"empty_share": 0.0}},
+        {**rec("healthy/rloo", 1, []), "preflight": None},  # a record from before probes were kept
+        {**rec("format/wrong_template", 1, ["format"]), "preflight": {"empty_share": 0.8125}},  # not healthy
+    ]
+    f = bench.figures(probed)
+    assert f["healthy_preflight_probes"] == 2 and f["healthy_preflight_empty_share_max"] == 0.0625
+
+
+def test_a_runs_preflight_probe_is_read_from_its_folder(tmp_path):
+    assert bench.preflight_probe(tmp_path) is None  # none written
+    (tmp_path / "preflight.json").write_text(json.dumps({"probe": {"empty_share": 0.25}, "refusal": None}))
+    assert bench.preflight_probe(tmp_path) == {"empty_share": 0.25}
+    (tmp_path / "preflight.json").write_text('{"probe": ')  # torn
+    assert bench.preflight_probe(tmp_path) is None
 
 
 def test_the_smollm2_runs_are_counted_apart_too():
