@@ -49,7 +49,10 @@ cases that collapse and SmolLM2's step-size case were trained again to be judged
 the rest keep their records as judged at 1450a26, which the new rules leave as they were: no
 other run moved its policy 1 nat in a step, and no other run's first rollout had every advantage 0
 with half its completions empty (results/doctor_preflight_census.json: the first rollouts again,
-one step each, of every healthy toy case and of the faults whose first rollout can be flat).
+`--steps 1 --seeds 100 101 102 103`, of the 16 healthy toy cases and the 7 faults whose first
+rollout can be flat: no empty completion in any of the 64 healthy ones; among the flat faulty ones,
+at most 22 % empty, no-signal/unsolvable's four-digit sums, and 34 % for the toy's plain template,
+which the unreadable answers refuse).
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
