@@ -48,7 +48,7 @@ truncation, a flat reward and empty groups that began after a broken step are it
 cases that collapse and SmolLM2's step-size case were trained again to be judged by the second;
 the rest keep their records as judged at 1450a26, which the new rules leave as they were: no
 other run moved its policy 1 nat in a step, and no other run's first rollout had every advantage 0
-with half its completions empty (results/doctor_preflight_census.json: the first rollouts again,
+with half its completions empty (benchmarks/results/doctor_preflight_census.json: the first rollouts again,
 `--steps 1 --seeds 100 101 102 103`, of the 16 healthy toy cases and the 7 faults whose first
 rollout can be flat: no empty completion in any of the 64 healthy ones; among the flat faulty ones,
 at most 22 % empty, no-signal/unsolvable's four-digit sums, and 34 % for the toy's plain template,

@@ -105,8 +105,8 @@ def judge(probe: Probe, settings: ProbeSettings) -> PreflightVerdict:
         verdict.refused_as = "format"
         verdict.refusal = (
             f"pre-flight: {round(probe.empty_share * probe.completions)} of the first rollout's "
-            f"{probe.completions} completions are empty (the model ended its turn at once), so every reward "
-            f"is {probe.reward_mean:.3g} and every advantage 0; {_empty_fix(settings.template)} {SKIP}"
+            f"{probe.completions} completions are empty (the model ended its turn at once), so each group's "
+            f"completions scored alike and every advantage is 0; {_empty_fix(settings.template)} {SKIP}"
         )
     elif no_signal and unreadable:
         verdict.refused_as = "format"

@@ -67,6 +67,14 @@ def test_the_healthy_runs_first_rollouts_are_summed_up_where_their_probe_was_kep
     assert f["healthy_preflight_probes"] == 2 and f["healthy_preflight_empty_share_max"] == 0.0625
 
 
+def test_the_judged_record_keeps_the_runs_preflight_probe(tmp_path):
+    from tests.doctor.rundirs import make_run, rows
+
+    run = make_run(tmp_path / "run", rows())
+    (run / "preflight.json").write_text(json.dumps({"probe": {"empty_share": 0.0}, "refusal": None}))
+    assert bench.judge(bench.Case("healthy/grpo", ()), run)["preflight"] == {"empty_share": 0.0}
+
+
 def test_a_runs_preflight_probe_is_read_from_its_folder(tmp_path):
     assert bench.preflight_probe(tmp_path) is None  # none written
     (tmp_path / "preflight.json").write_text(json.dumps({"probe": {"empty_share": 0.25}, "refusal": None}))

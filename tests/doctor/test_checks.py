@@ -521,6 +521,9 @@ def test_what_a_broken_step_did_to_the_next_rollouts_is_its_symptom_live(tmp_pat
     }
     verdict = check(tmp_path / "broken", rows(broken, steps=3), config={"trainer.learning_rate": 1.0})
     assert kinds(verdict) == ["step-size"]
+    # exactly 1 nat is past the bar
+    exactly = rows({**broken, "policy_shift": [1.0, 0.5, 0.2]}, steps=3)
+    assert kinds(check(tmp_path / "exactly", exactly, config={"trainer.learning_rate": 1.0})) == ["step-size"]
     # the same symptoms with no step past a nat (0.9): causes of their own, each with its own fix
     unbroken = rows({**broken, "policy_shift": [0.9, 0.5, 0.2]}, steps=3)
     assert kinds(check(tmp_path / "unbroken", unbroken)) == ["truncation", "no-signal"]

@@ -98,8 +98,8 @@ def test_most_completions_empty_and_no_advantage_is_refused_as_the_template_nami
     assert verdict.refused_as == "format"
     assert verdict.refusal == (
         "pre-flight: 26 of the first rollout's 32 completions are empty (the model ended its turn at once), "
-        "so every reward is 0 and every advantage 0; an instruct model answers in its chat turn: set "
-        "data.template=chat (or --no-preflight to train anyway)"
+        "so each group's completions scored alike and every advantage is 0; an instruct model answers in its "
+        "chat turn: set data.template=chat (or --no-preflight to train anyway)"
     )
     assert "81% empty" in verdict.summary_line()
 
@@ -107,7 +107,7 @@ def test_most_completions_empty_and_no_advantage_is_refused_as_the_template_nami
 def test_empty_completions_under_a_chat_template_name_the_system_prompt_and_the_models_template():
     verdict = judge(EMPTY, replace(UNGRADED_STYLE, template="qwen_math_cot"))
     assert verdict.refusal.endswith(
-        "every advantage 0; check data.template=qwen_math_cot, data.system_prompt and the model's own chat "
+        "every advantage is 0; check data.template=qwen_math_cot, data.system_prompt and the model's own chat "
         "template (or --no-preflight to train anyway)"
     )
 
@@ -118,6 +118,7 @@ def test_empty_completions_come_before_unreadable_answers_they_explain():
 
 
 def test_fewer_than_half_empty_or_a_batch_that_teaches_is_not_refused():
+    assert judge(replace(EMPTY, empty_share=0.5), UNGRADED_STYLE).refused_as == "format"  # 16 of 32: half
     below = replace(EMPTY, empty_share=T.PREFLIGHT_EMPTY_MOST - 1 / 32)  # 15 of 32
     assert judge(below, UNGRADED_STYLE).refusal is None
     assert "47% empty" in judge(below, UNGRADED_STYLE).summary_line()
