@@ -434,12 +434,9 @@ def run_case(case: Case, seed: int, steps: int, base: list[str], run: Path) -> d
 def preflight_probe(run: Path) -> Optional[dict[str, Any]]:
     """What the pre-flight read in the run's first rollout (RUN/preflight.json's probe; None: none
     written), kept in the record: a later pre-flight rule is checked against the zoo's probes."""
-    from rlrecipes.doctor.preflight import RESULT_FILE
+    from rlrecipes.doctor.reading import read_preflight
 
-    try:
-        probe = json.loads((run / RESULT_FILE).read_text())["probe"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    probe = (read_preflight(run) or {}).get("probe")
     return probe if isinstance(probe, dict) else None
 
 
@@ -575,7 +572,8 @@ def smollm2_counts(records: list[dict[str, Any]]) -> Optional[dict[str, int]]:
 def _probed(records: list[dict[str, Any]], field: str) -> list[float]:
     """`field` of the pre-flight probe of each of `records` that kept one with it."""
     probes = [r.get("preflight") for r in records]
-    return [p[field] for p in probes if isinstance(p, dict) and isinstance(p.get(field), (int, float))]
+    values = [p.get(field) for p in probes if isinstance(p, dict)]
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v]  # v == v: not NaN
 
 
 def _share(part: list, whole: list) -> Optional[float]:

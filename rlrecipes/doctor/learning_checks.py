@@ -22,6 +22,7 @@ from rlrecipes.doctor.series import (
     window_text,
     within,
 )
+from rlrecipes.doctor.stability_checks import broke_policy
 
 
 # ------------------------------------------------------------------------------ truncation
@@ -347,7 +348,7 @@ def _arose_in_training(metric: str, healthy: Callable[[float], bool]) -> Callabl
         points = record.series(metric)
         if not points or not healthy(points[0][1]):
             return ()
-        broken = next((s for s, shift in record.series("policy_shift") if shift >= T.POLICY_SHIFT_BROKEN_NATS), None)
+        broken = next((s for s, shift in record.series("policy_shift") if broke_policy(shift)), None)
         left = next((s for s, v in points if not healthy(v)), None)
         after_break = broken is not None and left is not None and left > broken
         return (*BROKEN_BY_UPDATES, "step-size") if after_break else BROKEN_BY_UPDATES

@@ -124,13 +124,18 @@ def _why_no_steps(run: Run) -> str:
     return f"{metrics}: empty; the run logged no step yet: nothing to check"
 
 
-def _preflight_refusal(path: Path) -> Optional[str]:
-    """The pre-flight's one-line refusal from RUN/preflight.json (None: none, or unreadable)."""
+def read_preflight(path: Path) -> Optional[dict[str, Any]]:
+    """The pre-flight's stored verdict, RUN/preflight.json (None: none, or unreadable)."""
     try:
         verdict = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    refusal = verdict.get("refusal") if isinstance(verdict, dict) else None
+    return verdict if isinstance(verdict, dict) else None
+
+
+def _preflight_refusal(path: Path) -> Optional[str]:
+    """The pre-flight's one-line refusal from RUN/preflight.json (None: none, or unreadable)."""
+    refusal = (read_preflight(path) or {}).get("refusal")
     return refusal if isinstance(refusal, str) and refusal else None
 
 

@@ -115,7 +115,7 @@ def step_size(record: RunRecord) -> Optional[Finding]:
         if rates.get(step, 0) > 0 and entropies.get(step, 0) > 0
     ]
     # one step past the bar is found at that step, unless a window found it earlier
-    broken = next(((s, shift, lr, e) for s, shift, lr, e in points if shift >= T.POLICY_SHIFT_BROKEN_NATS), None)
+    broken = next(((s, shift, lr, e) for s, shift, lr, e in points if broke_policy(shift)), None)
     base = setting(record, "trainer.learning_rate", float)
     for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
         window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
@@ -152,6 +152,13 @@ def step_size(record: RunRecord) -> Optional[Finding]:
             "text garbles once the rate gets there",
         )
     return _broken_step(record, *broken) if broken is not None else None
+
+
+def broke_policy(shift: float) -> bool:
+    """One update moved the policy (policy_shift, nats a token) past thresholds.
+    POLICY_SHIFT_BROKEN_NATS: a broken step, found at once, whose later symptoms are its own
+    (learning_checks)."""
+    return shift >= T.POLICY_SHIFT_BROKEN_NATS
 
 
 def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entropy: float) -> Finding:

@@ -65,6 +65,13 @@ def test_the_healthy_runs_first_rollouts_are_summed_up_where_their_probe_was_kep
     ]
     f = bench.figures(probed)
     assert f["healthy_preflight_probes"] == 2 and f["healthy_preflight_empty_share_max"] == 0.0625
+    # a NaN or a bool is no share: max() over them would depend on their order
+    assert (
+        bench._probed(
+            [{"preflight": {"empty_share": float("nan")}}, {"preflight": {"empty_share": True}}], "empty_share"
+        )
+        == []
+    )
 
 
 def test_the_judged_record_keeps_the_runs_preflight_probe(tmp_path):
