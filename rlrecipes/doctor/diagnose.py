@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rlrecipes.doctor import learning_checks, stability_checks
-from rlrecipes.doctor.findings import Check, Finding, NotChecked
+from rlrecipes.doctor.findings import Check, Finding, NotChecked, level_steps, prompts_per_rollout
 from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation
-from rlrecipes.doctor.thresholds import MIN_TREND_STEPS
+from rlrecipes.doctor.thresholds import LEVEL_MIN_GROUPS, MIN_TREND_STEPS
 
 BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
 # the order of a verdict: broken numbers and rollouts first, then steps too large for the policy
@@ -123,6 +123,11 @@ def _cannot_run(check: Check, record: RunRecord) -> Optional[str]:
     logged = max(len(record.series(metric)) for metric in check.needs)
     if check.trend and logged < MIN_TREND_STEPS:
         return f"{logged} logged steps; comparing the end with the start needs {MIN_TREND_STEPS}"
+    if check.groups and logged < level_steps(record):
+        return (
+            f"{logged} logged rollouts of {prompts_per_rollout(record)} groups (trainer.prompts_per_rollout); "
+            f"a share of the groups is judged over {LEVEL_MIN_GROUPS}"
+        )
     return None
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from rlrecipes.doctor.fixes import command_line, value_text
+from rlrecipes.config.schema import TrainerConfig
+from rlrecipes.doctor.fixes import command_line, setting, value_text
 from rlrecipes.doctor.reading import Point, RunRecord
+from rlrecipes.doctor.series import end
+from rlrecipes.doctor.thresholds import LEVEL_MIN_GROUPS
 
 QUOTE_CHARS = 90  # a quoted completion's excerpt: most of one 80-column line
 
@@ -66,7 +69,8 @@ class Check:
     """One class of failure. `applies` says why the run's settings rule it out (None: they do
     not); `needs` are metrics it reads, every one (`any_of`: at least one), whose absence from
     a run it applies to means the run predates them; `trend` checks compare the end of the run
-    with its start and need MIN_TREND_STEPS logged steps."""
+    with its start and need MIN_TREND_STEPS logged steps; `groups` checks judge a share of the
+    rollouts' groups or completions over at least LEVEL_MIN_GROUPS groups (`level_window`)."""
 
     kind: str
     title: str
@@ -74,11 +78,29 @@ class Check:
     needs: tuple[str, ...]
     any_of: bool = False
     trend: bool = False
+    groups: bool = False
     applies: Callable[[RunRecord], Optional[str]] = lambda record: None
     superseded_by: tuple[str, ...] = field(default=())  # classes whose finding explains this one's
     # classes whose finding explains this one's on this run (e.g. truncation that the run's first,
     # untrained rollout did not have is a symptom of the policy degenerating)
     symptom_of: Callable[[RunRecord], tuple[str, ...]] = lambda record: ()
+
+
+def prompts_per_rollout(record: RunRecord) -> int:
+    """The groups one rollout holds: the run's trainer.prompts_per_rollout (a config without it: the default)."""
+    prompts = setting(record, "trainer.prompts_per_rollout", int)
+    return prompts if prompts and prompts > 0 else TrainerConfig.prompts_per_rollout
+
+
+def level_steps(record: RunRecord) -> int:
+    """The logged rollouts that hold LEVEL_MIN_GROUPS groups (rounded up)."""
+    return -(-LEVEL_MIN_GROUPS // prompts_per_rollout(record))
+
+
+def level_window(record: RunRecord, points: Sequence[Point]) -> list[Point]:
+    """A `groups` check's end window: the end's fifth, or the last rollouts holding LEVEL_MIN_GROUPS
+    groups where that is longer (diagnose judges none before the run has logged them)."""
+    return end(points, at_least=level_steps(record))
 
 
 Row = dict[str, Any]

@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from rlrecipes.doctor import thresholds as T
-from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
+from rlrecipes.doctor.findings import (
+    Check,
+    Finding,
+    excerpt,
+    finding,
+    latest_sample,
+    level_window,
+    quote,
+    quote_sample,
+)
 from rlrecipes.doctor.fixes import dapo_epsilon_high, halved_learning_rate, setting
 from rlrecipes.doctor.reading import RunRecord
 from rlrecipes.doctor.series import (
@@ -28,12 +37,12 @@ from rlrecipes.doctor.stability_checks import broke_policy
 # ------------------------------------------------------------------------------ truncation
 def truncation(record: RunRecord) -> Optional[Finding]:
     points = record.series("truncated_fraction")
-    tail = end(points)
+    tail = level_window(record, points)
     if mean(tail) <= T.TRUNCATED_MAX:
         return None
     limit = setting(record, "trainer.max_completion_length", int)
-    shape = start_vs_end if len(points) > len(tail) else window_text
-    evidence = [shape("truncated_fraction", points)]
+    metric = "truncated_fraction"
+    evidence = [start_vs_end(metric, points, tail) if len(points) > len(tail) else window_text(metric, tail)]
     shown = f"trainer.max_completion_length={limit}" if limit else "trainer.max_completion_length"
     return finding(
         record,
@@ -125,7 +134,7 @@ def entropy_blowup(record: RunRecord) -> Optional[Finding]:
 # ------------------------------------------------------------------------ learning signal
 def no_signal(record: RunRecord) -> Optional[Finding]:
     points = record.series("frac_groups_zero_std")
-    tail = end(points)
+    tail = level_window(record, points)
     if mean(tail) < T.ZERO_STD_GROUPS_MAX:
         return None
     accuracy = within(record.series("accuracy"), tail)
@@ -375,7 +384,14 @@ def _rewards_train(record: RunRecord) -> Optional[str]:
 
 
 CHECKS = [
-    Check("truncation", "truncation near 1", truncation, ("truncated_fraction",), symptom_of=_cut_by_training),
+    Check(
+        "truncation",
+        "truncation near 1",
+        truncation,
+        ("truncated_fraction",),
+        groups=True,
+        symptom_of=_cut_by_training,
+    ),
     Check("entropy-collapse", "entropy collapse", entropy_collapse, ("entropy", "accuracy"), trend=True),
     Check("entropy-blowup", "entropy blow-up", entropy_blowup, ("entropy",), trend=True),
     Check(
@@ -391,6 +407,7 @@ CHECKS = [
         "no learning signal",
         no_signal,
         ("frac_groups_zero_std",),
+        groups=True,
         superseded_by=("reward-flat",),
         applies=_rewards_train,
         symptom_of=_emptied_by_training,

@@ -20,8 +20,9 @@ def start(points: Sequence[Point]) -> list[Point]:
     return list(points[: edge_size(points)])
 
 
-def end(points: Sequence[Point]) -> list[Point]:
-    return list(points[-edge_size(points) :])
+def end(points: Sequence[Point], at_least: int = 1) -> list[Point]:
+    """The end window: its EDGE_SHARE of the steps, or the last `at_least` where that is more."""
+    return list(points[-max(edge_size(points), at_least) :])
 
 
 def middle(points: Sequence[Point]) -> list[Point]:
@@ -72,9 +73,9 @@ def window_text(metric: str, points: Sequence[Point]) -> str:
     return f"{metric} {num(mean(points))} (mean of {span(points)})"
 
 
-def start_vs_end(metric: str, points: Sequence[Point]) -> str:
-    """`entropy 0.6 (steps 1-2) -> 0.01 (steps 9-10)`."""
-    first, last = start(points), end(points)
+def start_vs_end(metric: str, points: Sequence[Point], last: Sequence[Point] = ()) -> str:
+    """`entropy 0.6 (steps 1-2) -> 0.01 (steps 9-10)`: the start window against `last` (the end window)."""
+    first, last = start(points), last or end(points)
     return f"{metric} {num(mean(first))} ({span(first)}) -> {num(mean(last))} ({span(last)})"
 
 

@@ -8,7 +8,16 @@ import math
 from typing import Any, Optional
 
 from rlrecipes.doctor import thresholds as T
-from rlrecipes.doctor.findings import Check, Finding, excerpt, finding, latest_sample, quote, quote_sample
+from rlrecipes.doctor.findings import (
+    Check,
+    Finding,
+    excerpt,
+    finding,
+    latest_sample,
+    level_window,
+    quote,
+    quote_sample,
+)
 from rlrecipes.doctor.fixes import halved_learning_rate, setting
 from rlrecipes.doctor.reading import RunRecord
 from rlrecipes.doctor.series import end, mean, median, num, share, span, start, start_vs_end, window_text
@@ -279,9 +288,9 @@ def grad_spikes(points: list) -> list[tuple[int, float, float]]:
 
 # ------------------------------------------------------------------------------- tool loop
 def tool_loop(record: RunRecord) -> Optional[Finding]:
-    calls = end(record.series("tools/calls_per_rollout"))
-    errors = [p for p in end(record.series("tools/error_rate")) if p[0] >= calls[0][0]]
-    invalid = [p for p in end(record.series("tools/invalid_action_rate")) if p[0] >= calls[0][0]]
+    calls = level_window(record, record.series("tools/calls_per_rollout"))
+    errors = [p for p in level_window(record, record.series("tools/error_rate")) if p[0] >= calls[0][0]]
+    invalid = [p for p in level_window(record, record.series("tools/invalid_action_rate")) if p[0] >= calls[0][0]]
     if mean(calls) < T.TOOL_CALLS_MIN:
         evidence = [window_text("tools/calls_per_rollout", calls)]
         if invalid:
@@ -358,6 +367,11 @@ CHECKS = [
     Check("numeric", "NaN/inf or their precursors", numeric, ("loss", "grad_norm"), any_of=True),
     Check("step-size", "updates too large for the policy", step_size, ("policy_shift", "learning_rate", "entropy")),
     Check(
-        "tool-loop", "tool loop never calls or always fails", tool_loop, ("tools/calls_per_rollout",), applies=_tools
+        "tool-loop",
+        "tool loop never calls or always fails",
+        tool_loop,
+        ("tools/calls_per_rollout",),
+        groups=True,
+        applies=_tools,
     ),
 ]

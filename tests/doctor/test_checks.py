@@ -199,6 +199,53 @@ def test_most_groups_without_signal_is_not_none(tmp_path):
     assert "no-signal" not in kinds(check(tmp_path, metrics))
 
 
+# ------------------------------------------------- shares of groups: over at least 16 of them
+FOUR_PROMPTS = {"trainer.prompts_per_rollout": 4}  # SmolLM2's preset: 16 groups are 4 rollouts
+
+
+def test_a_share_of_few_groups_a_rollout_is_judged_over_sixteen_groups(tmp_path):
+    # the fifth (steps 9-10) averages 0.3, the last 4 rollouts of 4 groups (steps 7-10) 0.6 > 0.5
+    truncated = [0.1] * 6 + [0.9, 0.9, 0.3, 0.3]
+    found = only(check(tmp_path / "four", rows({"truncated_fraction": truncated}), config=FOUR_PROMPTS), "truncation")
+    assert found.steps == (7, 10) and found.evidence == ["truncated_fraction 0.1 (steps 1-2) -> 0.6 (steps 7-10)"]
+    # 8 prompts a rollout (the config's default): 16 groups are the fifth's two rollouts, 0.3
+    assert "truncation" not in kinds(check(tmp_path / "eight", rows({"truncated_fraction": truncated})))
+
+
+def test_one_rollout_of_groups_all_alike_is_not_yet_judged(tmp_path):
+    # SmolLM2's healthy preset, seed 105: all 4 groups alike on steps 2 and 3, learning after
+    alike = rows({"frac_groups_zero_std": 1.0, "accuracy": 0.0}, steps=3)
+    verdict = check(tmp_path / "three", alike, config=FOUR_PROMPTS)
+    assert "no-signal" not in kinds(verdict)
+    assert {c.kind: c.reason for c in verdict.not_checked}["no-signal"] == (
+        "3 logged rollouts of 4 groups (trainer.prompts_per_rollout); a share of the groups is judged over 16"
+    )
+    # the fourth rollout makes 16 groups: (1 + 1 + 1 + 1) / 4 >= 0.9
+    four = rows({"frac_groups_zero_std": 1.0, "accuracy": 0.0}, steps=4)
+    assert only(check(tmp_path / "four", four, config=FOUR_PROMPTS), "no-signal").steps == (1, 4)
+
+
+@pytest.mark.parametrize(
+    "kind, metrics, config",
+    [
+        ("truncation", {"truncated_fraction": 1.0}, {}),
+        ("no-signal", {"frac_groups_zero_std": 1.0}, {}),
+        ("tool-loop", {"tools/calls_per_rollout": 0.0}, {"rollout.tools": ["calculator"]}),
+    ],
+)
+def test_a_share_of_groups_waits_for_its_sixteen(tmp_path, kind, metrics, config):
+    # one rollout of the config's 8 prompts: not judged; a second makes 16 groups
+    one = check(tmp_path / "one", rows(metrics, steps=1), config=config)
+    assert kind in [c.kind for c in one.not_checked] and kind not in kinds(one)
+    assert kind in kinds(check(tmp_path / "two", rows(metrics, steps=2), config=config))
+
+
+def test_a_config_without_a_usable_prompt_count_is_read_as_the_default_eight(tmp_path):
+    two = rows({"frac_groups_zero_std": 1.0, "accuracy": 0.0}, steps=2)
+    assert "no-signal" in kinds(check(tmp_path / "zero", two, config={"trainer.prompts_per_rollout": 0}))
+    assert "no-signal" in kinds(check(tmp_path / "text", two, config={"trainer.prompts_per_rollout": "four"}))
+
+
 def test_a_reward_flat_for_ten_steps_is_found_and_explains_the_missing_signal(tmp_path):
     # reward_std 0 on steps 1-10: ten in a row; every group then has zero std too, which the
     # reward-flat finding explains (no separate no-signal finding)

@@ -2,8 +2,9 @@
 driven as the trainer drives its callbacks: each step GracefulStop's step end, then the log
 event the MetricsWriter turns into a row, then the live doctor. No model, no trainer.
 
-truncated_fraction 1.0 from step 1 is a truncation finding at step 1: the check is no trend
-(no minimum of steps) and its one-step end window averages 1.0 > TRUNCATED_MAX (0.5)."""
+truncated_fraction 1.0 from step 1 is a truncation finding at step 2: the check is no trend
+(no minimum of ten steps), but a share of the groups is judged over LEVEL_MIN_GROUPS (16), two
+rollouts of the config's 8 prompts; their end window averages 1.0 > TRUNCATED_MAX (0.5)."""
 
 from __future__ import annotations
 
@@ -67,11 +68,11 @@ def test_the_rows_truncate_past_the_doctors_threshold():
 def test_warn_says_a_class_once_in_the_log_doctor_log_and_summary(tmp_path):
     run, stop, control = train(tmp_path, "warn", TRUNCATED)
     [line] = run.lines
-    assert line.startswith("doctor: step 1: truncation near 1 (truncation): truncated_fraction")
+    assert line.startswith("doctor: step 2: truncation near 1 (truncation): truncated_fraction 1 (mean of steps 1-2)")
     assert line.endswith("fix: trainer.max_completion_length=32")  # twice the run's 16
     assert (run.run_dir / LOG_FILE).read_text().splitlines() == [line]
     [entry] = run.summary["doctor"]
-    assert entry["step"] == 1 and entry["class"] == "truncation"
+    assert entry["step"] == 2 and entry["class"] == "truncation"
     assert entry["fix"] == "trainer.max_completion_length=32" and "truncated_fraction" in entry["evidence"]
     assert stop.reason is None and not control.should_training_stop  # warn trains on
 
@@ -79,9 +80,9 @@ def test_warn_says_a_class_once_in_the_log_doctor_log_and_summary(tmp_path):
 def test_stop_ends_the_run_at_the_next_step_end_naming_the_class(tmp_path):
     run, stop, control = train(tmp_path, "stop", TRUNCATED)
     assert control.should_training_stop and control.should_save  # a checkpoint, as on SIGTERM
-    assert stop.stopped_at == 2  # found after step 1's log; the step end that follows stops
+    assert stop.stopped_at == 3  # found after step 2's log; the step end that follows stops
     assert stop.received == signal.SIGTERM
-    assert stop.reason.startswith("trainer.doctor=stop: truncation near 1 (truncation) at step 1")
+    assert stop.reason.startswith("trainer.doctor=stop: truncation near 1 (truncation) at step 2")
     assert [e["class"] for e in run.summary["doctor"]] == ["truncation"] and len(run.lines) == 1
 
 
