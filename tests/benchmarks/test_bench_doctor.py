@@ -279,3 +279,26 @@ def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatc
     assert len(calls) == 2 and judged == ["healthy-grpo_s100", "healthy-grpo_s101"]
     result = json.loads((tmp_path / "doctor.json").read_text())["result"]
     assert result["report_half"]["false_alarms"] == ["healthy/grpo seed 101: drift"]
+    assert result["unjudged"] == [] and all(r["judged_at"] == result["judged_at"] for r in result["runs"])
+
+
+def test_rediagnose_keeps_the_verdict_of_a_run_whose_folder_is_gone(tmp_path, monkeypatch):
+    calls, judged = [], []
+    monkeypatch.setattr(bench, "run_in_child", fake_child(calls))
+    argv = ["--cases", "healthy/grpo", "--seeds", "100", "101", "--results-dir", str(tmp_path)]
+    bench.main(argv)
+    [zoo] = (tmp_path / "doctor-zoo").iterdir()
+    for seed in (100, 101):
+        (zoo / "runs" / f"healthy-grpo_s{seed}").mkdir(parents=True, exist_ok=True)
+    (zoo / "runs" / "healthy-grpo_s101").rmdir()  # a zoo restored from a stored result: no folder
+    monkeypatch.setattr(
+        bench, "judge", lambda case, run: judged.append(run.name) or {"found": ["drift"], "by": "doctor"}
+    )
+    bench.main([*argv, "--rediagnose"])
+    result = json.loads((tmp_path / "doctor.json").read_text())["result"]
+    assert judged == ["healthy-grpo_s100"] and result["unjudged"] == ["healthy/grpo seed 101"]
+    kept = next(r for r in result["runs"] if r["seed"] == 101)
+    assert kept["found"] == [] and "judged_at" not in kept  # as trained and judged then
+    assert result["report_half"]["false_alarms"] == [] and result["tuning_half"]["false_alarms"] == [
+        "healthy/grpo seed 100: drift"
+    ]
