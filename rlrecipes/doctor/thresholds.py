@@ -19,12 +19,12 @@ MIN_TREND_STEPS = 10
 # over an end window holding at least this many groups (prompts): more logged steps than a fifth
 # where a rollout has few, and none judged before the run has them. One rollout of a few groups is
 # all alike by chance: SmolLM2-135M's healthy preset (4 prompts a rollout, accuracy ~0.1) had all 4
-# groups alike on its steps 2 and 3 and more than half its completions cut on step 2, and the tool
-# toy (8 prompts) all 8 alike on one step, where over two steps it was 0.69 (the doctor zoo's report
-# half, seeds 101-105: the live doctor warned there, though each run learned and its verdict was
-# healthy). Over 16 groups, nine in ten alike (15 of 16) comes by chance once in 300 windows where a
-# group is all alike six times in ten; the planted faults' shares (1.0, all truncated) do not need
-# more than a rollout or two to show.
+# groups alike on its steps 2 and 3 (seed 105) and 18 of 32 completions cut on step 2 (seed 103), and
+# the tool toy (8 prompts; seed 101) all 8 alike on its step 6, 0.69 over steps 5-6 (the doctor zoo's
+# report half: the live doctor warned there, though each run learned and its verdict was healthy; set
+# after seeing them). Over 16 groups, nine in ten alike (15 of 16) comes by chance once in 300
+# windows where a group is all alike six times in ten; the planted faults' shares (1.0, all cut) do
+# not need more than a rollout or two to show.
 LEVEL_MIN_GROUPS = 16
 
 # ---------------------------------------------------------- rollout/trainer mismatch
