@@ -60,10 +60,11 @@ healthy preset, seeds 103 and 105, truncation and no-signal at step 2), one rule
 warnings, set after seeing them: a share of the rollouts' groups or completions is judged over the
 last rollouts holding 16 groups (thresholds.LEVEL_MIN_GROUPS), and not before the run has them. A toy
 run (8 prompts a rollout, 30 steps or more) keeps its verdict (the end's fifth holds 48 groups or
-more) and changes live only on its steps 1-9; SmolLM2's (4 prompts, 10 steps) is judged over its last
-4 steps. The runs whose folders this machine keeps were judged again at 1f087ed (the collapses, the
-SmolLM2 cases but the refused ones, and healthy/tir_toy and SmolLM2's healthy case on seed 101,
-trained again); the rest (`unjudged`) keep their records. For the healthy toys among them the rule
+more) and changes live only on its first 9 logged rollouts: steps 1-9, or 1-18 for healthy/gspo's
+two updates a rollout; SmolLM2's (4 prompts, 10 steps) is judged over its last 4 steps. The runs whose
+folders this machine keeps were judged again (the collapses, the SmolLM2 cases but the refused ones,
+and, trained again, SmolLM2's healthy case and healthy/tir_toy on seed 101 and healthy/gspo on every
+seed); the rest (`unjudged`) keep their records. For the healthy toys among them the rule
 was checked by training each of the 16 healthy toy cases again for 10 steps on every zoo seed
 (results/doctor_live_first_steps.json, at 2ac301a): replayed under the old rule, their live warnings
 on steps 1-9 are the stored ones (the tool toy's, seed 101, alone), under the new one none. The
@@ -72,8 +73,8 @@ its start's lowest (0.034, step 5) by 5 %. On two seeds no zoo run had (106 and 
 toy cases for 30 steps: results/doctor_live_heldout.json), no run warned live or was found under
 either rule. Judged again, six collapses' first warnings came a step later, where it was no-signal
 (entropy-blowup/lr on five seeds, drift/kl on one); the median leads did not change. The faulty runs
-among the unjudged keep the live warnings they were judged with, which may come a step earlier than
-this doctor's (no figure reads a faulty run's warnings but a collapse's, and every collapse was
+among the unjudged keep the live warnings they were judged with, which may come earlier than this
+doctor's (no figure reads a faulty run's warnings but a collapse's, and every collapse was
 judged again).
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):

@@ -59,8 +59,10 @@ def setting(record: RunRecord, key: str, kind: type) -> Any:
             value = json.loads(value)
         except ValueError:
             return None
-    if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return kind(value)
+    if kind in (int, float):  # a number, not a bool; an int a whole one
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        whole = number and float(value).is_integer()
+        return kind(value) if number and (kind is float or whole) else None
     return value if isinstance(value, kind) else None
 
 

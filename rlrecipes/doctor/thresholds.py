@@ -23,8 +23,8 @@ MIN_TREND_STEPS = 10
 # the tool toy (8 prompts; seed 101) all 8 alike on its step 6, 0.69 over steps 5-6 (the doctor zoo's
 # report half: the live doctor warned there, though each run learned and its verdict was healthy; set
 # after seeing them). Over 16 groups, nine in ten alike (15 of 16) comes by chance once in 300
-# windows where a group is all alike six times in ten; the planted faults' shares (1.0, all cut) do
-# not need more than a rollout or two to show.
+# windows where a group is all alike six times in ten; the planted faults' shares (1.0, all cut) show
+# in the first 16 groups (two rollouts of the toy's 8 prompts, four of SmolLM2's preset's 4).
 LEVEL_MIN_GROUPS = 16
 
 # ---------------------------------------------------------- rollout/trainer mismatch

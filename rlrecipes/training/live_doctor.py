@@ -4,7 +4,8 @@ After each logged step the doctor's verdict is taken on the metrics rows in memo
 finding is reported once, the first time it shows: `warn` prints one line (class, evidence, fix),
 appends it to RUN/doctor.log and adds {step, class, evidence, fix} to the summary's `doctor` list;
 `stop` then ends the run as SIGTERM would (GracefulStop: a checkpoint at the rollout boundary, and
-the resume command). A check whose trend needs more steps finds nothing until the run has them.
+the resume command). A check whose trend needs more steps finds nothing until the run has them, and
+a share of the groups (truncation, no-signal, tool-loop) waits for the rollouts that hold 16 groups.
 """
 
 from __future__ import annotations

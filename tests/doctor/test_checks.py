@@ -240,10 +240,31 @@ def test_a_share_of_groups_waits_for_its_sixteen(tmp_path, kind, metrics, config
     assert kind in kinds(check(tmp_path / "two", rows(metrics, steps=2), config=config))
 
 
-def test_a_config_without_a_usable_prompt_count_is_read_as_the_default_eight(tmp_path):
-    two = rows({"frac_groups_zero_std": 1.0, "accuracy": 0.0}, steps=2)
-    assert "no-signal" in kinds(check(tmp_path / "zero", two, config={"trainer.prompts_per_rollout": 0}))
-    assert "no-signal" in kinds(check(tmp_path / "text", two, config={"trainer.prompts_per_rollout": "four"}))
+@pytest.mark.parametrize("prompts", [0, -3, "four", True, 2.5])
+def test_a_config_without_a_usable_prompt_count_is_read_as_the_default_eight(tmp_path, prompts):
+    # 8 prompts: one rollout is too few, two hold 16 groups (True as 1 would wait for 16 rollouts,
+    # 2.5 as 2 for 8, a negative count for none)
+    alike, config = {"frac_groups_zero_std": 1.0, "accuracy": 0.0}, {"trainer.prompts_per_rollout": prompts}
+    one = check(tmp_path / "one", rows(alike, steps=1), config=config)
+    assert "no-signal" in [c.kind for c in one.not_checked]
+    assert "no-signal" in kinds(check(tmp_path / "two", rows(alike, steps=2), config=config))
+
+
+def test_the_rollouts_that_hold_sixteen_groups_are_rounded_up(tmp_path):
+    # 5 prompts a rollout: 3 rollouts hold 15 groups, too few; 4 hold 20
+    alike = {"frac_groups_zero_std": 1.0, "accuracy": 0.0}
+    five = {"trainer.prompts_per_rollout": 5}
+    assert "no-signal" in [c.kind for c in check(tmp_path / "3", rows(alike, steps=3), config=five).not_checked]
+    assert "no-signal" in kinds(check(tmp_path / "4", rows(alike, steps=4), config=five))
+
+
+def test_a_long_run_is_judged_over_its_fifth_not_only_its_last_sixteen_groups(tmp_path):
+    # 30 steps of 8 prompts: the fifth (steps 25-30) averages (4 * 0.3 + 2 * 0.9) / 6 = 0.5, not above
+    # 0.5, though the last 16 groups (steps 29-30) average 0.9
+    truncated = [0.1] * 24 + [0.3] * 4 + [0.9, 0.9]
+    assert "truncation" not in kinds(check(tmp_path / "a", rows({"truncated_fraction": truncated}, steps=30)))
+    found = only(check(tmp_path / "b", rows({"truncated_fraction": [0.1] * 24 + [0.6] * 6}, steps=30)), "truncation")
+    assert found.steps == (25, 30)
 
 
 def test_a_reward_flat_for_ten_steps_is_found_and_explains_the_missing_signal(tmp_path):
@@ -692,6 +713,18 @@ def test_a_tool_that_always_times_out_gets_more_time(tmp_path):
     found = only(verdict, "tool-loop")
     assert found.metric == "tools/error_rate" and found.fix == "rollout.tool_timeout_s=20"
     assert found.sample == 'step 10, group 0: the tool replied "error: calculator timed out after 10 s"'
+
+
+def test_a_tool_loop_is_judged_over_sixteen_groups(tmp_path):
+    # 4 prompts a rollout: the last 4 steps, not the fifth (steps 9-10)
+    four = {**TOOLS, "trainer.prompts_per_rollout": 4}
+    calls = [1.0] * 6 + [0.0, 0.0, 0.08, 0.08]  # steps 7-10: 0.04 < 0.05; steps 9-10: 0.08
+    assert only(check(tmp_path / "calls", tool_rows(calls, 0.0), config=four), "tool-loop").steps == (7, 10)
+    assert "tool-loop" not in kinds(check(tmp_path / "calls8", tool_rows(calls, 0.0), config=TOOLS))
+    errors = [0.5] * 6 + [1.0, 1.0, 0.85, 0.85]  # steps 7-10: 0.925 >= 0.9; steps 9-10: 0.85
+    found = only(check(tmp_path / "errors", tool_rows(1.5, errors), config=four), "tool-loop")
+    assert found.metric == "tools/error_rate" and found.steps == (7, 10)
+    assert "tool-loop" not in kinds(check(tmp_path / "errors8", tool_rows(1.5, errors), config=TOOLS))
 
 
 def test_a_tool_loop_that_calls_and_mostly_works_is_fine(tmp_path):
