@@ -62,7 +62,7 @@ last rollouts holding 16 groups (thresholds.LEVEL_MIN_GROUPS), and not before th
 run (8 prompts a rollout, 30 steps or more) keeps its verdict (the end's fifth holds 48 groups or
 more) and changes live only on its first 9 logged rollouts: steps 1-9, or 1-18 for healthy/gspo's
 two updates a rollout; SmolLM2's (4 prompts, 10 steps) is judged over its last 4 steps. The runs whose
-folders this machine keeps were judged again (the collapses, the SmolLM2 cases but the refused ones,
+folders the development machine keeps were judged again (the collapses, the SmolLM2 cases but the refused ones,
 and, trained again, SmolLM2's healthy case and healthy/tir_toy on seed 101 and healthy/gspo on every
 seed); the rest (`unjudged`) keep their records. For the healthy toys among them the rule
 was checked by training each of the 16 healthy toy cases again for 10 steps on every zoo seed
