@@ -66,10 +66,12 @@ folders the development machine keeps were judged again (the collapses, the Smol
 and, trained again, SmolLM2's healthy case and healthy/tir_toy on seed 101 and healthy/gspo on every
 seed); the rest (`unjudged`) keep their records. For the healthy toys among them the rule
 was checked by training each of the 16 healthy toy cases again for 10 steps on every zoo seed
-(results/doctor_live_first_steps.json, at 2ac301a): replayed under the old rule, their live warnings
-on steps 1-9 are the stored ones (the tool toy's, seed 101, alone), under the new one none. The
-blow-up on healthy/lr_warmup stays: its entropy's mean over steps 34-41 (0.107) passed three times
-its start's lowest (0.034, step 5) by 5 %. On two seeds no zoo run had (106 and 107, the 16 healthy
+(results/doctor_live_first_steps.json, at 2ac301a, whose records hold the new rule's warnings: none);
+the same runs' folders replayed by the doctor at a72bbd0 gave on steps 1-9 the stored records'
+warnings (the tool toy's, seed 101, alone), so the runs' first steps are the zoo's. The blow-up on
+healthy/lr_warmup (seed 101, step 41) stays: one low step among its first eight sets the start's
+lowest, which its steps 34-41 passed three times over by a hair (that run's doctor.log shows the
+figures). On two seeds no zoo run had (106 and 107, the 16 healthy
 toy cases for 30 steps: results/doctor_live_heldout.json), no run warned live or was found under
 either rule. Judged again, six collapses' first warnings came a step later, where it was no-signal
 (entropy-blowup/lr on five seeds, drift/kl on one); the median leads did not change. The faulty runs

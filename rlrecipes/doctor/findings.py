@@ -89,7 +89,7 @@ class Check:
 def prompts_per_rollout(record: RunRecord) -> int:
     """The groups one rollout holds: the run's trainer.prompts_per_rollout (a config without it: the default)."""
     prompts = setting(record, "trainer.prompts_per_rollout", int)
-    return prompts if prompts and prompts > 0 else TrainerConfig.prompts_per_rollout
+    return prompts if prompts is not None and prompts > 0 else TrainerConfig.prompts_per_rollout
 
 
 def level_steps(record: RunRecord) -> int:

@@ -36,17 +36,17 @@ from rlrecipes.doctor.stability_checks import broke_policy
 
 # ------------------------------------------------------------------------------ truncation
 def truncation(record: RunRecord) -> Optional[Finding]:
-    points = record.series("truncated_fraction")
+    metric = "truncated_fraction"
+    points = record.series(metric)
     tail = level_window(record, points)
     if mean(tail) <= T.TRUNCATED_MAX:
         return None
     limit = setting(record, "trainer.max_completion_length", int)
-    metric = "truncated_fraction"
     evidence = [start_vs_end(metric, points, tail) if len(points) > len(tail) else window_text(metric, tail)]
     shown = f"trainer.max_completion_length={limit}" if limit else "trainer.max_completion_length"
     return finding(
         record,
-        "truncated_fraction",
+        metric,
         tail,
         {"trainer.max_completion_length": 2 * limit if limit else "<twice yours>"},
         evidence=evidence,
