@@ -102,11 +102,37 @@ def read_run(path: Path) -> Record:
         return Unreadable(path, "an eval run: the doctor checks training runs (rlrecipes train)", skipped=True)
     if any(key.startswith("sft.") for key in run.config) or run.summary.get("recipe") == "sft":
         return Unreadable(path, "an SFT run: the doctor checks RL runs (rlrecipes train)", skipped=True)
-    rows = [r for r in run.metrics if isinstance(r.get("step"), (int, float)) and not isinstance(r["step"], bool)]
+    rows, dropped, repeated = by_step(run.metrics)
     if not rows:
         return Unreadable(path, _why_no_steps(run))
     command, overrides = _invocation(path)
-    return RunRecord(path, rows, run.config, run.summary, command, overrides, _notes(run, rows))
+    return RunRecord(path, rows, run.config, run.summary, command, overrides, _notes(run, rows, dropped, repeated))
+
+
+def by_step(metrics: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
+    """The rows that carry a step (a whole number, 0 or more), one a step in step order: the records
+    of a step logged more than once are merged, the later line's value kept where both have one (a
+    run continued by hand or files joined: what was logged last is what the run went on from);
+    and how many rows had a step that is no whole number (1.5, inf, "3") and how many steps were
+    logged again. A row without `step` is no training step's (an event) and is passed over."""
+    kept: dict[int, dict[str, Any]] = {}
+    dropped = repeated = 0
+    for row in metrics:
+        step = row.get("step")
+        if step is None:
+            continue
+        if not _whole(step):
+            dropped += 1
+            continue
+        repeated += int(step) in kept
+        kept[int(step)] = {**kept.get(int(step), {}), **row}
+    return [kept[step] for step in sorted(kept)], dropped, repeated
+
+
+def _whole(step: Any) -> bool:
+    if isinstance(step, bool) or not isinstance(step, (int, float)):
+        return False
+    return step >= 0 and (isinstance(step, int) or (math.isfinite(step) and step.is_integer()))
 
 
 def _why_no_steps(run: Run) -> str:
@@ -139,9 +165,16 @@ def _preflight_refusal(path: Path) -> Optional[str]:
     return refusal if isinstance(refusal, str) and refusal else None
 
 
-def _notes(run: Run, rows: list[dict[str, Any]]) -> list[str]:
+def _notes(run: Run, rows: list[dict[str, Any]], dropped: int = 0, repeated: int = 0) -> list[str]:
     notes = []
     metrics = run.path / "metrics.jsonl"
+    if dropped:
+        notes.append(f"{metrics}: records whose step is no whole number of 0 or more ({dropped}): ignored")
+    if repeated:
+        notes.append(
+            f"{metrics}: steps logged in more than one record ({repeated}): merged, the later value kept where "
+            "both have one"
+        )
     if run.bad_lines == [run.lines]:
         notes.append(
             f"{metrics}: its last line ({run.lines}) is torn (killed while writing it?): ignored; "

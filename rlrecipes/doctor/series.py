@@ -32,7 +32,11 @@ def middle(points: Sequence[Point]) -> list[Point]:
 
 
 def mean(points: Sequence[Point]) -> float:
-    return statistics.fmean(v for _, v in points)
+    values = [v for _, v in points]
+    try:
+        return statistics.fmean(values)
+    except OverflowError:  # values near the float limit (a hand-written or broken log): scaled first
+        return sum(v / len(values) for v in values)
 
 
 def median(values: Sequence[float]) -> float:

@@ -121,11 +121,12 @@ def step_size(record: RunRecord) -> Optional[Finding]:
     points = [
         (step, shift, rates[step], entropies[step])
         for step, shift in record.series("policy_shift")
-        if rates.get(step, 0) > 0 and entropies.get(step, 0) > 0
+        if _usable_rate(rates.get(step, 0)) and entropies.get(step, 0) > 0
     ]
     # one step past the bar is found at that step, unless a window found it earlier
     broken = next(((s, shift, lr, e) for s, shift, lr, e in points if broke_policy(shift)), None)
     base = setting(record, "trainer.learning_rate", float)
+    base = base if base is not None and _usable_rate(base) else None
     for i in range(T.POLICY_SHIFT_WINDOW - 1, len(points)):
         window = points[i + 1 - T.POLICY_SHIFT_WINDOW : i + 1]
         step, _, rate, _ = window[-1]
@@ -154,13 +155,19 @@ def step_size(record: RunRecord) -> Optional[Finding]:
             record,
             "policy_shift",
             shifts,
-            {"trainer.learning_rate": _one_digit_below(lower)},
+            {"trainer.learning_rate": _one_digit_below(lower) if _usable_rate(lower) else rate / 10},
             evidence=evidence,
             cause="each optimiser step moves the policy by a large share of its own uncertainty: the learning "
             "rate (or the warm-up's target) is too high for this model, and the reward collapses or the "
             "text garbles once the rate gets there",
         )
     return _broken_step(record, *broken) if broken is not None else None
+
+
+def _usable_rate(rate: float) -> bool:
+    """A learning rate the square law can use: positive, with a finite, non-zero square (a log's
+    1e-320 or 1e308 is none; the rates training uses lie far inside)."""
+    return rate > 0 and 0 < rate * rate < math.inf
 
 
 def broke_policy(shift: float) -> bool:
@@ -180,7 +187,7 @@ def _broken_step(record: RunRecord, step: int, shift: float, rate: float, entrop
         record,
         "policy_shift",
         [(step, shift)],
-        {"trainer.learning_rate": _one_digit_below(lower) if math.isfinite(lower) and lower > 0 else rate / 10},
+        {"trainer.learning_rate": _one_digit_below(lower) if _usable_rate(lower) else rate / 10},
         advice="at most: a step this large grows slower than the square of its rate",
         evidence=[
             f"policy_shift {num(shift)} nats a token at step {step} (learning_rate {rate:g}, the policy's entropy "
@@ -209,9 +216,13 @@ def _one_digit_below(value: float) -> float:
 
 
 # ---------------------------------------------------------------- NaN/inf and precursors
+# the metrics a NaN or infinity is looked for in; any one of them logged makes the check possible
+WATCHED_FINITE = ("loss", "grad_norm", "reward_mean", "entropy", "kl")
+
+
 def numeric(record: RunRecord) -> Optional[Finding]:
     evidence, shown = [], None
-    for metric in ("loss", "grad_norm", "reward_mean", "entropy", "kl"):
+    for metric in WATCHED_FINITE:
         bad = [(step, v) for step, v in record.raw(metric) if not math.isfinite(v)]
         if bad:
             evidence.append(f"{metric} {bad[0][1]} at step {bad[0][0]} ({len(bad)} non-finite steps, {span(bad)})")
@@ -364,7 +375,13 @@ CHECKS = [
         applies=_vllm,
     ),
     Check("drift", "KL or clip-fraction drift", drift, ("kl", "clip_ratio_region"), any_of=True, trend=True),
-    Check("numeric", "NaN/inf or their precursors", numeric, ("loss", "grad_norm"), any_of=True),
+    Check(
+        "numeric",
+        "NaN/inf or their precursors",
+        numeric,
+        WATCHED_FINITE,
+        any_of=True,
+    ),
     Check("step-size", "updates too large for the policy", step_size, ("policy_shift", "learning_rate", "entropy")),
     Check(
         "tool-loop",

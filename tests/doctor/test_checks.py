@@ -629,6 +629,37 @@ def test_a_nan_loss_is_found_at_its_first_step(tmp_path):
     assert found.fix == "trainer.learning_rate=0.0001"
 
 
+def test_a_nan_reward_is_found_in_a_log_without_loss_or_grad_norm(tmp_path):
+    # a hand-made or foreign log: no loss, no grad_norm, its reward NaN from step 4 on
+    reward = [0.3, 0.32, 0.34] + [math.nan] * 7
+    found = only(check(tmp_path, rows({"reward_mean": reward}, drop=("loss", "grad_norm"))), "numeric")
+    assert found.evidence == ["reward_mean nan at step 4 (7 non-finite steps, steps 4-10)"]
+
+
+def test_values_at_the_float_limit_are_averaged_without_overflow():
+    from rlrecipes.doctor.series import mean
+
+    # fsum of 1e308 + 1e308 overflows; their mean is 1e308
+    assert mean([(1, 1e308), (2, 1e308)]) == 1e308
+    assert mean([(1, 1e308), (2, -1e308), (3, 3.0)]) == 1.0
+
+
+@pytest.mark.parametrize("rate", [1e-320, 1e300, math.inf])
+def test_a_logged_rate_whose_square_is_0_or_infinite_is_no_step_size_evidence(tmp_path, rate):
+    # shift / lr² would divide by 0 (1e-320² underflows) or by infinity: such steps are left out, and
+    # the run's one-step bar still holds on the steps that have a usable rate
+    metrics = rows({"learning_rate": [rate] * 9 + [2e-4], "policy_shift": [0.4] * 9 + [1.5]})
+    found = only(check(tmp_path, metrics), "step-size")
+    assert found.steps == (10, 10)  # the window of 8 needs 8 usable steps: the broken step alone is found
+
+
+def test_a_configured_rate_whose_square_is_infinite_is_not_the_warm_up_target(tmp_path):
+    # trainer.learning_rate 1e300: no prediction at it; judged at the logged rates (8e-4 at step 8)
+    shift = [20000 * lr**2 for lr in WARMUP]
+    metrics = rows({"learning_rate": WARMUP, "policy_shift": shift})
+    assert "step-size" not in kinds(check(tmp_path, metrics, config={"trainer.learning_rate": 1e300}))
+
+
 def test_a_grad_norm_spike_over_ten_times_the_median_before_it(tmp_path):
     # median of steps 1-6 is 0.5; step 7's 6.0 > 10 * 0.5
     grad = [0.5, 0.4, 0.6, 0.5, 0.5, 0.5, 6.0, 0.5, 0.5, 0.5]
