@@ -59,6 +59,7 @@ def check_train_values(cfg: Any) -> None:
         ("trainer.logging_steps", t.logging_steps, 1),
         ("trainer.log_samples_every", t.log_samples_every, 0),
         ("trainer.policy_shift_every", t.policy_shift_every, 0),
+        ("trainer.policy_shift_rows", t.policy_shift_rows, 0),
     ]
     for key, value, low in at_least:
         if value < low:

@@ -313,6 +313,7 @@ def grpo_config_fields(cfg: Any, run_dir: Path, reward_weights: list[float]) -> 
         **training_arguments(cfg, run_dir, checkpoint_every=checkpoint_interval(t)),
         scheduler_steps=scheduler_horizon(t),
         policy_shift_every=t.policy_shift_every,
+        policy_shift_rows=t.policy_shift_rows,
         per_device_train_batch_size=plan.per_device_batch,
         gradient_accumulation_steps=plan.grad_accum,
         steps_per_generation=plan.steps_per_generation,

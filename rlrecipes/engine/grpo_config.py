@@ -39,3 +39,7 @@ class EngineGRPOConfig(GRPOConfig):
         default=0,
         metadata={"help": "Log policy_shift (engine/policy_shift.py) every N optimizer steps; 0 = never."},
     )
+    policy_shift_rows: int = field(
+        default=0,
+        metadata={"help": "The most rows of the micro-batch policy_shift's passes take, evenly spaced; 0 = all."},
+    )

@@ -24,6 +24,19 @@ make it, does not). Where the model has dropout (LoRA's, or a config's), or the 
 optimiser inside the last backward, before any callback), so dropout adds no shift of its own.
 Tool results are left out (tool_mask), as in TRL's loss. `trainer.policy_shift_every=N` probes
 every N-th step (0: never).
+
+`trainer.policy_shift_rows=K` makes the eval-mode passes take at most K rows of the micro-batch,
+every ⌈n/K⌉-th of its n (default 0: all of them). TRL shuffles a rollout's completions before it
+cuts them into micro-batches (`shuffle_sequence_dict`), so those rows are a random draw, each
+sampled from π_before: the estimate stays unbiased, but the mean of a few completions' KL is
+skewed, and the doctor's step-size check, a median over 8 steps (doctor/thresholds.py, whose
+thresholds were set on every row), then reads it lower. On the zoo's toy cases (bench_doctor, dev
+seeds 100-101, 28 runs) 8 rows of 64 put that median at 0.2-1.4 times the whole micro-batch's (about
+2/3 typically), and in 2 runs a step-size finding came 13 steps later or not at all; so every row is
+the default, and a cap is for a micro-batch so large that one pass over it costs too much (on the
+CPU toy, whose whole 64-completion rollout is one micro-batch, the pass takes ~15% of a step; on a
+model trained in several micro-batches a step, one pass is a small share). A vision batch
+(EXTRA_INPUTS) is probed whole: its image tensors are not laid out a row each.
 """
 
 from __future__ import annotations
@@ -78,10 +91,15 @@ CAPTURE_NOISE_NATS = 1e-5
 class PolicyShift(TrainerCallback):
     """Logs `policy_shift` with the step's metrics (RecipeGRPOTrainer.log_metric)."""
 
-    def __init__(self, trainer: Any, every: int):
+    def __init__(self, trainer: Any, every: int, rows: int = 0):
         self.trainer = trainer
         self.every = every
-        self.batch: Optional[dict[str, Any]] = None  # the step's last micro-batch (RecipeGRPOTrainer.compute_loss)
+        self.rows = rows  # the most rows of the micro-batch the passes take (0: all)
+        # the probed rows of the step's last micro-batch (RecipeGRPOTrainer.compute_loss), and where
+        # they lie in it (None: every row)
+        self.batch: Optional[dict[str, Any]] = None
+        self.index: Optional[torch.Tensor] = None
+        self.full_shape: Optional[torch.Size] = None  # the whole micro-batch's completion_ids: the loss forward's
         self.before: Optional[torch.Tensor] = None
         self.seen_logps: Optional[torch.Tensor] = None  # the training forward's log-probs on `batch`
         self.check: Optional[torch.Tensor] = None  # an eval-mode "before", to check the first capture against
@@ -103,15 +121,18 @@ class PolicyShift(TrainerCallback):
             return  # an evaluation's loss, or a step not probed
         if not getattr(trainer.accelerator, "sync_gradients", True):
             return  # an earlier micro-batch of the step: a later one is measured
-        self.batch, self.seen_logps, self.before, self.check = inputs, None, None, None
+        self.index = probed_rows(inputs, self.rows)
+        self.full_shape = inputs["completion_ids"].shape
+        self.batch = inputs if self.index is None else rows_of(inputs, self.index)
+        self.seen_logps, self.before, self.check = None, None, None
         if self._random_forward is None and has_dropout(trainer.model):
             self._random_forward = True
         if self._random_forward:
             # its own pass, now: before the loss (DeepSpeed steps its optimiser inside the last backward)
-            self.before = self.log_probs(inputs)
+            self.before = self.log_probs()
             return
         if self._random_forward is None:
-            self.check = self.log_probs(inputs)  # once: does the loss's forward equal an eval pass?
+            self.check = self.log_probs()  # once: does the loss's forward equal an eval pass?
         self.watching = True
 
     def seen(self, logps: torch.Tensor) -> None:
@@ -119,8 +140,9 @@ class PolicyShift(TrainerCallback):
         forward on the remembered micro-batch (the first pass with gradients while watching)."""
         if not (self.watching and self.batch is not None and torch.is_grad_enabled() and logps.requires_grad):
             return
-        if logps.shape == self.batch["completion_ids"].shape:
-            self.seen_logps, self.watching = logps.detach(), False
+        if logps.shape == self.full_shape:
+            seen = logps.detach()
+            self.seen_logps, self.watching = seen if self.index is None else seen[self.index], False
 
     def stop_watching(self) -> None:
         self.watching = False
@@ -157,8 +179,8 @@ class PolicyShift(TrainerCallback):
         return batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
 
     def log_probs(self, batch: Optional[dict[str, Any]] = None) -> torch.Tensor:
-        """Per-token log-probs of the batch's completions under the current weights, in eval mode,
-        the whole micro-batch in one pass as the loss's forward takes it."""
+        """Per-token log-probs of the batch's completions (the probed rows) under the current
+        weights, in eval mode, in one pass as the loss's forward takes its micro-batch."""
         trainer, batch = self.trainer, batch if batch is not None else self.batch
         model = trainer.model_wrapped  # the DDP/FSDP/DeepSpeed wrapper: a sharded model gathers its weights
         completion_ids = batch["completion_ids"]
@@ -177,3 +199,21 @@ class PolicyShift(TrainerCallback):
         finally:
             model.train(was_training)
         return logps
+
+
+def probed_rows(batch: dict[str, Any], cap: int) -> Optional[torch.Tensor]:
+    """At most `cap` rows of the micro-batch, every ⌈n/cap⌉-th from the first (None: every row,
+    where `cap` is 0 or the batch holds no more, or the batch carries image inputs)."""
+    n = batch["completion_ids"].size(0)
+    if cap <= 0 or n <= cap or any(batch.get(key) is not None for key in EXTRA_INPUTS):
+        return None
+    return torch.arange(0, n, -(-n // cap), device=batch["completion_ids"].device)
+
+
+def rows_of(batch: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
+    """The batch's entries at rows `index`: each tensor a row a completion; anything else as it is."""
+    n = batch["completion_ids"].size(0)
+    return {
+        key: value[index] if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n else value
+        for key, value in batch.items()
+    }

@@ -61,7 +61,9 @@ class RecipeGRPOTrainer(GRPOTrainer):
             )
         self.add_callback(UpdateSize(self))  # update_ratio: how far each optimiser step moves the weights
         # policy_shift: how far it moves the policy, nats per token (a plain trl.GRPOConfig: never)
-        self.policy_shift = PolicyShift(self, getattr(self.args, "policy_shift_every", 0))
+        self.policy_shift = PolicyShift(
+            self, getattr(self.args, "policy_shift_every", 0), getattr(self.args, "policy_shift_rows", 0)
+        )
         self.add_callback(self.policy_shift)
         for reward in self.reward_funcs:  # group rewards gather through this trainer's accelerator
             if isinstance(reward, GatheredGroupReward):

@@ -35,6 +35,7 @@ RESUMABLE_CHANGES = (
     "trainer.progress",
     "trainer.log_samples_every",  # what is stored for reading, not what is trained
     "trainer.policy_shift_every",  # what is measured, not what is trained
+    "trainer.policy_shift_rows",
     "trainer.doctor",  # what is reported (and whether a finding stops the run), not what is trained
     "trainer.preflight",  # judged on the first rollout only, which a resumed run has passed
     "final_eval",

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from rlrecipes.engine.policy_shift import PolicyShift, k3_kl
+from rlrecipes.engine.policy_shift import PolicyShift, k3_kl, probed_rows, rows_of
 
 
 def test_k3_is_the_mean_of_r_minus_1_minus_log_r_over_the_counted_tokens():
@@ -59,7 +59,7 @@ class StandIn:
         self.state = SimpleNamespace(global_step=step)
         self.args = SimpleNamespace(per_device_train_batch_size=2)
         self.model_wrapped = torch.nn.Linear(1, 1)  # train mode, switched to eval around each pass
-        self.modes = []
+        self.modes, self.rows = [], []  # each pass's mode and rows
 
         def reduce(sums, reduction):
             assert reduction == "sum"
@@ -76,7 +76,8 @@ class StandIn:
 
     def _get_per_token_logps_and_entropies(self, model, ids, mask, keep, batch_size=None, **extras):
         self.modes.append(model.training)
-        assert ids.shape == (2, 3) and keep == 1 and batch_size is None and not extras  # one pass, as the loss
+        self.rows.append(ids.size(0))
+        assert ids.size(1) == 3 and keep == 1 and batch_size is None and not extras  # one pass, as the loss
         return self.passes.pop(0), None, None
 
     def log_metric(self, name, value):
@@ -206,3 +207,74 @@ def test_only_the_loss_forward_of_the_last_micro_batch_in_training_is_captured()
     shift.batch = None
     shift.remember(micro_batch())
     assert shift.batch is None
+
+
+@pytest.mark.parametrize(
+    "n, cap, rows",
+    [
+        (64, 8, [0, 8, 16, 24, 32, 40, 48, 56]),  # the toy's rollout, as TRL shuffled it
+        (65, 8, [0, 9, 18, 27, 36, 45, 54, 63]),  # every ⌈65/8⌉ = 9th: still 8
+        (10, 4, [0, 3, 6, 9]),
+        (8, 8, None),  # no more rows than the cap: all
+        (64, 0, None),  # 0: all
+    ],
+)
+def test_the_probed_rows_are_evenly_spaced_and_at_most_the_cap(n, cap, rows):
+    index = probed_rows({"completion_ids": torch.zeros(n, 3)}, cap)
+    assert (index if index is None else index.tolist()) == rows
+
+
+def test_a_batch_with_image_inputs_is_probed_whole():
+    # pixel_values hold patches, not a row a completion: cutting rows would misalign them
+    batch = {"completion_ids": torch.zeros(64, 3), "pixel_values": torch.zeros(100, 8)}
+    assert probed_rows(batch, 8) is None
+
+
+def test_rows_of_cuts_each_row_a_completion_tensor_and_keeps_the_rest():
+    batch = {
+        "completion_ids": torch.arange(4).view(4, 1),
+        "advantages": torch.arange(4.0),
+        "other": torch.zeros(3),
+        "n": 7,
+    }
+    cut = rows_of(batch, torch.tensor([0, 2]))
+    assert cut["completion_ids"].tolist() == [[0], [2]] and cut["advantages"].tolist() == [0.0, 2.0]
+    assert cut["other"].shape == (3,) and cut["n"] == 7
+
+
+def test_a_capped_probe_measures_its_rows_and_cuts_the_captured_before_to_them():
+    # rows=1 of 2: row 0 alone. before: row 0 log 1/2, row 1 log 1/4; after row 0: log 1/4 (r = 1/2),
+    # k3 = ln2 - 1/2. Measured over both rows against row 0's "after", row 1 would add (r = 1) 0: half of it
+    before = torch.tensor([[HALF], [math.log(0.25)]])
+    trainer = StandIn([torch.tensor([[math.log(0.25)]])])
+    shift = PolicyShift(trainer, every=1, rows=1)
+    shift._random_forward = False  # the capture was checked on an earlier step
+    probed_step(shift, trainer, micro_batch(), seen=before)
+    assert trainer.logged["policy_shift"] == pytest.approx(math.log(2) - 0.5, rel=1e-6)
+    assert trainer.rows == [1]  # the one pass ("after") took one row
+
+
+def test_a_capped_probe_takes_its_own_passes_on_its_rows_where_the_forward_is_random():
+    # dropout: "before" and "after" are both eval passes, on row 0 alone
+    trainer = StandIn([torch.tensor([[HALF]]), torch.tensor([[math.log(0.25)]])])
+    trainer.model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Dropout(0.1))
+    shift = PolicyShift(trainer, every=1, rows=1)
+    probed_step(shift, trainer, micro_batch())
+    assert trainer.logged["policy_shift"] == pytest.approx(math.log(2) - 0.5, rel=1e-6)
+    assert trainer.rows == [1, 1]
+
+
+@pytest.mark.parametrize("value, ok", [(0, True), (8, True), (-1, False)])
+def test_policy_shift_rows_is_checked_and_reaches_the_trainer(value, ok, tmp_path):
+    from rlrecipes.config.checks import check_train_values
+    from rlrecipes.engine.grpo_args import build_grpo_config
+    from rlrecipes.errors import ConfigError
+    from tests.conftest import compose
+
+    cfg = compose(f"trainer.policy_shift_rows={value}")
+    if not ok:
+        with pytest.raises(ConfigError, match=r"^trainer.policy_shift_rows=-1 must be at least 0$"):
+            check_train_values(cfg)
+        return
+    check_train_values(cfg)
+    assert build_grpo_config(cfg, tmp_path, {}, [1.0]).policy_shift_rows == value

@@ -89,18 +89,26 @@ class BatchKeeper(EngineHook):
 
 
 @pytest.mark.integration
-def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path):
+@pytest.mark.parametrize("rows", [8, 0])  # a cap below the toy's 64-completion micro-batch, and every row (the default)
+def test_policy_shift_is_the_steps_kl_on_its_own_batch(toy_model_dir, tmp_path, rows):
     import copy
 
-    from rlrecipes.engine.policy_shift import k3_kl
+    from rlrecipes.engine.policy_shift import k3_kl, probed_rows, rows_of
 
     keeper = BatchKeeper()
-    cfg = compose("trainer.max_steps=1", "trainer.learning_rate=1e-3")
+    cap = [f"trainer.policy_shift_rows={rows}"] if rows else []
+    cfg = compose("trainer.max_steps=1", "trainer.learning_rate=1e-3", *cap)
     trainer = mixed_group_trainer(cfg, toy_model_dir, tmp_path, keeper)  # a nonzero gradient
     before = copy.deepcopy(trainer.model).eval()  # as TRL prepared it (its fused log-prob head)
+    micro_batches = []
+    remember = trainer.policy_shift.remember
+    trainer.policy_shift.remember = lambda inputs: (micro_batches.append(dict(inputs)), remember(inputs))[1]
     trainer.train()
     assert trainer.args.gradient_accumulation_steps == 1  # one micro-batch: the step's whole batch is the one probed
-    [batch] = keeper.batches
+    [whole] = micro_batches  # TRL's shuffle of the scored batch, the one the loss took and the probe cut
+    index = probed_rows(whole, cfg.trainer.policy_shift_rows)
+    assert (index is None) == (rows == 0)
+    batch = whole if index is None else rows_of(whole, index)
 
     def logps(policy):
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
