@@ -352,8 +352,9 @@ class TrainerConfig:
     # last micro-batch, nats per token (engine/policy_shift.py; one forward pass without gradient, two where the
     # model has dropout); 0 = off
     policy_shift_every: int = 1
-    # ... its passes taking at most this many rows of that micro-batch, evenly spaced (0 = all): a
-    # cheaper probe where the micro-batch is large, and a noisier one (engine/policy_shift.py)
+    # ... its passes taking this many rows of that micro-batch, evenly spaced (0 = all): a cheaper
+    # probe where the micro-batch is large, and a noisier one, with which the doctor's step-size
+    # check (set on every row) finds too-large steps later or not at all (engine/policy_shift.py)
     policy_shift_rows: int = 0
     reward_guard: RewardGuardConfig = field(default_factory=RewardGuardConfig)
     progress: bool = True  # rich live display

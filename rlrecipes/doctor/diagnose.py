@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from rlrecipes.doctor import learning_checks, stability_checks
 from rlrecipes.doctor.findings import Check, Finding, NotChecked, level_steps, prompts_per_rollout
-from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation
+from rlrecipes.doctor.reading import Record, RunRecord, Unreadable, _invocation, by_step
 from rlrecipes.doctor.thresholds import LEVEL_MIN_GROUPS, MIN_TREND_STEPS
 
 BY_KIND = {check.kind: check for check in (*stability_checks.CHECKS, *learning_checks.CHECKS)}
@@ -106,7 +106,8 @@ def diagnose_rows(path: Path, rows: list[dict[str, Any]], config: dict[str, Any]
     metrics rows and resolved config (flattened to dotted keys) rather than its folder. Its stored
     samples are not read: that would be every one of them each step; the verdict quotes none."""
     command, overrides = _invocation(path)
-    return diagnose(RunRecord(path, rows, config, {}, command, overrides, _samples=[]))
+    # the rows as `rlrecipes doctor` reads them (a resumed run's log may have been joined by hand)
+    return diagnose(RunRecord(path, by_step(rows)[0], config, {}, command, overrides, _samples=[]))
 
 
 def _explained(check: Check, record: RunRecord, found: dict[str, Finding]) -> bool:

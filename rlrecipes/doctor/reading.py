@@ -104,29 +104,30 @@ def read_run(path: Path) -> Record:
         return Unreadable(path, "an SFT run: the doctor checks RL runs (rlrecipes train)", skipped=True)
     rows, dropped, repeated = by_step(run.metrics)
     if not rows:
-        return Unreadable(path, _why_no_steps(run))
+        return Unreadable(path, _why_no_steps(run, dropped))
     command, overrides = _invocation(path)
     return RunRecord(path, rows, run.config, run.summary, command, overrides, _notes(run, rows, dropped, repeated))
 
 
 def by_step(metrics: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
-    """The rows that carry a step (a whole number, 0 or more), one a step in step order: the records
-    of a step logged more than once are merged, the later line's value kept where both have one (a
-    run continued by hand or files joined: what was logged last is what the run went on from);
-    and how many rows had a step that is no whole number (1.5, inf, "3") and how many steps were
-    logged again. A row without `step` is no training step's (an event) and is passed over."""
+    """The records that carry a step (a whole number, 0 or more), one a step in step order: where a
+    step was logged more than once, its later record (a run continued by hand or files joined: what
+    was logged last is what the run went on from). Also how many records had a step that is no
+    whole number (1.5, inf, "3", null) and how many steps were logged more than once. A record
+    without `step` is no training step's (an event) and is passed over."""
     kept: dict[int, dict[str, Any]] = {}
-    dropped = repeated = 0
+    dropped, repeated = 0, set()
     for row in metrics:
-        step = row.get("step")
-        if step is None:
+        if "step" not in row:
             continue
-        if not _whole(step):
+        if not _whole(row["step"]):
             dropped += 1
             continue
-        repeated += int(step) in kept
-        kept[int(step)] = {**kept.get(int(step), {}), **row}
-    return [kept[step] for step in sorted(kept)], dropped, repeated
+        step = int(row["step"])
+        if step in kept:
+            repeated.add(step)
+        kept[step] = {**row, "step": step}
+    return [kept[step] for step in sorted(kept)], dropped, len(repeated)
 
 
 def _whole(step: Any) -> bool:
@@ -135,7 +136,7 @@ def _whole(step: Any) -> bool:
     return step >= 0 and (isinstance(step, int) or (math.isfinite(step) and step.is_integer()))
 
 
-def _why_no_steps(run: Run) -> str:
+def _why_no_steps(run: Run, dropped: int = 0) -> str:
     metrics = run.path / "metrics.jsonl"
     refusal = _preflight_refusal(run.path)
     if refusal:  # refused before its first update: the refusal is the verdict
@@ -144,6 +145,11 @@ def _why_no_steps(run: Run) -> str:
         return (
             f"{metrics}: missing; the run logged no step (it failed or was stopped before its first one, "
             "or is starting): nothing to check"
+        )
+    if dropped:
+        return (
+            f"{metrics}: {dropped} records, none with a step that is a whole number of 0 or more (not a metrics "
+            "log of rlrecipes train?): nothing to check"
         )
     if run.bad_lines:
         return f"{metrics}: no whole record among its {run.lines} lines (torn or not a metrics log): nothing to check"
@@ -172,8 +178,8 @@ def _notes(run: Run, rows: list[dict[str, Any]], dropped: int = 0, repeated: int
         notes.append(f"{metrics}: records whose step is no whole number of 0 or more ({dropped}): ignored")
     if repeated:
         notes.append(
-            f"{metrics}: steps logged in more than one record ({repeated}): merged, the later value kept where "
-            "both have one"
+            f"{metrics}: steps logged more than once ({repeated}): each step's last record is checked (a run "
+            "continued by hand, or logs joined?)"
         )
     if run.bad_lines == [run.lines]:
         notes.append(

@@ -221,10 +221,11 @@ WATCHED_FINITE = ("loss", "grad_norm", "reward_mean", "entropy", "kl")
 
 
 def numeric(record: RunRecord) -> Optional[Finding]:
-    evidence, shown = [], None
+    evidence, shown, first = [], None, {}
     for metric in WATCHED_FINITE:
         bad = [(step, v) for step, v in record.raw(metric) if not math.isfinite(v)]
         if bad:
+            first[metric] = bad[0][0]
             evidence.append(f"{metric} {bad[0][1]} at step {bad[0][0]} ({len(bad)} non-finite steps, {span(bad)})")
             shown = shown or (metric, bad)
     spikes = grad_spikes(record.series("grad_norm"))
@@ -241,6 +242,17 @@ def numeric(record: RunRecord) -> Optional[Finding]:
         shown = shown or ("vllm/is_ratio_max", ratios)
     if shown is None:
         return None
+    if shown[0] == "reward_mean" and first["reward_mean"] == min(first.values()) and not spikes and not ratios:
+        # the reward broke first, and loss and gradients stayed finite: the reward function returned
+        # it (a division by zero, a parsed "nan"), not an update too large
+        return finding(
+            record,
+            *shown,
+            {},
+            advice=f"read what the reward returned (rlrecipes show {record.path}) and make it return a finite number",
+            evidence=evidence,
+            cause="a reward function returned NaN or an infinity while the loss and gradients stayed finite",
+        )
     outlier = reward_outlier(record, spikes[0][0]) if spikes else None
     if outlier is not None:
         evidence.append(outlier)

@@ -41,5 +41,8 @@ class EngineGRPOConfig(GRPOConfig):
     )
     policy_shift_rows: int = field(
         default=0,
-        metadata={"help": "The most rows of the micro-batch policy_shift's passes take, evenly spaced; 0 = all."},
+        metadata={
+            "help": "The rows of the micro-batch policy_shift's passes take, evenly spaced; 0 = all (cheaper "
+            "with a cap, and noisier: the doctor's step-size check finds too-large steps later)."
+        },
     )

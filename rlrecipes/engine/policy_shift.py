@@ -25,18 +25,17 @@ optimiser inside the last backward, before any callback), so dropout adds no shi
 Tool results are left out (tool_mask), as in TRL's loss. `trainer.policy_shift_every=N` probes
 every N-th step (0: never).
 
-`trainer.policy_shift_rows=K` makes the eval-mode passes take at most K rows of the micro-batch,
-every ⌈n/K⌉-th of its n (default 0: all of them). TRL shuffles a rollout's completions before it
-cuts them into micro-batches (`shuffle_sequence_dict`), so those rows are a random draw, each
-sampled from π_before: the estimate stays unbiased, but the mean of a few completions' KL is
-skewed, and the doctor's step-size check, a median over 8 steps (doctor/thresholds.py, whose
-thresholds were set on every row), then reads it lower. On the zoo's toy cases (bench_doctor, dev
-seeds 100-101, 28 runs) 8 rows of 64 put that median at 0.2-1.4 times the whole micro-batch's (about
-2/3 typically), and in 2 runs a step-size finding came 13 steps later or not at all; so every row is
-the default, and a cap is for a micro-batch so large that one pass over it costs too much (on the
-CPU toy, whose whole 64-completion rollout is one micro-batch, the pass takes ~15% of a step; on a
-model trained in several micro-batches a step, one pass is a small share). A vision batch
-(EXTRA_INPUTS) is probed whole: its image tensors are not laid out a row each.
+`trainer.policy_shift_rows=K` makes the eval-mode passes take K rows of the micro-batch, evenly
+spaced (row ⌊i·n/K⌋ of its n; default 0: all of them). TRL shuffles a rollout's completions before
+it cuts them into micro-batches (`shuffle_sequence_dict`), so those rows are a random draw, each
+sampled from π_before: the estimate stays unbiased, but the mean KL of a few completions is
+right-skewed, and the doctor's step-size check, a median over 8 steps whose thresholds were set on
+every row (doctor/thresholds.py), then reads it lower and finds a too-large step later or not at
+all. So every row is the default; a cap is for a micro-batch so large that one more pass over it
+costs too much. (On the CPU toy, whose whole 64-completion rollout is one micro-batch, the pass is
+the most of what `rlrecipes train` adds to a plain TRL step: benchmarks/results/engine_overhead.json;
+a model trained in several micro-batches a step pays it on one of them.) A batch with image inputs
+is probed whole: its image tensors are not laid out a row a completion.
 """
 
 from __future__ import annotations
@@ -61,6 +60,8 @@ EXTRA_INPUTS = (
     "mm_token_type_ids",
     "image_position_ids",
 )
+# those laid out by image or patch, not a row a completion: a batch with any is not cut into rows
+IMAGE_INPUTS = tuple(key for key in EXTRA_INPUTS if key not in ("token_type_ids", "mm_token_type_ids"))
 
 
 def k3_kl(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> Optional[float]:
@@ -73,6 +74,8 @@ def k3_kl(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> Opti
 
 def k3_sum(before: torch.Tensor, after: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """(sum of (r − 1) − log r over the tokens where `mask` is 1, their count), float64."""
+    if before.shape != after.shape:  # broadcasting would count some tokens twice
+        raise ValueError(f"log-probs of shapes {tuple(before.shape)} and {tuple(after.shape)} do not pair up")
     weight = mask.to(torch.float64)
     log_ratio = after.to(torch.float64) - before.to(torch.float64)
     per_token = torch.expm1(log_ratio) - log_ratio  # expm1: exact for the tiny ratios of a small step
@@ -142,7 +145,7 @@ class PolicyShift(TrainerCallback):
             return
         if logps.shape == self.full_shape:
             seen = logps.detach()
-            self.seen_logps, self.watching = seen if self.index is None else seen[self.index], False
+            self.seen_logps, self.watching = seen if self.index is None else seen[self.index.to(seen.device)], False
 
     def stop_watching(self) -> None:
         self.watching = False
@@ -202,18 +205,20 @@ class PolicyShift(TrainerCallback):
 
 
 def probed_rows(batch: dict[str, Any], cap: int) -> Optional[torch.Tensor]:
-    """At most `cap` rows of the micro-batch, every ⌈n/cap⌉-th from the first (None: every row,
+    """`cap` rows of the micro-batch, evenly spaced: row ⌊i·n/cap⌋ for i < cap (None: every row,
     where `cap` is 0 or the batch holds no more, or the batch carries image inputs)."""
     n = batch["completion_ids"].size(0)
-    if cap <= 0 or n <= cap or any(batch.get(key) is not None for key in EXTRA_INPUTS):
+    if cap <= 0 or n <= cap or any(batch.get(key) is not None for key in IMAGE_INPUTS):
         return None
-    return torch.arange(0, n, -(-n // cap), device=batch["completion_ids"].device)
+    return torch.arange(cap, device=batch["completion_ids"].device) * n // cap
 
 
 def rows_of(batch: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
     """The batch's entries at rows `index`: each tensor a row a completion; anything else as it is."""
     n = batch["completion_ids"].size(0)
     return {
-        key: value[index] if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n else value
+        key: value[index.to(value.device)]
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n
+        else value
         for key, value in batch.items()
     }

@@ -74,8 +74,9 @@ class MetricsWriter(TrainerCallback):
                     row = json.loads(line)
                 except json.JSONDecodeError:  # the torn last line of a killed run
                     continue
-                if isinstance(row, dict) and row.get("step", step + 1) <= step:
-                    rows.append(row)
+                at = row.get("step") if isinstance(row, dict) else None
+                if isinstance(at, (int, float)) and not isinstance(at, bool) and at <= step:
+                    rows.append(row)  # a record of a step the checkpoint has (one without a step: none)
         self.rows = rows
         self._last_step = step
         self._last_tokens = float(rows[-1].get("num_tokens", 0.0)) if rows else 0.0

@@ -636,6 +636,19 @@ def test_a_nan_reward_is_found_in_a_log_without_loss_or_grad_norm(tmp_path):
     assert found.evidence == ["reward_mean nan at step 4 (7 non-finite steps, steps 4-10)"]
 
 
+def test_a_reward_that_breaks_first_is_blamed_not_the_learning_rate(tmp_path):
+    reward = [0.3, 0.32, 0.34] + [math.nan] * 7
+    found = only(check(tmp_path, rows({"reward_mean": reward})), "numeric")  # loss and grad_norm finite
+    assert found.cause == "a reward function returned NaN or an infinity while the loss and gradients stayed finite"
+    assert found.fix == (
+        f"read what the reward returned (rlrecipes show {tmp_path / 'run'}) and make it return a finite number"
+    )
+    # the entropy broke first (step 3): the update, not the reward
+    entropy = [0.6, 0.6, math.inf] + [0.6] * 7
+    found = only(check(tmp_path / "e", rows({"reward_mean": reward, "entropy": entropy})), "numeric")
+    assert found.fix == "trainer.learning_rate=0.0001"
+
+
 def test_values_at_the_float_limit_are_averaged_without_overflow():
     from rlrecipes.doctor.series import mean
 
@@ -644,7 +657,7 @@ def test_values_at_the_float_limit_are_averaged_without_overflow():
     assert mean([(1, 1e308), (2, -1e308), (3, 3.0)]) == 1.0
 
 
-@pytest.mark.parametrize("rate", [1e-320, 1e300, math.inf])
+@pytest.mark.parametrize("rate", [1e-320, 1e-170, 1e300])  # squares: 0, 0 (underflow), overflow
 def test_a_logged_rate_whose_square_is_0_or_infinite_is_no_step_size_evidence(tmp_path, rate):
     # shift / lr² would divide by 0 (1e-320² underflows) or by infinity: such steps are left out, and
     # the run's one-step bar still holds on the steps that have a usable rate

@@ -100,32 +100,39 @@ def test_a_torn_last_line_is_ignored_and_said(tmp_path, capsys):
 
 
 def test_records_whose_step_is_no_whole_number_are_left_out_and_said(tmp_path, capsys):
-    # a hand-edited or foreign log: steps 1.5, inf (1e999), -2, "3" and true are no training steps
-    odd = [{"step": 1.5}, {"step": 1e999}, {"step": -2}, {"step": "3"}, {"step": True}, {"event": "no step"}]
+    # a hand-edited or foreign log: steps 1.5, inf (1e999), -2, "3", true and null are no training steps
+    odd = [{"step": 1.5}, {"step": 1e999}, {"step": -2}, {"step": "3"}, {"step": True}, {"step": None}, {"event": "x"}]
     run = make_run(tmp_path / "run", rows()[:5] + odd + rows()[5:])
     code, text = cli(capsys, "doctor", str(run))
     assert code == 0, text
     flat = " ".join(text.split())
     assert "healthy (9 checks on steps 1-10)" in flat
-    assert f"note: {run / 'metrics.jsonl'}: records whose step is no whole number of 0 or more (5): ignored" in flat
+    assert f"note: {run / 'metrics.jsonl'}: records whose step is no whole number of 0 or more (6): ignored" in flat
+    # none left: said as such, not as a log with no step yet
+    code, text = cli(capsys, "doctor", str(make_run(tmp_path / "odd", odd)))
+    assert code == 2 and one_error_line(text) == (
+        f"error: {tmp_path / 'odd' / 'metrics.jsonl'}: 6 records, none with a step that is a whole number of 0 or "
+        "more (not a metrics log of rlrecipes train?): nothing to check"
+    )
 
 
-def test_a_step_logged_twice_is_merged_in_step_order_the_later_value_kept(tmp_path):
+def test_a_step_logged_again_is_checked_as_last_logged_in_step_order(tmp_path):
     from rlrecipes.doctor.reading import read_run
 
-    # steps 9 and 10 logged again after step 10 (a run continued by hand): step 10's second record
-    # has a NaN loss and no entropy; written 2.0 as a float, step 2 is step 2; steps 4 and 3 swapped
-    again = [{"step": 9, "loss": 0.02}, {"step": 10, "loss": float("nan")}]
+    # steps 9 and 10 logged again after step 10 (a run continued by hand), step 10 twice more: the last
+    # record of each is the step; written 2.0, step 2 is step 2; steps 4 and 3 swapped
+    again = [{"step": 9, "loss": 0.02}, {"step": 10, "loss": 0.5}, {"step": 10.0, "loss": float("nan")}]
     metrics = rows() + again
     metrics[1] = {**metrics[1], "step": 2.0}
     metrics[2], metrics[3] = metrics[3], metrics[2]
     record = read_run(make_run(tmp_path / "run", metrics))
     assert [r["step"] for r in record.rows] == list(range(1, 11))
-    assert record.rows[8]["loss"] == 0.02 and record.rows[8]["entropy"] == 0.6  # merged, not replaced
+    assert all(type(r["step"]) is int for r in record.rows)
+    assert record.rows[8] == {"step": 9, "loss": 0.02}  # the later record, not a mix of the two runs'
     assert math.isnan(record.rows[9]["loss"])
     assert record.notes[0] == (
-        f"{tmp_path / 'run' / 'metrics.jsonl'}: steps logged in more than one record (2): merged, the later value "
-        "kept where both have one"
+        f"{tmp_path / 'run' / 'metrics.jsonl'}: steps logged more than once (2): each step's last record is "
+        "checked (a run continued by hand, or logs joined?)"
     )
 
 

@@ -151,3 +151,11 @@ def test_a_skipped_weight_sync_is_flagged_live_in_a_tiny_vllm_run(tmp_path):
     assert mismatch["step"] >= 2 and "vllm/logprob_gap > 0.1" in mismatch["evidence"]
     assert mismatch["fix"].startswith("rollout.importance_sampling.enabled=true")
     assert "(rollout-mismatch)" in (run / "doctor.log").read_text()
+
+
+def test_the_live_doctor_reads_a_log_as_the_command_does(tmp_path):
+    # a resumed run whose log was joined by hand: out of order, a step of inf; the verdict is on steps 1-10
+    from rlrecipes.doctor.diagnose import diagnose_rows
+
+    verdict = diagnose_rows(tmp_path, rows()[::-1] + [{"step": float("inf")}], {})
+    assert verdict.steps == (1, 10)

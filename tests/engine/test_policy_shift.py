@@ -84,12 +84,12 @@ class StandIn:
         self.logged[name] = value
 
 
-def micro_batch(tool_mask=None):
+def micro_batch(tool_mask=None, rows=2):
     batch = {
-        "prompt_ids": torch.zeros(2, 2, dtype=torch.long),
-        "prompt_mask": torch.ones(2, 2, dtype=torch.long),
-        "completion_ids": torch.zeros(2, 1, dtype=torch.long),
-        "completion_mask": torch.ones(2, 1, dtype=torch.long),
+        "prompt_ids": torch.zeros(rows, 2, dtype=torch.long),
+        "prompt_mask": torch.ones(rows, 2, dtype=torch.long),
+        "completion_ids": torch.zeros(rows, 1, dtype=torch.long),
+        "completion_mask": torch.ones(rows, 1, dtype=torch.long),
     }
     if tool_mask is not None:
         batch["tool_mask"] = torch.tensor(tool_mask)
@@ -213,8 +213,9 @@ def test_only_the_loss_forward_of_the_last_micro_batch_in_training_is_captured()
     "n, cap, rows",
     [
         (64, 8, [0, 8, 16, 24, 32, 40, 48, 56]),  # the toy's rollout, as TRL shuffled it
-        (65, 8, [0, 9, 18, 27, 36, 45, 54, 63]),  # every ⌈65/8⌉ = 9th: still 8
-        (10, 4, [0, 3, 6, 9]),
+        (65, 8, [0, 8, 16, 24, 32, 40, 48, 56]),  # ⌊i·65/8⌋
+        (65, 64, list(range(64))),  # just above the cap: 64 rows, not every other one
+        (10, 4, [0, 2, 5, 7]),
         (8, 8, None),  # no more rows than the cap: all
         (64, 0, None),  # 0: all
     ],
@@ -228,6 +229,15 @@ def test_a_batch_with_image_inputs_is_probed_whole():
     # pixel_values hold patches, not a row a completion: cutting rows would misalign them
     batch = {"completion_ids": torch.zeros(64, 3), "pixel_values": torch.zeros(100, 8)}
     assert probed_rows(batch, 8) is None
+    # token type ids are a row a completion: cut with the rest
+    batch = {"completion_ids": torch.zeros(64, 3), "token_type_ids": torch.zeros(64, 5)}
+    index = probed_rows(batch, 8)
+    assert index is not None and rows_of(batch, index)["token_type_ids"].shape == (8, 5)
+
+
+def test_log_probs_that_do_not_pair_up_are_refused():
+    with pytest.raises(ValueError, match=r"^log-probs of shapes \(2, 1\) and \(1, 1\) do not pair up$"):
+        k3_kl(torch.zeros(2, 1), torch.zeros(1, 1), torch.ones(1, 1))
 
 
 def test_rows_of_cuts_each_row_a_completion_tensor_and_keeps_the_rest():
@@ -243,15 +253,17 @@ def test_rows_of_cuts_each_row_a_completion_tensor_and_keeps_the_rest():
 
 
 def test_a_capped_probe_measures_its_rows_and_cuts_the_captured_before_to_them():
-    # rows=1 of 2: row 0 alone. before: row 0 log 1/2, row 1 log 1/4; after row 0: log 1/4 (r = 1/2),
-    # k3 = ln2 - 1/2. Measured over both rows against row 0's "after", row 1 would add (r = 1) 0: half of it
-    before = torch.tensor([[HALF], [math.log(0.25)]])
-    trainer = StandIn([torch.tensor([[math.log(0.25)]])])
-    shift = PolicyShift(trainer, every=1, rows=1)
+    # rows=2 of 4: rows 0 and 2. The loss forward's "before", row by row: log 1/2, log 1/4, log 1/2,
+    # log 1/8; "after" on rows 0 and 2: log 1/4 (r = 1/2) and log 1 (r = 2): (ln2 - 1/2 + 1 - ln2) / 2 = 1/4.
+    # rows 0-1 of "before" instead (a cut in the wrong place) pair row 1's log 1/4 with log 1 (r = 4,
+    # 3 - ln 4): (0.193 + 1.614) / 2 = 0.90
+    before = torch.tensor([[HALF], [math.log(0.25)], [HALF], [math.log(0.125)]])
+    trainer = StandIn([torch.tensor([[math.log(0.25)], [0.0]])])
+    shift = PolicyShift(trainer, every=1, rows=2)
     shift._random_forward = False  # the capture was checked on an earlier step
-    probed_step(shift, trainer, micro_batch(), seen=before)
-    assert trainer.logged["policy_shift"] == pytest.approx(math.log(2) - 0.5, rel=1e-6)
-    assert trainer.rows == [1]  # the one pass ("after") took one row
+    probed_step(shift, trainer, micro_batch(rows=4), seen=before)
+    assert trainer.logged["policy_shift"] == pytest.approx(0.25, rel=1e-6)
+    assert trainer.rows == [2]  # the one pass ("after") took two rows
 
 
 def test_a_capped_probe_takes_its_own_passes_on_its_rows_where_the_forward_is_random():
