@@ -32,20 +32,21 @@ def test_the_first_step_and_every_nth_are_probed(every, probed):
     assert [step for step in range(4) if shift.due(step)] == probed  # steps done before the probed one
 
 
+@pytest.mark.parametrize("key", ["policy_shift_every", "policy_shift_rows"])
 @pytest.mark.parametrize("value, ok", [(0, True), (3, True), (-1, False)])
-def test_policy_shift_every_is_checked_and_reaches_the_trainer(value, ok, tmp_path):
+def test_the_probes_settings_are_checked_and_reach_the_trainer(key, value, ok, tmp_path):
     from rlrecipes.config.checks import check_train_values
     from rlrecipes.engine.grpo_args import build_grpo_config
     from rlrecipes.errors import ConfigError
     from tests.conftest import compose
 
-    cfg = compose(f"trainer.policy_shift_every={value}")
+    cfg = compose(f"trainer.{key}={value}")
     if not ok:
-        with pytest.raises(ConfigError, match=r"^trainer.policy_shift_every=-1 must be at least 0$"):
+        with pytest.raises(ConfigError, match=rf"^trainer.{key}=-1 must be at least 0$"):
             check_train_values(cfg)
         return
     check_train_values(cfg)
-    assert build_grpo_config(cfg, tmp_path, {}, [1.0]).policy_shift_every == value
+    assert getattr(build_grpo_config(cfg, tmp_path, {}, [1.0]), key) == value
 
 
 class StandIn:
@@ -274,19 +275,3 @@ def test_a_capped_probe_takes_its_own_passes_on_its_rows_where_the_forward_is_ra
     probed_step(shift, trainer, micro_batch())
     assert trainer.logged["policy_shift"] == pytest.approx(math.log(2) - 0.5, rel=1e-6)
     assert trainer.rows == [1, 1]
-
-
-@pytest.mark.parametrize("value, ok", [(0, True), (8, True), (-1, False)])
-def test_policy_shift_rows_is_checked_and_reaches_the_trainer(value, ok, tmp_path):
-    from rlrecipes.config.checks import check_train_values
-    from rlrecipes.engine.grpo_args import build_grpo_config
-    from rlrecipes.errors import ConfigError
-    from tests.conftest import compose
-
-    cfg = compose(f"trainer.policy_shift_rows={value}")
-    if not ok:
-        with pytest.raises(ConfigError, match=r"^trainer.policy_shift_rows=-1 must be at least 0$"):
-            check_train_values(cfg)
-        return
-    check_train_values(cfg)
-    assert build_grpo_config(cfg, tmp_path, {}, [1.0]).policy_shift_rows == value
