@@ -422,7 +422,8 @@ ROWS = (
         "`bench_engine_overhead`",
         "median step time, `rlrecipes train` with its defaults (the doctor's `policy_shift` probe every step: "
         "one no-grad forward of the step's last micro-batch, two on the first probed step and where the model has "
-        "dropout; `trainer.policy_shift_every=0` turns it off) / plain TRL "
+        "dropout; `trainer.policy_shift_every=0` turns it off, `trainer.policy_shift_rows=K` takes K rows of the "
+        "micro-batch) / plain TRL "
         "`GRPOTrainer` script, same GRPOConfig values, each pair "
         "of runs side by side on its own cores (swapped every pair), over the steps they trained at the same time",
         engine_overhead,
