@@ -78,6 +78,13 @@ either rule. Judged again, six collapses' first warnings came a step later, wher
 among the unjudged keep the live warnings they were judged with, which may come earlier than this
 doctor's (no figure reads a faulty run's warnings but a collapse's, and every collapse was
 judged again).
+At 99fb1e3 every toy run was trained again, so that one doctor judged them all (no `unjudged`);
+the SmolLM2 runs keep theirs (trained at e526021, 214f33b or 2ac301a; every one with a folder,
+all but the two the pre-flight refused, judged again).
+No run's verdict or collapse step moved, and the figures are those stored at 037ec68; what moved
+are the live warnings of the faulty runs that had been kept: a share of the groups (truncation,
+no-signal, tool-loop) is now first said at step 2, where the run's second rollout brings its 16
+groups, not at step 1.
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
