@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from rlrecipes.compose.compose import conf_dir
 from rlrecipes.config.schema import MOVED_KEYS
 from rlrecipes.doctor.reading import RunRecord
+from rlrecipes.runs.discover import number
 
 # overrides a new run must not repeat: they name this run's folder or continue it
 NOT_REPEATED = ("run_dir", "resume")
@@ -59,10 +60,12 @@ def setting(record: RunRecord, key: str, kind: type) -> Any:
             value = json.loads(value)
         except ValueError:
             return None
-    if kind in (int, float):  # a number, not a bool; an int a whole one
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        whole = number and float(value).is_integer()
-        return kind(value) if number and (kind is float or whole) else None
+    if kind is int:  # a whole number, not a bool
+        finite = number(value)
+        return int(finite) if finite is not None and finite.is_integer() else None
+    if kind is float:  # a number, not a bool; an infinite float too (an unbounded clip range)
+        finite = number(value)
+        return finite if finite is not None or not isinstance(value, float) else value
     return value if isinstance(value, kind) else None
 
 

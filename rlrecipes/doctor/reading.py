@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from rlrecipes.doctor.preflight import RESULT_FILE
 from rlrecipes.errors import UserError
-from rlrecipes.runs.discover import Run, find_runs, load_runs
+from rlrecipes.runs.discover import Run, find_runs, load_runs, number
 from rlrecipes.step_samples import StepSamples, read_step, stored_steps
 
 Point = tuple[int, float]  # (step, value)
@@ -110,11 +110,11 @@ def read_run(path: Path) -> Record:
 
 
 def by_step(metrics: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
-    """The records that carry a step (a whole number, 0 or more), one a step in step order: where a
-    step was logged more than once, its later record (a run continued by hand or files joined: what
-    was logged last is what the run went on from). Also how many records had a step that is no
-    whole number (1.5, inf, "3", null) and how many steps were logged more than once. A record
-    without `step` is no training step's (an event) and is passed over."""
+    """The records that carry a step (a whole number, 0 or more, within the float range), one a
+    step in step order: where a step was logged more than once, its later record (a run continued by
+    hand or files joined: what was logged last is what the run went on from). Also how many records
+    had a step that is none of those (1.5, inf, 10**400, "3", null) and how many steps were logged
+    more than once. A record without `step` is no training step's (an event) and is passed over."""
     kept: dict[int, dict[str, Any]] = {}
     dropped, repeated = 0, set()
     for row in metrics:
@@ -131,9 +131,8 @@ def by_step(metrics: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, i
 
 
 def _whole(step: Any) -> bool:
-    if isinstance(step, bool) or not isinstance(step, (int, float)):
-        return False
-    return step >= 0 and (isinstance(step, int) or (math.isfinite(step) and step.is_integer()))
+    value = number(step)
+    return value is not None and value >= 0 and value.is_integer()
 
 
 def _why_no_steps(run: Run, dropped: int = 0) -> str:

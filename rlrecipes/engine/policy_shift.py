@@ -33,9 +33,9 @@ right-skewed, and the doctor's step-size check, a median over 8 steps whose thre
 every row (doctor/thresholds.py), then reads it lower and finds a too-large step later or not at
 all. So every row is the default; a cap is for a micro-batch so large that one more pass over it
 costs too much. (On the CPU toy, whose whole 64-completion rollout is one micro-batch, the pass is
-the most of what `rlrecipes train` adds to a plain TRL step: benchmarks/results/engine_overhead.json;
-a model trained in several micro-batches a step pays it on one of them.) A batch with image inputs
-is probed whole: its image tensors are not laid out a row a completion.
+over the step's whole batch; a model trained in several micro-batches a step pays it on one of them.
+benchmarks/results/engine_overhead.json measures `rlrecipes train`, the probe on, against plain
+TRL.) A batch with image inputs is probed whole: its image tensors are not laid out a row a completion.
 """
 
 from __future__ import annotations

@@ -208,6 +208,11 @@ def load_runs(paths: Sequence[str | Path], log: Callable[[str], None] = print) -
 
 
 def number(value: Any) -> float | None:
+    """`value` as a finite float (None: not a number, a bool, NaN, an infinity, or an integer past
+    the float range, which a JSON file may hold)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:
+        return None

@@ -240,7 +240,7 @@ def test_a_share_of_groups_waits_for_its_sixteen(tmp_path, kind, metrics, config
     assert kind in kinds(check(tmp_path / "two", rows(metrics, steps=2), config=config))
 
 
-@pytest.mark.parametrize("prompts", [0, -3, "four", True, 2.5])
+@pytest.mark.parametrize("prompts", [0, -3, "four", True, 2.5, 10**400])  # 10**400: past the float range
 def test_a_config_without_a_usable_prompt_count_is_read_as_the_default_eight(tmp_path, prompts):
     # 8 prompts: one rollout is too few, two hold 16 groups (True as 1 would wait for 16 rollouts,
     # 2.5 as 2 for 8, a negative count for none)

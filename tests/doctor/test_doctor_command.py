@@ -100,18 +100,20 @@ def test_a_torn_last_line_is_ignored_and_said(tmp_path, capsys):
 
 
 def test_records_whose_step_is_no_whole_number_are_left_out_and_said(tmp_path, capsys):
-    # a hand-edited or foreign log: steps 1.5, inf (1e999), -2, "3", true and null are no training steps
-    odd = [{"step": 1.5}, {"step": 1e999}, {"step": -2}, {"step": "3"}, {"step": True}, {"step": None}, {"event": "x"}]
+    # a hand-edited or foreign log: steps 1.5, inf (1e999), 10**400 (past the float range), -2, "3", true and
+    # null are no training steps
+    odd = [{"step": 1.5}, {"step": 1e999}, {"step": 10**400}, {"step": -2}, {"step": "3"}, {"step": True}]
+    odd += [{"step": None}, {"event": "x"}]
     run = make_run(tmp_path / "run", rows()[:5] + odd + rows()[5:])
     code, text = cli(capsys, "doctor", str(run))
     assert code == 0, text
     flat = " ".join(text.split())
     assert "healthy (9 checks on steps 1-10)" in flat
-    assert f"note: {run / 'metrics.jsonl'}: records whose step is no whole number of 0 or more (6): ignored" in flat
+    assert f"note: {run / 'metrics.jsonl'}: records whose step is no whole number of 0 or more (7): ignored" in flat
     # none left: said as such, not as a log with no step yet
     code, text = cli(capsys, "doctor", str(make_run(tmp_path / "odd", odd)))
     assert code == 2 and one_error_line(text) == (
-        f"error: {tmp_path / 'odd' / 'metrics.jsonl'}: 6 records, none with a step that is a whole number of 0 or "
+        f"error: {tmp_path / 'odd' / 'metrics.jsonl'}: 7 records, none with a step that is a whole number of 0 or "
         "more (not a metrics log of rlrecipes train?): nothing to check"
     )
 
