@@ -169,7 +169,9 @@ class Case:
     fault: Optional[str] = None  # a planted fault no setting makes (tests/helpers/multiprocess_entry.py's)
     collapses: bool = False  # its reward collapses: the warning's lead over the collapse is measured
     data: Optional[str] = None  # trains on a zoo dataset (ZOO_DATA), written into the run's folder
-    late: bool = False  # a fault that breaks a run late: it trains LATE_FACTOR times the mode's steps
+    late: bool = (
+        False  # a fault that breaks a run late, or is judged over a long run: LATE_FACTOR times the mode's steps
+    )
     steps: Optional[int] = None  # trains this many steps whatever the mode's (a real model's step takes a minute)
     report_seeds: Optional[int] = None  # runs on the first this many report seeds only (None: every seed)
 
@@ -202,6 +204,10 @@ CASES = [
         ("trainer.lr_scheduler_type=constant_with_warmup", "trainer.warmup_steps=80", "trainer.learning_rate=1e-3"),
         late=True,
     ),
+    # entropy-blowup/bonus's knob at a modest value, and the long stale head's vLLM rollouts at its
+    # learning rate over as many steps
+    Case("healthy/entropy_bonus", ("recipe.entropy_coef=0.05",), late=True),
+    Case("healthy/vllm_lr_high_long", ("model=toy_vllm", "rollout=vllm", "trainer.learning_rate=1e-3"), late=True),
     # faults, one setting each
     Case("truncation/refused", ("trainer.max_completion_length=5",), "truncation", ("reward-flat", "no-signal")),
     Case("truncation/partial", ("trainer.max_completion_length=10",), "truncation", ("reward-flat", "no-signal")),
@@ -287,6 +293,29 @@ CASES = [
         # numeric: tuning seed 104's first finding, gradient spikes as its rate grows (as lr_warmup's)
         ("step-size", "entropy-blowup", "numeric"),
         collapses=True,
+        late=True,
+    ),
+    Case(
+        "entropy-blowup/bonus",
+        # a fixed entropy bonus that outweighs the reward (Skywork-OR1, arXiv 2505.22312, whose adaptive
+        # coefficient holds a target where a fixed one lets the entropy run away). The toy's tokens carry
+        # ~0.08 nats, so its bonus is large: development seeds 0-3 rose steadily 10-30x and the reward
+        # collapsed at steps 66-76 (entropy-blowup said live at 19-58); 0.05 moved nothing, 0.5 little
+        ("recipe.entropy_coef=1.0",),
+        "entropy-blowup",
+        ("truncation", "reward-flat", "no-signal"),
+        collapses=True,
+        late=True,
+    ),
+    Case(
+        "rollout-mismatch/stale_tied_head_long",
+        # the stale tied head over 120 steps: the gap grows in the first ten and then holds
+        # (development seeds 0-1: 0.0007 -> 0.012 by step 10, ~0.02-0.03 after), which a first
+        # fifth's mean hides (thresholds.LOGPROB_GAP_BASELINE_ROUNDS)
+        ("model=toy_vllm", "rollout=vllm", "trainer.learning_rate=1e-3"),
+        "rollout-mismatch",
+        ("numeric",),
+        fault="skip_tied_head_repack",
         late=True,
     ),
 ]

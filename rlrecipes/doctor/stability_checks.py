@@ -65,7 +65,8 @@ def stale_engine(record: RunRecord) -> Optional[Finding]:
     gap = record.series("vllm/logprob_gap")
     if len(gap) < T.MIN_TREND_STEPS:
         return None
-    first, last = mean(start(gap)), mean(end(gap))
+    baseline = start(gap)[: T.LOGPROB_GAP_BASELINE_ROUNDS]
+    first, last = mean(baseline), mean(end(gap))
     if last < T.LOGPROB_GAP_RISING_MIN or last < T.LOGPROB_GAP_RISING_FACTOR * first:
         return None
     return finding(
@@ -74,7 +75,10 @@ def stale_engine(record: RunRecord) -> Optional[Finding]:
         end(gap),
         {"rollout.backend": "hf"},
         advice="until the engine gets the trainer's weights: transformers rollouts",
-        evidence=[f"{start_vs_end('vllm/logprob_gap', gap)}: it grows as the trainer moves on"],
+        evidence=[
+            f"vllm/logprob_gap {num(first)} ({span(baseline)}) -> {num(last)} ({span(end(gap))}): "
+            "it grows as the trainer moves on"
+        ],
         cause="vLLM samples from weights the trainer has left behind (a weight sync skipped, failed or "
         "not reaching the engine): every update is more off-policy than the last",
     )

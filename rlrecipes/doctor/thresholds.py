@@ -51,6 +51,13 @@ MISMATCH_STEP_SHARE = 0.5
 # 0-1: a sync that skips its re-packing) rose 0.003 -> 0.018 in 30 steps and 0.02 missed it.
 LOGPROB_GAP_RISING_FACTOR = 3.0
 LOGPROB_GAP_RISING_MIN = 0.01
+# The start a stale engine's gap grew from: its first rounds, at most this many (within the first
+# fifth), the gap before the trainer had moved far from the weights the engine keeps. A first
+# fifth of a long run holds the growth itself: a stale tied output layer trained 120 steps
+# (development seeds 0-1) rose 0.0007 -> 0.012 by step 10 and ~0.02-0.03 after, so its first
+# fifth's mean (0.01) against the last fifth's missed it, where the live doctor had found it at
+# step 11. A flat gap (a dtype's) is as flat over three rounds as over a fifth.
+LOGPROB_GAP_BASELINE_ROUNDS = 3
 
 # ------------------------------------------------------------------------------ entropy
 # Collapse: the end's entropy below a tenth of the start's. The policy then samples nearly one

@@ -442,16 +442,29 @@ def test_a_gap_that_grows_with_training_is_a_stale_engine(tmp_path):
     assert found.fix.startswith("rollout.backend=hf ")
 
 
+def test_a_gap_that_grew_early_in_a_long_run_is_a_stale_engine(tmp_path):
+    # 30 rounds rising 0.002 a round to a plateau of 0.012: the first fifth (6 rounds) averages
+    # 0.005, and 0.012 < 3 x 0.005 would miss it; the first 3 rounds, before the trainer had moved,
+    # average (0 + 0.002 + 0.004) / 3 = 0.002, and 0.012 >= 3 x 0.002 and >= 0.01
+    gap = [min(0.002 * i, 0.012) for i in range(30)]
+    found = only(check(tmp_path, rows({"vllm/logprob_gap": gap}, steps=30), config=VLLM), "rollout-mismatch")
+    assert found.evidence == [
+        "vllm/logprob_gap 0.002 (steps 1-3) -> 0.012 (steps 25-30): it grows as the trainer moves on"
+    ]
+
+
 @pytest.mark.parametrize(
     "gap",
     [
+        [0.03 + 0.002 * (-1) ** i for i in range(30)],  # bfloat16 against float32 over a long run: flat
         [0.03, 0.028, 0.031, 0.03, 0.029, 0.032, 0.03, 0.031, 0.029, 0.03],  # bfloat16 against float32: flat
         [0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.009, 0.0109],  # grows, ends 0.00995 < 0.01
         [0.01, 0.01, 0.012, 0.015, 0.018, 0.02, 0.022, 0.025, 0.028, 0.029],  # ends 0.0285 < 3 x 0.01
     ],
 )
 def test_a_flat_or_small_gap_is_no_stale_engine(tmp_path, gap):
-    assert "rollout-mismatch" not in kinds(check(tmp_path, rows({"vllm/logprob_gap": gap}), config=VLLM))
+    metrics = rows({"vllm/logprob_gap": gap}, steps=len(gap))
+    assert "rollout-mismatch" not in kinds(check(tmp_path, metrics, config=VLLM))
 
 
 def test_a_run_without_vllm_is_not_checked_for_a_mismatch_nor_told_it_was_not(tmp_path):
