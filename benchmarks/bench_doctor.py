@@ -85,6 +85,21 @@ No run's verdict or collapse step moved, and the figures are those stored at 037
 are the live warnings of the faulty runs that had been kept: a share of the groups (truncation,
 no-signal, tool-loop) is now first said at step 2, where the run's second rollout brings its 16
 groups, not at step 1.
+At dbba9fb two faults and their controls were added, tried on development seeds 0-3 only (and on
+0-1 a skipped sync over 120 steps, left out: its rewards come from the untrained engine, so they
+cannot collapse): entropy-blowup/bonus, a late collapse by another way than a learning rate
+(a fixed bonus of 0.05 or 0.5 did not collapse development seed 0; 2 did, by step 52), and the
+stale tied head over 120 steps, which the verdict missed on development seed 0 where the live
+doctor had found it at step 11. From that run the stale engine's start became its first three
+rounds (thresholds.LOGPROB_GAP_BASELINE_ROUNDS); judged again with it, no earlier run's verdict or
+warnings moved. The bonus case's `also` took numeric from tuning seeds 102 and 104. Its first
+warnings came 38, 3 and 2 steps before the collapse on the report seeds: the blow-up check waits for
+the entropy to triple, and a slow rise takes until the collapse to. After those figures were seen,
+a blow-up at 2.5 times the start was tried (results/doctor_factor25_rediag.json: every run judged
+again at dc635f8 with the factor changed in the working tree): 0 live alarms on the tuning half's 54 healthy runs (a factor of 2 had warned 13 of
+them, by step 14 on seed 100), and on the report half recall 96 % (95), the median lead 7.5 steps
+(2) and 44 after step 20 (40), but the bonus's own control (0.05, seed 101) warned live at step 41,
+3.5 % of the healthy runs (1.8). The factor stays 3, set before either half was seen.
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
