@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
-from rlrecipes.engine import policy_loss, vllm_sync
+from rlrecipes.engine import policy_loss, rendezvous, vllm_sync
 from rlrecipes.engine.checkpoints import load_optimizer_moments
 from rlrecipes.engine.dynamic_sampling import DynamicSampler, GenerationBudget
 from rlrecipes.engine.epoch_order import seed_each_epoch
@@ -37,6 +37,7 @@ class RecipeGRPOTrainer(GRPOTrainer):
         init_optimizer_from: str | None = None,
         **kwargs: Any,
     ):
+        rendezvous.own_port_for_colocated_engine(kwargs.get("args"))  # not TRL's fixed 29500: runs side by side
         # vLLM-CPU: the colocated engine runs in the model's dtype and syncs through vLLM's
         # reload path (TRL's own sync fails there); the gap metric is on for any vLLM
         with vllm_sync.colocated_engine_dtype(kwargs.get("args"), kwargs.get("model")):

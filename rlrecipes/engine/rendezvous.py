@@ -1,0 +1,33 @@
+"""A rendezvous port of its own for a one-process run's colocated vLLM engine.
+
+TRL builds the colocated engine with vLLM's `external_launcher` backend, which meets at
+MASTER_ADDR:MASTER_PORT (`torch.distributed`'s env:// rendezvous). A launcher (accelerate, torchrun,
+the Slurm launcher) sets the port for its processes; a one-process run has none, and TRL 1.16's
+`ensure_master_addr_port` then takes the first of a fixed list (29500, 23456, ...) that is free when it
+looks. Runs that start together on one machine (a sweep on Hydra's joblib launcher) look before any
+of them binds it, take the same port, and all but one die at start-up with `EADDRINUSE`. A port the
+operating system assigns (bind to port 0) is another for each run that asks at the same time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+
+def own_port_for_colocated_engine(args: Any) -> None:
+    """Set MASTER_PORT to a free port the OS assigns, for a one-process run whose rollouts come
+    from TRL's colocated vLLM engine and whose launcher set no port; leave every other run as it is
+    (a multi-process run's ranks must share their launcher's port)."""
+    colocated = bool(getattr(args, "use_vllm", False)) and getattr(args, "vllm_mode", None) == "colocate"
+    one_process = int(os.environ.get("WORLD_SIZE", "1")) <= 1
+    if colocated and one_process and not os.environ.get("MASTER_PORT"):
+        os.environ["MASTER_PORT"] = str(free_port())
+
+
+def free_port() -> int:
+    """A TCP port free now, chosen by the operating system (its ephemeral range)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
