@@ -211,8 +211,10 @@ def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = No
     child = context.Process(target=_answer, args=(sending, fn, args), name=f"spawned {fn.__name__}")
     child.start()
     sending.close()  # the child's end is the only writer left: its death reads as EOF here
+    hung = False
     try:
         if not receiving.poll(timeout_s):
+            hung = True
             _dump_stacks(child)
             raise TimeoutError(f"{fn.__name__} did not finish in {timeout_s:.0f} s (its stacks are above)")
         try:
@@ -224,7 +226,8 @@ def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = No
             ) from None
     finally:
         receiving.close()
-        child.join(timeout=30)  # it exits once it has answered; one stuck on its way out is killed
+        # it exits once it has answered (one stuck on its way out is killed); a hung one is killed now
+        child.join(timeout=0 if hung else 30)
         if child.is_alive():
             child.kill()
             child.join()

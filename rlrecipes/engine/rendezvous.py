@@ -18,11 +18,13 @@ from typing import Any
 
 def own_port_for_colocated_engine(args: Any) -> None:
     """Set MASTER_PORT to a free port the OS assigns, for a one-process run whose rollouts come
-    from TRL's colocated vLLM engine and whose launcher set no port; leave every other run as it is
+    from TRL's colocated vLLM engine and whose launcher set no port (or 0, or auto); leave every other run as it is
     (a multi-process run's ranks must share their launcher's port)."""
     colocated = bool(getattr(args, "use_vllm", False)) and getattr(args, "vllm_mode", None) == "colocate"
     one_process = int(os.environ.get("WORLD_SIZE", "1")) <= 1
-    if colocated and one_process and not os.environ.get("MASTER_PORT"):
+    # TRL reads "0" and "auto" as no port too, and chooses from its list for them
+    unset = os.environ.get("MASTER_PORT", "").strip().lower() in ("", "0", "auto")
+    if colocated and one_process and unset:
         os.environ["MASTER_PORT"] = str(free_port())
 
 

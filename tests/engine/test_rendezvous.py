@@ -19,7 +19,10 @@ def env(monkeypatch):
     return monkeypatch
 
 
-def test_a_one_process_colocated_run_meets_on_a_port_the_os_assigned(env):
+@pytest.mark.parametrize("asked", [None, "", "0", "auto"])  # TRL chooses from its list for each
+def test_a_one_process_colocated_run_meets_on_a_port_the_os_assigned(env, asked):
+    if asked is not None:
+        env.setenv("MASTER_PORT", asked)
     own_port_for_colocated_engine(COLOCATED)
     ensure_master_addr_port()  # what TRL calls next: it keeps a port that is set
     # without it TRL takes 29500 (or the next of its fixed list), which runs started together share
