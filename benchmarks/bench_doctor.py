@@ -90,16 +90,16 @@ At dbba9fb two faults and their controls were added, tried on development seeds 
 cannot collapse): entropy-blowup/bonus, a late collapse by another way than a learning rate
 (a fixed bonus of 0.05 or 0.5 did not collapse development seed 0; 2 did, by step 52), and the
 stale tied head over 120 steps, which the verdict missed on development seed 0 where the live
-doctor had found it at step 11. From that run the stale engine's start became its first three
-rounds (thresholds.LOGPROB_GAP_BASELINE_ROUNDS); judged again with it, no earlier run's verdict or
+doctor had found it at step 11. From that run the stale engine's start became its first rounds
+(thresholds.LOGPROB_GAP_BASELINE_ROUNDS); judged again with it, no earlier run's verdict or
 warnings moved. The bonus case's `also` took numeric from tuning seeds 102 and 104. Its first
-warnings came 38, 3 and 2 steps before the collapse on the report seeds: the blow-up check waits for
-the entropy to triple, and a slow rise takes until the collapse to. After those figures were seen,
-a blow-up at 2.5 times the start was tried (results/doctor_factor25_rediag.json: every run judged
-again at dc635f8 with the factor changed in the working tree): 0 live alarms on the tuning half's 54 healthy runs (a factor of 2 had warned 13 of
-them, by step 14 on seed 100), and on the report half recall 96 % (95), the median lead 7.5 steps
-(2) and 44 after step 20 (40), but the bonus's own control (0.05, seed 101) warned live at step 41,
-3.5 % of the healthy runs (1.8). The factor stays 3, set before either half was seen.
+warnings came 38, 3 and 2 steps before the collapse on the report seeds: the blow-up check waits
+for the entropy to triple, and a slow rise triples only near the collapse. After those figures
+were seen, a blow-up at 2.5 times the start was tried (results/doctor_factor25_rediag.json: every
+run judged again at dc635f8 with the factor changed in the working tree): no live warning on the
+tuning half's 54 healthy runs, and on the report half recall 96 % (95), the median lead 7.5
+steps (2) and 44 after step 20 (40), but the bonus's own control (0.05, seed 101) warned live at
+step 41, 3.5 % of the healthy runs (1.8). The factor stays 3, set before either half was seen.
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
@@ -187,9 +187,7 @@ class Case:
     fault: Optional[str] = None  # a planted fault no setting makes (tests/helpers/multiprocess_entry.py's)
     collapses: bool = False  # its reward collapses: the warning's lead over the collapse is measured
     data: Optional[str] = None  # trains on a zoo dataset (ZOO_DATA), written into the run's folder
-    late: bool = (
-        False  # a fault that breaks a run late, or is judged over a long run: LATE_FACTOR times the mode's steps
-    )
+    late: bool = False  # breaks late, or is judged over a long run: LATE_FACTOR times the mode's steps
     steps: Optional[int] = None  # trains this many steps whatever the mode's (a real model's step takes a minute)
     report_seeds: Optional[int] = None  # runs on the first this many report seeds only (None: every seed)
 

@@ -60,7 +60,8 @@ def mismatch(record: RunRecord) -> Optional[Finding]:
 
 
 def stale_engine(record: RunRecord) -> Optional[Finding]:
-    """A gap below every fixed limit that grows with training (thresholds.LOGPROB_GAP_RISING_*): the
+    """A gap below every fixed limit that grows with training, against its first rounds
+    (thresholds.LOGPROB_GAP_RISING_*, LOGPROB_GAP_BASELINE_ROUNDS): the
     engine keeps sampling from weights the trainer has left, which importance weights would only hide."""
     gap = record.series("vllm/logprob_gap")
     if len(gap) < T.MIN_TREND_STEPS:

@@ -43,7 +43,8 @@ IS_RATIO_P1_MIN = 1 / IS_RATIO_P99_MAX
 MISMATCH_STEP_SHARE = 0.5
 # A stale engine (a sync that failed or was skipped) samples from the weights it last received
 # while the trainer moves on, so its gap *grows*: a mean over the last fifth of the rounds at
-# least this many times the first fifth's, and at least LOGPROB_GAP_RISING_MIN, is one too. A
+# least this many times the first rounds' (LOGPROB_GAP_BASELINE_ROUNDS), and at least
+# LOGPROB_GAP_RISING_MIN, is one too. A
 # dtype mismatch stays flat; matching numerics (float32 on both sides) give a gap of 0. Set on the
 # doctor zoo's tuning half (bench_doctor, seed 100: a skipped sync's gap 0.006 -> 0.045 while no
 # fixed limit caught it; its healthy vLLM runs: 0 throughout). The floor was 0.02, then 0.01 (four
@@ -54,7 +55,7 @@ LOGPROB_GAP_RISING_MIN = 0.01
 # The start a stale engine's gap grew from: its first rounds, at most this many (within the first
 # fifth), the gap before the trainer had moved far from the weights the engine keeps. A first
 # fifth of a long run holds the growth itself: a stale tied output layer trained 120 steps
-# (development seeds 0-1) rose 0.0007 -> 0.012 by step 10 and ~0.02-0.03 after, so its first
+# (development seed 0) rose 0.0007 -> 0.012 by step 10 and ~0.02-0.03 after, so its first
 # fifth's mean (0.01) against the last fifth's missed it, where the live doctor had found it at
 # step 11. A flat gap (a dtype's) is as flat over three rounds as over a fifth.
 LOGPROB_GAP_BASELINE_ROUNDS = 3

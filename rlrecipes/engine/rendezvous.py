@@ -18,18 +18,27 @@ from typing import Any
 
 def own_port_for_colocated_engine(args: Any) -> None:
     """Set MASTER_PORT to a free port the OS assigns, for a one-process run whose rollouts come
-    from TRL's colocated vLLM engine and whose launcher set no port (or 0, or auto); leave every other run as it is
-    (a multi-process run's ranks must share their launcher's port)."""
-    colocated = bool(getattr(args, "use_vllm", False)) and getattr(args, "vllm_mode", None) == "colocate"
-    one_process = int(os.environ.get("WORLD_SIZE", "1")) <= 1
-    # TRL reads "0" and "auto" as no port too, and chooses from its list for them
-    unset = os.environ.get("MASTER_PORT", "").strip().lower() in ("", "0", "auto")
-    if colocated and one_process and unset:
+    from TRL's colocated vLLM engine and whose launcher set no port (nor 0, auto or a value that is no number, which TRL reads as
+    none); leave every other run as it is (a multi-process run's ranks must share their launcher's port)."""
+    if not (getattr(args, "use_vllm", False) and getattr(args, "vllm_mode", None) == "colocate"):
+        return
+    if os.environ.get("WORLD_SIZE", "1").strip() not in ("", "1"):
+        return  # a launch's ranks (or a WORLD_SIZE torch cannot read either): not this run's to choose
+    # TRL reads no port, 0, auto, or one that is not a number alike: it chooses from its list
+    if _port(os.environ.get("MASTER_PORT", "")) is None:
         os.environ["MASTER_PORT"] = str(free_port())
+
+
+def _port(value: str) -> int | None:
+    try:
+        port = int(value.strip())
+    except ValueError:
+        return None
+    return port or None
 
 
 def free_port() -> int:
     """A TCP port free now, chosen by the operating system (its ephemeral range)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("localhost", 0))
+        s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

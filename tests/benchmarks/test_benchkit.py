@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import signal
 import time
@@ -174,6 +175,7 @@ def test_a_spawned_run_past_its_time_shows_where_it_hung_and_is_killed(capfd):
     with pytest.raises(TimeoutError, match="did not finish in 5 s"):
         benchkit.run_spawned(_hung_in_here, timeout_s=5)
     assert "_hung_in_here" in capfd.readouterr().err  # the child's stack at the timeout
+    assert not [p for p in multiprocessing.active_children() if p.name == "spawned _hung_in_here"]  # killed
 
 
 def test_a_jsonl_store_drops_a_last_line_cut_short_by_a_kill(tmp_path):

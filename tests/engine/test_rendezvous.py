@@ -19,7 +19,7 @@ def env(monkeypatch):
     return monkeypatch
 
 
-@pytest.mark.parametrize("asked", [None, "", "0", "auto"])  # TRL chooses from its list for each
+@pytest.mark.parametrize("asked", [None, "", "0", "auto", "abc"])  # TRL chooses from its list for each
 def test_a_one_process_colocated_run_meets_on_a_port_the_os_assigned(env, asked):
     if asked is not None:
         env.setenv("MASTER_PORT", asked)
@@ -35,6 +35,7 @@ def test_a_one_process_colocated_run_meets_on_a_port_the_os_assigned(env, asked)
     [
         (COLOCATED, "1", "29512"),  # the launcher's port
         (COLOCATED, "2", None),  # ranks of a launch must share one port: not this run's to choose
+        (COLOCATED, "abc", None),  # a WORLD_SIZE no one can read: no guess, and no error here
         (SimpleNamespace(use_vllm=True, vllm_mode="server"), None, None),  # the server has its own
         (SimpleNamespace(use_vllm=False, vllm_mode="colocate"), None, None),  # transformers rollouts
     ],

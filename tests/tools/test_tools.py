@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -16,6 +15,7 @@ from rlrecipes.tools import ToolFailure, build_tools, call_tool
 from rlrecipes.tools.bm25 import BM25Index, Passage
 from rlrecipes.tools.calculator import evaluate
 from rlrecipes.tools.search import HttpRetriever, format_passages, load_corpus
+from tests.helpers.processes import free_port
 
 
 def test_calculator_computes_what_the_toy_cannot():
@@ -93,15 +93,9 @@ def test_registry_errors_name_what_is_valid():
         build_tools(["calculator"], {"calculator": {"digits": 3}})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_http_retriever_down_is_a_tool_error_not_a_crash():
     spec = build_tools(
-        ["search"], {"search": {"retriever": "http", "url": f"http://127.0.0.1:{_free_port()}/retrieve"}}
+        ["search"], {"search": {"retriever": "http", "url": f"http://127.0.0.1:{free_port()}/retrieve"}}
     )[0]
     result = call_tool(spec, "anything", timeout_s=30)
     assert (
