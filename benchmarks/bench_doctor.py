@@ -100,6 +100,17 @@ run judged again at dc635f8 with the factor changed in the working tree): no liv
 tuning half's 54 healthy runs, and on the report half recall 96 % (95), the median lead 7.5
 steps (2) and 44 after step 20 (40), but the bonus's own control (0.05, seed 101) warned live at
 step 41, 3.5 % of the healthy runs (1.8). The factor stays 3, set before either half was seen.
+On seeds no zoo run had (106-109), those four cases were trained at 42b8243
+(results/doctor_heldout_late.json): the stale tied head over 120 steps was found on all four (live
+at steps 10-11), the bonus on all four, its first warnings 10, 29, 54 and 7 steps before the
+collapse; no healthy run was found, and the bonus's control warned live once (seed 108, entropy
+blow-up at step 24). As first judged, the healthy 120-step vLLM run on seed 109 was found numeric:
+one 12x gradient spike at step 90, clipped, after which it went on as before. From it, where
+gradients are clipped, a lone spike with a calm reward is no finding (thresholds.
+GRAD_SPIKES_CLIPPED_MIN); judged again with it, the zoo's report half did not move, and on the
+tuning half three runs lost a numeric finding that came late and alone (drift/kl and
+drift/kl_warmup on seed 104, for the first its wrong cause, and entropy-blowup/bonus on seed 104)
+and one came a step later (entropy-blowup/bonus on seed 102, live at step 90).
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones

@@ -234,6 +234,10 @@ def numeric(record: RunRecord) -> Optional[Finding]:
             evidence.append(f"{metric} {bad[0][1]} at step {bad[0][0]} ({len(bad)} non-finite steps, {span(bad)})")
             shown = shown or (metric, bad)
     spikes = grad_spikes(record.series("grad_norm"))
+    clip = setting(record, "trainer.max_grad_norm", float)  # None: TRL's default, 1
+    outlier = reward_outlier(record, spikes[0][0]) if spikes else None
+    if len(spikes) < T.GRAD_SPIKES_CLIPPED_MIN and clip != 0 and outlier is None:
+        spikes = []  # one spike the clip bounded, with a calm reward (thresholds.GRAD_SPIKES_CLIPPED_MIN)
     if spikes:
         step, value, typical = spikes[0]
         evidence.append(
@@ -258,7 +262,6 @@ def numeric(record: RunRecord) -> Optional[Finding]:
             evidence=evidence,
             cause="a reward function returned NaN or an infinity while the loss and gradients stayed finite",
         )
-    outlier = reward_outlier(record, spikes[0][0]) if spikes else None
     if outlier is not None:
         evidence.append(outlier)
         scale = record.setting("recipe.scale_rewards")
@@ -273,7 +276,6 @@ def numeric(record: RunRecord) -> Optional[Finding]:
             cause="a reward far outside its usual range (a unit or parsing bug, a raw score) scales "
             "its completion's advantage and the gradient with it",
         )
-    clip = setting(record, "trainer.max_grad_norm", float)
     changes = {"trainer.max_grad_norm": 1.0} if clip == 0 else halved_learning_rate(record)
     return finding(
         record,

