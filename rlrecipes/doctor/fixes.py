@@ -4,6 +4,7 @@ with the settings to change put in place of the run's values."""
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from typing import Any
 
@@ -64,8 +65,7 @@ def setting(record: RunRecord, key: str, kind: type) -> Any:
         finite = number(value)
         return int(finite) if finite is not None and finite.is_integer() else None
     if kind is float:  # a number, not a bool; an infinite float too (an unbounded clip range)
-        finite = number(value)
-        return finite if finite is not None or not isinstance(value, float) else value
+        return value if isinstance(value, float) and not math.isfinite(value) else number(value)
     return value if isinstance(value, kind) else None
 
 

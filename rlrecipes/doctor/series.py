@@ -77,9 +77,9 @@ def window_text(metric: str, points: Sequence[Point]) -> str:
     return f"{metric} {num(mean(points))} (mean of {span(points)})"
 
 
-def start_vs_end(metric: str, points: Sequence[Point], last: Sequence[Point] = ()) -> str:
-    """`entropy 0.6 (steps 1-2) -> 0.01 (steps 9-10)`: the start window against `last` (the end window)."""
-    first, last = start(points), last or end(points)
+def start_vs_end(metric: str, points: Sequence[Point], last: Sequence[Point] = (), first: Sequence[Point] = ()) -> str:
+    """`entropy 0.6 (steps 1-2) -> 0.01 (steps 9-10)`: `first` (the start window) against `last` (the end window)."""
+    first, last = first or start(points), last or end(points)
     return f"{metric} {num(mean(first))} ({span(first)}) -> {num(mean(last))} ({span(last)})"
 
 

@@ -76,10 +76,7 @@ def stale_engine(record: RunRecord) -> Optional[Finding]:
         end(gap),
         {"rollout.backend": "hf"},
         advice="until the engine gets the trainer's weights: transformers rollouts",
-        evidence=[
-            f"vllm/logprob_gap {num(first)} ({span(baseline)}) -> {num(last)} ({span(end(gap))}): "
-            "it grows as the trainer moves on"
-        ],
+        evidence=[f"{start_vs_end('vllm/logprob_gap', gap, first=baseline)}: it grows as the trainer moves on"],
         cause="vLLM samples from weights the trainer has left behind (a weight sync skipped, failed or "
         "not reaching the engine): every update is more off-policy than the last",
     )
