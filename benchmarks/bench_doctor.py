@@ -16,7 +16,8 @@ finding), correct cause (found runs whose first finding in the doctor's order is
 class or one of `also`), and for cases that collapse (`collapses`), how many steps before the
 reward collapsed the first live warning came (median; collapse_step says when a reward has
 collapsed), over every collapse and over those after step LEAD_TARGET (20): a collapse at step 3
-leaves no room for a warning 20 steps ahead. Where a learning rate is the planted setting, the
+leaves no room for a warning 20 steps ahead; beside it, the median those runs would score had each
+been warned at step 1, the most a live doctor can. Where a learning rate is the planted setting, the
 doctor's step-size class (the rate is too high) is its cause too, so it is in those cases' `also`. The thresholds were set before the zoo, each with its reason (rlrecipes/doctor/
 thresholds.py); after the tuning half's first seeds were looked at, the KL drift limit, the stale
 engine's growing gap, the sequence-level clip fraction and drift's symptoms changed, each saying
@@ -615,6 +616,9 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
     # a collapse within LEAD_TARGET steps of the start leaves no room for a warning that far ahead
     roomy = [r for r in collapsed if r["collapse_step"] > LEAD_TARGET]
     roomy_leads = [r["collapse_step"] - min(step for step, _ in r["live"]) for r in roomy]
+    # the same runs, had each been warned at step 1 (the zoo logs from step 1; a live check speaks
+    # after a step, and the pre-flight, before it, only refuses): the most a live doctor can score here
+    first_step_leads = [r["collapse_step"] - 1 for r in collapsed]
     return {
         "faulty_runs": len(faulty),
         "healthy_runs": len(healthy),
@@ -640,6 +644,9 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "smollm2": smollm2_counts([r for r in records if r["case"] in by_case and by_case[r["case"]].on_smollm2]),
         "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
         "median_warning_lead_steps": statistics.median(leads) if leads else None,
+        "median_warning_lead_steps_if_warned_at_step_1": (
+            statistics.median(first_step_leads) if first_step_leads else None
+        ),
         "lead_target_steps": LEAD_TARGET,
         "collapsed_after_target_runs": len(roomy),
         "median_warning_lead_steps_after_target": statistics.median(roomy_leads) if roomy_leads else None,

@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from rlrecipes.parent_death import die_with_parent
 from rlrecipes.quiet import quiet
 
 # The dependencies' notes (Triton, tokenizer alignment, progress bars) filtered as the CLI
@@ -208,7 +209,7 @@ def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = No
 
     context = multiprocessing.get_context("spawn")
     receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=_answer, args=(sending, fn, args), name=f"spawned {fn.__name__}")
+    child = context.Process(target=_answer, args=(sending, fn, args, os.getpid()), name=f"spawned {fn.__name__}")
     child.start()
     sending.close()  # the child's end is the only writer left: its death reads as EOF here
     hung = False
@@ -236,12 +237,16 @@ def run_spawned(fn: Callable[..., Any], *args: Any, timeout_s: float | None = No
     raise value
 
 
-def _answer(sending: Any, fn: Callable[..., Any], args: tuple) -> None:
-    """run_spawned's child: send (True, result) or (False, the exception) back."""
+def _answer(sending: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
+    """run_spawned's child: send (True, result) or (False, the exception) back. It gets SIGTERM
+    when its parent dies: a bench killed outright does not leave its run training on (a training
+    run stops at its next rollout step, as on any SIGTERM; processes it started, a vLLM engine's,
+    end with it or as their own parent-death handling says)."""
     import faulthandler
     import signal
     import traceback
 
+    die_with_parent(parent)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # _dump_stacks's signal
     try:
         answer = (True, fn(*args))

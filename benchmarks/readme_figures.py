@@ -376,7 +376,9 @@ def doctor(rec: dict) -> str:
         warned = "no run collapsed"
     else:
         when = f"{_steps(lead)} before" if lead > 0 else f"{_steps(-lead)} after" if lead < 0 else "at the step"
-        warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs)"
+        warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs"
+        ceiling = r.get("median_warning_lead_steps_if_warned_at_step_1")  # records before it was stored do not have it
+        warned += f"; {_steps(ceiling)} before, had each been warned at step 1)" if ceiling is not None else ")"
         roomy = r.get("median_warning_lead_steps_after_target")
         if roomy is not None:
             when = f"{_steps(roomy)} before" if roomy > 0 else f"{_steps(-roomy)} after" if roomy < 0 else "at"

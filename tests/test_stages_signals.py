@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli, one_error_line
+from tests.helpers.processes import alive
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = ROOT / "tests" / "helpers" / "stage_child.py"
@@ -60,14 +61,6 @@ def wait_for(path: Path, what: str, process: subprocess.Popen | None = None, lim
             pytest.fail(f"{what}: {path} never appeared")
         time.sleep(0.05)
     return path.read_text()
-
-
-def alive(pid: int) -> bool:
-    """`pid` runs (a zombie no parent has reaped yet has ended)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 @pytest.fixture

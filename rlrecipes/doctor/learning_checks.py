@@ -20,6 +20,7 @@ from rlrecipes.doctor.findings import (
 from rlrecipes.doctor.fixes import dapo_epsilon_high, halved_learning_rate, setting
 from rlrecipes.doctor.reading import RunRecord
 from rlrecipes.doctor.series import (
+    Point,
     end,
     longest_streak,
     mean,
@@ -109,9 +110,19 @@ def entropy_blowup(record: RunRecord) -> Optional[Finding]:
     # all of the start (a policy that collapsed from there and came back up a little did not blow up)
     first = [v for _, v in start(entropy)]
     before, after = min(first), mean(end(entropy))
-    if not (before > 0 and after > T.ENTROPY_BLOWUP_FACTOR * before and after > max(first)):
-        return None
     bonus = setting(record, "recipe.entropy_coef", float)
+    if before > 0 and after > T.ENTROPY_BLOWUP_FACTOR * before and after > max(first):
+        window = end(entropy)
+        evidence = [
+            f"entropy {num(before)} (the lowest of {span(start(entropy))}) -> {num(after)} ({span(window)}), "
+            f"{after / before:.1f}x"
+        ]
+        symptom = "sampling spreads over many tokens at each position and the text garbles"
+    elif bonus and bonus > 0 and (rise := _bonus_outgrowing_reward(record, entropy)):
+        window, evidence = rise
+        symptom = "the entropy rises while the reward does not, and a fixed bonus lets it run on until the text garbles"
+    else:
+        return None
     if bonus:
         changes: dict[str, Any] = {"recipe.entropy_coef": 0.0}
         cause = f"the entropy bonus (recipe.entropy_coef={bonus:g}) outweighs the reward"
@@ -120,15 +131,36 @@ def entropy_blowup(record: RunRecord) -> Optional[Finding]:
     return finding(
         record,
         "entropy",
-        end(entropy),
+        window,
         changes,
-        evidence=[
-            f"entropy {num(before)} (the lowest of {span(start(entropy))}) -> {num(after)} ({span(end(entropy))}), "
-            f"{after / before:.1f}x"
-        ],
-        cause=f"sampling spreads over many tokens at each position and the text garbles: {cause}",
+        evidence=evidence,
+        cause=f"{symptom}: {cause}",
         sample=quote_sample(record, lambda row: True, lambda row: f"completion {excerpt(row['completion'])}"),
     )
+
+
+def _bonus_outgrowing_reward(record: RunRecord, entropy: list[Point]) -> Optional[tuple[list[Point], list[str]]]:
+    """(the window, the evidence) where, under an entropy bonus, the mean entropy of the last
+    thresholds.ENTROPY_BONUS_RISE_STEPS logged steps has passed ENTROPY_BONUS_RISE_FACTOR times the
+    first's, while the reward has not risen and the task is not solved: the bonus is winning before
+    the entropy triples. None otherwise, and before the reward has two windows apart."""
+    n = T.ENTROPY_BONUS_RISE_STEPS
+    reward = record.series("reward_mean")
+    if len(reward) < 4 * n:
+        return None
+    first, last = entropy[:n], entropy[-n:]
+    if not (mean(first) > 0 and mean(last) > T.ENTROPY_BONUS_RISE_FACTOR * mean(first)):
+        return None
+    reward_first, reward_last = reward[: 2 * n], reward[-2 * n :]
+    if mean(reward_last) > mean(reward_first):
+        return None
+    solved = within(record.series("accuracy"), reward_last)
+    if solved and mean(solved) >= T.SOLVED_ACCURACY:
+        return None
+    return last, [
+        f"{start_vs_end('entropy', entropy, last, first)}, {mean(last) / mean(first):.1f}x",
+        f"{start_vs_end('reward_mean', reward, reward_last, reward_first)}: no higher",
+    ]
 
 
 # ------------------------------------------------------------------------ learning signal

@@ -35,7 +35,6 @@ with its command's checks before the first stage starts.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlrecipes.compose.compose import compose_config, moved_override
 from rlrecipes.errors import ConfigError, RunInterrupted, UserError
+from rlrecipes.parent_death import dying_with_this_process
 from rlrecipes.rundir import MARKER, read_config, write_json
 from rlrecipes.training.phase_data import phase_overrides
 from rlrecipes.training.phase_data import prepare as prepare_phase
@@ -309,7 +309,7 @@ def run_to_the_end(command: list[str], log: Log) -> tuple[int, int | None]:
     try:
         if received:
             return 128 + received[0], received[0]
-        child = subprocess.Popen(command, preexec_fn=_dies_with_parent())
+        child = subprocess.Popen(command, preexec_fn=dying_with_this_process())
         if received:  # arrived while it started
             _signal(child, signal.SIGTERM)
         return child.wait(), (received[0] if received else None)
@@ -323,23 +323,6 @@ def _signal(child: subprocess.Popen, sig: int) -> None:
         child.send_signal(sig)
     except ProcessLookupError:  # it ended meanwhile
         pass
-
-
-def _dies_with_parent() -> Callable[[], None] | None:
-    """A `preexec_fn` that asks Linux to send the child SIGTERM when this process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
-    parent = os.getpid()
-
-    def set_death_signal() -> None:
-        prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # this process died before the call: act as the signal would
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return set_death_signal
 
 
 def write_summary(parent: Path, cfg: DictConfig, stages: Sequence[Stage]) -> dict[str, Any]:

@@ -109,10 +109,13 @@ def test_the_lead_after_the_target_counts_only_collapses_past_step_20():
         rec("entropy-blowup/lr_warmup", 1, ["entropy-blowup"], live=[(9, "step-size"), (60, "x")], collapse=47),
         rec("entropy-blowup/lr_warmup", 3, ["entropy-blowup"], live=[(12, "step-size")], collapse=21),  # lead 9
         rec("entropy-blowup/lr_warmup", 5, ["entropy-blowup"], live=[(9, "step-size")], collapse=20),  # not past 20
+        rec("entropy-blowup/lr_warmup", 7, [], collapse=60),  # never warned: in no lead
     ]
     f = bench.figures(records)
     assert f["median_warning_lead_steps"] == 9  # leads -3, 1, 9, 11, 38
     assert f["collapsed_after_target_runs"] == 2 and f["median_warning_lead_steps_after_target"] == 23.5  # (38+9)/2
+    # the warned ones at step 1 instead: collapses 3, 5, 47, 21, 20 -> leads 2, 4, 46, 20, 19, median 19
+    assert f["median_warning_lead_steps_if_warned_at_step_1"] == 19
 
 
 def reward_rows(values, start=1):

@@ -7,11 +7,16 @@ import math
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import benchkit
 import pytest
+
+from tests.helpers.processes import alive
 
 MODES = {
     "full": {"seeds": [0, 1, 2], "steps": 40, "budget": 40.0, "agreement_only": False},
@@ -176,6 +181,41 @@ def test_a_spawned_run_past_its_time_shows_where_it_hung_and_is_killed(capfd):
         benchkit.run_spawned(_hung_in_here, timeout_s=5)
     assert "_hung_in_here" in capfd.readouterr().err  # the child's stack at the timeout
     assert not [p for p in multiprocessing.active_children() if p.name == "spawned _hung_in_here"]  # killed
+
+
+def _writes_its_pid_and_waits(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def test_a_spawned_run_ends_with_a_bench_killed_outright(tmp_path):
+    """SIGKILL leaves the bench no chance to end its run: Linux sends the run SIGTERM
+    (PR_SET_PDEATHSIG), where it would otherwise train on, an orphan."""
+    pid_file = tmp_path / "run.pid"
+    script = (
+        "import benchkit\n"
+        "from tests.benchmarks.test_benchkit import _writes_its_pid_and_waits\n"
+        f"benchkit.run_spawned(_writes_its_pid_and_waits, {str(pid_file)!r})\n"
+    )
+    paths = os.pathsep.join([str(benchkit.REPO / "benchmarks"), str(benchkit.REPO)])
+    bench = subprocess.Popen([sys.executable, "-c", script], cwd=benchkit.REPO, env={**os.environ, "PYTHONPATH": paths})
+    run = None
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() and bench.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the pid written, not half of it
+        run = int(pid_file.read_text())
+        bench.kill()
+        bench.wait()
+        deadline = time.monotonic() + 30
+        while alive(run) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(run)
+    finally:
+        bench.kill()
+        if run is not None and alive(run):
+            os.kill(run, signal.SIGKILL)
 
 
 def test_a_jsonl_store_drops_a_last_line_cut_short_by_a_kill(tmp_path):

@@ -203,3 +203,8 @@ def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collap
         "the first warning at the step the reward collapsed (median of 9 runs), 37.5 steps before it in the 3 "
         "that collapsed after step 20"
     )
+    roomy["result"]["report_half"]["median_warning_lead_steps_if_warned_at_step_1"] = 25.5
+    assert readme_figures.doctor(roomy).endswith(
+        "the first warning at the step the reward collapsed (median of 9 runs; 25.5 steps before, had each been "
+        "warned at step 1), 37.5 steps before it in the 3 that collapsed after step 20"
+    )

@@ -171,6 +171,64 @@ def test_entropy_tripled_exactly_is_no_blowup(tmp_path):
     assert "entropy-blowup" not in kinds(check(tmp_path, rows({"entropy": entropy})))
 
 
+# Under an entropy bonus: 20 steps, the entropy's first 5 at 0.1 and last 5 at 0.21 (2.1x); the
+# tripling rule's windows are 4 steps: the start's lowest 0.1, the end's mean 0.21 < 3 * 0.1, so only
+# the bonus rule can find it. The reward flat at 0.4 over steps 1-10 and 11-20.
+BONUS = {"recipe.entropy_coef": 0.01}
+RISING = [0.1] * 5 + [0.12] * 10 + [0.21] * 5
+FLAT = [0.4] * 20
+
+
+def test_entropy_doubled_under_a_bonus_while_the_reward_stands_still_is_a_blowup(tmp_path):
+    metrics = rows({"entropy": RISING, "reward_mean": FLAT, "accuracy": FLAT}, steps=20)
+    found = only(check(tmp_path, metrics, config=BONUS), "entropy-blowup")
+    assert found.evidence == [
+        "entropy 0.1 (steps 1-5) -> 0.21 (steps 16-20), 2.1x",
+        "reward_mean 0.4 (steps 1-10) -> 0.4 (steps 11-20): no higher",
+    ]
+    assert found.steps == (16, 20)
+    assert found.fix == "recipe.entropy_coef=0"
+    assert found.cause == (
+        "the entropy rises while the reward does not, and a fixed bonus lets it run on until the text garbles: "
+        "the entropy bonus (recipe.entropy_coef=0.01) outweighs the reward"
+    )
+    # solved at the last step only: steps 11-20 average (9 * 0.4 + 0.96) / 10 = 0.456, not solved
+    last_solved = rows({"entropy": RISING, "reward_mean": FLAT, "accuracy": [0.4] * 19 + [0.96]}, steps=20)
+    assert "entropy-blowup" in kinds(check(tmp_path / "last-solved", last_solved, config=BONUS))
+    # no accuracy logged: judged by the entropy and the reward alone
+    without = rows({"entropy": RISING, "reward_mean": FLAT}, steps=20, drop=("accuracy",))
+    assert "entropy-blowup" in kinds(check(tmp_path / "no-accuracy", without, config=BONUS))
+
+
+@pytest.mark.parametrize(
+    "changes, config",
+    [
+        ({}, {}),  # no bonus: the tripling rule alone, which 2.1x does not meet
+        ({"entropy": [0.1] * 5 + [0.12] * 10 + [0.2] * 5}, BONUS),  # 0.2 = 2 * 0.1 exactly: not above
+        ({"reward_mean": [0.4] * 10 + [0.4] * 9 + [0.41]}, BONUS),  # steps 11-20 average 0.401 > 0.4: rising
+        ({"accuracy": [0.4] * 10 + [0.95] * 10}, BONUS),  # steps 11-20 at 0.95: solved, the bonus explores
+    ],
+    ids=["no bonus", "exactly doubled", "reward rising", "solved"],
+)
+def test_no_bonus_blowup_without_all_of_its_signs(tmp_path, changes, config):
+    metrics = rows({"entropy": RISING, "reward_mean": FLAT, "accuracy": FLAT, **changes}, steps=20)
+    assert "entropy-blowup" not in kinds(check(tmp_path, metrics, config=config))
+
+
+def test_the_bonus_rule_needs_a_reward_and_a_start_with_entropy(tmp_path):
+    no_reward = rows({"entropy": RISING, "accuracy": FLAT}, steps=20, drop=("reward_mean",))
+    assert "entropy-blowup" not in kinds(check(tmp_path / "no-reward", no_reward, config=BONUS))
+    # a start at 0 (every first token certain) is no base to double: no finding, no division by it
+    from_zero = rows({"entropy": [0.0] * 5 + RISING[5:], "reward_mean": FLAT, "accuracy": FLAT}, steps=20)
+    assert "entropy-blowup" not in kinds(check(tmp_path / "from-zero", from_zero, config=BONUS))
+
+
+def test_the_bonus_rule_waits_for_twenty_logged_steps(tmp_path):
+    # 19 steps: the reward's first and last ten would share a step
+    metrics = rows({"entropy": RISING[1:], "reward_mean": FLAT[1:], "accuracy": FLAT[1:]}, steps=19)
+    assert "entropy-blowup" not in kinds(check(tmp_path, metrics, config=BONUS))
+
+
 # ------------------------------------------------------------------------ learning signal
 def test_no_signal_with_groups_all_failing_asks_for_more_generations(tmp_path):
     # end window: (0.9 + 0.95) / 2 = 0.925 >= 0.9; accuracy there (0.05 + 0.0) / 2 = 0.025 < 0.5: failing
