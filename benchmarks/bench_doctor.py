@@ -158,7 +158,9 @@ result lists it under `unjudged`. The live warnings are
 replayed from each run's metrics: the live doctor's verdict after each logged step is the doctor's
 on the rows logged so far (live_doctor.py: diagnose_rows), so a replay gives the same steps.
 
-Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...] [--rediagnose]
+Usage: python benchmarks/bench_doctor.py [--seeds ...] [--steps N] [--cases NAME ...] [--rediagnose] [--held-out]
+       --held-out: seeds no threshold was chosen on; the result's `held_out` has the figures over all
+       of them (results/doctor_heldout_110_113.json: the toy cases on seeds 110-113)
        --smoke: one healthy and one faulty case, one seed, a few steps (the e2e tier runs it)
 """
 
@@ -392,6 +394,9 @@ MODES = {
         "cases": [c.name for c in CASES],
         "case_timeout_s": 7200,
         "rediagnose": False,
+        # --held-out: no threshold was chosen on any of --seeds, so the figures over all of them are
+        # judged blind too (`held_out`), beside the halves
+        "held_out": False,
     },
     "quick": {"seeds": [100, 101], "steps": 20},
     "smoke": {"seeds": [1], "steps": 3, "cases": SMOKE_CASES, "case_timeout_s": 300},
@@ -742,6 +747,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         "unjudged": unjudged,
         "report_half": figures(report) if report else None,
         "tuning_half": figures(tuning) if tuning else None,
+        "held_out": figures(records) if args.held_out and records else None,
         "runs": records,
     }
     save_result(args, result)

@@ -369,8 +369,18 @@ def smollm2_part(smol: Optional[dict]) -> str:
 
 
 def doctor(rec: dict) -> str:
-    r = rec["result"]["report_half"]
     report_seeds = sorted({run["seed"] for run in rec["result"]["runs"] if run["seed"] % 2})
+    return f"on the report seeds ({', '.join(map(str, report_seeds))}): {doctor_figures(rec['result']['report_half'])}"
+
+
+def doctor_heldout(rec: dict) -> str:
+    """The zoo's cases on seeds no threshold was chosen on (bench_doctor --held-out): all of them."""
+    every_seed = sorted({run["seed"] for run in rec["result"]["runs"]})
+    return f"on seeds {', '.join(map(str, every_seed))}: {doctor_figures(rec['result']['held_out'])}"
+
+
+def doctor_figures(r: dict) -> str:
+    """One set of bench_doctor's figures (a half of the zoo's seeds, or all of the held-out ones)."""
     lead = r["median_warning_lead_steps"]
     if lead is None:
         warned = "no run collapsed"
@@ -389,7 +399,7 @@ def doctor(rec: dict) -> str:
     live = r.get("live_false_alarm_rate")  # records before it was stored do not have it
     live = "" if live is None else f" ({live:.0%} warned during training)"
     return (
-        f"on the report seeds ({', '.join(map(str, report_seeds))}): recall {r['recall']:.0%} over "
+        f"recall {r['recall']:.0%} over "
         f"{r['faulty_runs']} faulty runs ({len(r['recall_per_class'])} classes), false alarms "
         f"{r['false_alarm_rate']:.0%} of {r['healthy_runs']} healthy runs{live}, correct cause "
         f"{r['correct_cause_rate']:.0%}{smollm2_part(r.get('smollm2'))}; {warned}"
@@ -704,6 +714,7 @@ HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {  # README key -> (be
     "cpu_paths": ("cpu_paths", cpu_paths_headline),
     "build_spread": ("build_spread", build_spread_headline),
     "doctor": ("doctor", doctor),
+    "doctor_heldout": ("doctor_heldout_110_113", doctor_heldout),
 }
 MARKED = re.compile(r"<!-- bench:([a-z0-9_]+) -->(.*?)<!-- /bench -->")
 

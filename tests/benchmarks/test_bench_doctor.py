@@ -283,6 +283,11 @@ def test_rediagnose_judges_the_kept_runs_and_trains_nothing(tmp_path, monkeypatc
     result = json.loads((tmp_path / "doctor.json").read_text())["result"]
     assert result["report_half"]["false_alarms"] == ["healthy/grpo seed 101: drift"]
     assert result["unjudged"] == [] and all(r["judged_at"] == result["judged_at"] for r in result["runs"])
+    assert result["held_out"] is None  # the zoo's own seeds: its tuning half was looked at
+    bench.main([*argv, "--rediagnose", "--held-out"])
+    result = json.loads((tmp_path / "doctor.json").read_text())["result"]
+    # seeds no threshold was chosen on: both seeds' runs in one set of figures
+    assert result["held_out"]["healthy_runs"] == 2 and result["held_out"]["false_alarm_rate"] == 1.0
 
 
 def test_rediagnose_keeps_the_verdict_of_a_run_whose_folder_is_gone(tmp_path, monkeypatch):

@@ -164,6 +164,15 @@ def doctor_record(lead):
     return {**record({"report_half": half, "runs": runs}), "bench": "doctor", "seeds": [100, 101, 103, 105]}
 
 
+def test_the_held_out_doctor_row_quotes_every_seed():
+    rec = doctor_record(12)
+    rec["result"]["held_out"] = rec["result"].pop("report_half")
+    assert readme_figures.doctor_heldout(rec) == (
+        "on seeds 100, 101, 103, 105: recall 93% over 30 faulty runs (3 classes), false alarms 3% of 36 "
+        "healthy runs, correct cause 86%; the first warning 12 steps before the reward collapsed (median of 9 runs)"
+    )
+
+
 def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collapse_it_warned():
     assert readme_figures.doctor(doctor_record(-3.5)) == (
         "on the report seeds (101, 103, 105): recall 93% over 30 faulty runs (3 classes), false alarms 3% of 36 "
