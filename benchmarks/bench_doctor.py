@@ -112,6 +112,22 @@ GRAD_SPIKES_CLIPPED_MIN); judged again with it, the zoo's report half did not mo
 tuning half three runs lost a numeric finding that came late and alone (drift/kl and
 drift/kl_warmup on seed 104, for the first its wrong cause, and entropy-blowup/bonus on seed 104)
 and one came a step later (entropy-blowup/bonus on seed 102, live at step 90).
+At e7beaff a second blow-up rule came, under a fixed bonus only (thresholds.
+ENTROPY_BONUS_RISE_FACTOR): the last 5 logged steps' mean entropy over twice the first 5's while
+the reward has not risen and the task is not solved. It was chosen on the tuning seeds,
+development seeds 0-3 and seeds 106-109; the report seeds' bonus leads had been stored (38, 3, 2)
+and, while candidates were compared, their first steps were printed too, so the report half is
+not blind to it. Judged again with it, only the bonus's runs moved: on the report seeds its first
+warnings came 38, 24 and 9 steps before the collapse (the median lead over the 18 collapses 5.5,
+was 2; over the 9 after step 20 still 40), on the tuning seeds 35, 25 and 28 (34, -3, 0). On seeds
+110-113, which no zoo run had and no threshold was chosen on (results/doctor_heldout_110_113.json:
+the 36 toy cases, trained at 92259df, judged at 4b1b389 with --held-out; results/
+doctor_heldout_110_113_judged_92259df.json: the same runs judged by the doctor before the rule):
+recall 97 % over 72 faulty runs, false alarms 0 % of 72 healthy (1.4 % warned live: the tool toy,
+seed 112, no-signal at step 12, under either doctor), correct cause 100 %. There the tripling
+alone had warned of the bonus 18, 36, 46 and 19 steps ahead, and the new rule moved two of them by
+3-4 steps (18, 40, 46, 22); the median lead over the 24 collapses is 12 steps under either doctor
+(25.5 had each been warned at step 1; 44.5 over the 12 after step 20).
 
 Faults planted by one setting each (the zoo's own rewards and datasets are this script's):
   truncation       trainer.max_completion_length below every answer (refused) or the longer ones
