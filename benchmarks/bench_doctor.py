@@ -346,11 +346,12 @@ CASES = [
         # a fixed entropy bonus that outweighs the reward (Skywork-OR1, arXiv 2505.22312, whose adaptive
         # coefficient holds a target where a fixed one lets the entropy run away). The toy's tokens carry
         # ~0.08 nats, so its bonus is large: development seeds 0-3 rose steadily 10-30x and the reward
-        # collapsed at steps 66-76 (entropy-blowup said live at 19-58); 0.05 moved nothing, 0.5 little
+        # collapsed at steps 66-76 (entropy-blowup said live at 19-58 by the tripling rule, before the
+        # bonus rule of e7beaff); 0.05 moved nothing, 0.5 little
         ("recipe.entropy_coef=1.0",),
         "entropy-blowup",
-        # numeric: tuning seeds 102 and 104's first finding, a gradient spike at step 89-90, after the
-        # collapse (steps 66 and 74) and the live blow-up warning (69, 74)
+        # numeric: tuning seeds 102 and 104's first finding once, a gradient spike at step 89-90, after
+        # the collapse (steps 66 and 74) and the live blow-up warning (69 and 74 then)
         ("truncation", "reward-flat", "no-signal", "numeric"),
         collapses=True,
         late=True,
@@ -637,9 +638,9 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
     # a collapse within LEAD_TARGET steps of the start leaves no room for a warning that far ahead
     roomy = [r for r in collapsed if r["collapse_step"] > LEAD_TARGET]
     roomy_leads = [r["collapse_step"] - min(step for step, _ in r["live"]) for r in roomy]
-    # the same runs, had each been warned at step 1 (the zoo logs from step 1; a live check speaks
-    # after a step, and the pre-flight, before it, only refuses): the most a live doctor can score here
-    first_step_leads = [r["collapse_step"] - 1 for r in collapsed]
+    # every collapse warned at step 1 (the zoo logs from step 1; a live check speaks after a step, and
+    # the pre-flight, before it, only refuses): the most a live doctor can score on these runs
+    first_step_leads = [r["collapse_step"] - 1 for r in faulty if r.get("collapse_step") is not None]
     return {
         "faulty_runs": len(faulty),
         "healthy_runs": len(healthy),
@@ -664,6 +665,7 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "missed": [f"{r['case']} seed {r['seed']}: found {r['found'] or 'nothing'}" for r in faulty if r not in found],
         "smollm2": smollm2_counts([r for r in records if r["case"] in by_case and by_case[r["case"]].on_smollm2]),
         "collapsed_runs": sum(r.get("collapse_step") is not None for r in faulty),
+        "warned_collapsed_runs": len(collapsed),  # the runs the leads are over: a collapse warned live
         "median_warning_lead_steps": statistics.median(leads) if leads else None,
         "median_warning_lead_steps_if_warned_at_step_1": (
             statistics.median(first_step_leads) if first_step_leads else None

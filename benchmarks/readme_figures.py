@@ -376,6 +376,8 @@ def doctor(rec: dict) -> str:
 def doctor_heldout(rec: dict) -> str:
     """The zoo's cases on seeds no threshold was chosen on (bench_doctor --held-out): all of them."""
     every_seed = sorted({run["seed"] for run in rec["result"]["runs"]})
+    if not rec["result"].get("held_out"):
+        raise SystemExit("bench_doctor's held-out result has no `held_out` figures: judge it with --held-out")
     return f"on seeds {', '.join(map(str, every_seed))}: {doctor_figures(rec['result']['held_out'])}"
 
 
@@ -386,9 +388,16 @@ def doctor_figures(r: dict) -> str:
         warned = "no run collapsed"
     else:
         when = f"{_steps(lead)} before" if lead > 0 else f"{_steps(-lead)} after" if lead < 0 else "at the step"
-        warned = f"the first warning {when} the reward collapsed (median of {r['collapsed_runs']} runs"
-        ceiling = r.get("median_warning_lead_steps_if_warned_at_step_1")  # records before it was stored do not have it
-        warned += f"; {_steps(ceiling)} before, had each been warned at step 1)" if ceiling is not None else ")"
+        # records before they were stored have neither the warned count nor the ceiling
+        warned_runs = r.get("warned_collapsed_runs", r["collapsed_runs"])
+        runs = (
+            f"{warned_runs} runs"
+            if warned_runs == r["collapsed_runs"]
+            else f"the {warned_runs} warned of {r['collapsed_runs']}"
+        )
+        warned = f"the first warning {when} the reward collapsed (median of {runs}"
+        ceiling = r.get("median_warning_lead_steps_if_warned_at_step_1")
+        warned += f"; at most {_steps(ceiling)} possible, a warning at step 1 in each)" if ceiling is not None else ")"
         roomy = r.get("median_warning_lead_steps_after_target")
         if roomy is not None:
             when = f"{_steps(roomy)} before" if roomy > 0 else f"{_steps(-roomy)} after" if roomy < 0 else "at"
@@ -567,7 +576,7 @@ ROWS = (
         "doctor",
         "`bench_doctor`",
         "the run doctor (pre-flight, live and `rlrecipes doctor`) on a zoo of toy runs and a few of SmolLM2-135M with LoRA, each healthy or broken by "
-        "one planted setting; figures on the seeds its thresholds were not looked at on",
+        "one planted setting; figures on the report seeds (bench_doctor lists each rule chosen after they were seen)",
         doctor,
     ),
 )

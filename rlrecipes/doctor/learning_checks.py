@@ -118,7 +118,13 @@ def entropy_blowup(record: RunRecord) -> Optional[Finding]:
             f"{after / before:.1f}x"
         ]
         symptom = "sampling spreads over many tokens at each position and the text garbles"
-    elif bonus and bonus > 0 and (rise := _bonus_outgrowing_reward(record, entropy)):
+    elif (
+        bonus
+        and bonus > 0
+        # an adaptive bonus's coefficient is only its start: it raises the entropy to its target on purpose
+        and not record.setting("recipe.adaptive_entropy.enabled")
+        and (rise := _bonus_outgrowing_reward(record, entropy))
+    ):
         window, evidence = rise
         symptom = "the entropy rises while the reward does not, and a fixed bonus lets it run on until the text garbles"
     else:
@@ -143,7 +149,7 @@ def _bonus_outgrowing_reward(record: RunRecord, entropy: list[Point]) -> Optiona
     """(the window, the evidence) where, under an entropy bonus, the mean entropy of the last
     thresholds.ENTROPY_BONUS_RISE_STEPS logged steps has passed ENTROPY_BONUS_RISE_FACTOR times the
     first's, while the reward has not risen and the task is not solved: the bonus is winning before
-    the entropy triples. None otherwise, and before the reward has two windows apart."""
+    the entropy triples. None otherwise, and before 20 logged reward steps (its two windows apart)."""
     n = T.ENTROPY_BONUS_RISE_STEPS
     reward = record.series("reward_mean")
     if len(reward) < 4 * n:

@@ -82,10 +82,11 @@ SOLVED_ACCURACY = 0.95
 # 102 and 104: learning rate 5e-3 garbled the text within the first six steps of 30, so their mean
 # was already high; a policy that collapsed and came back up a little stays below the start's top).
 ENTROPY_BLOWUP_FACTOR = 3.0
-# Under a fixed entropy bonus (recipe.entropy_coef > 0), a slower rise is named before it triples:
-# the mean entropy of the last ENTROPY_BONUS_RISE_STEPS logged steps over twice the first's, while the
+# Under a fixed entropy bonus (recipe.entropy_coef > 0, recipe.adaptive_entropy off: an adaptive
+# one raises the entropy to its target on purpose), a slower rise is named before it triples: the
+# mean entropy of the last ENTROPY_BONUS_RISE_STEPS logged steps over twice the first's, while the
 # reward has not risen (its last 2 x ENTROPY_BONUS_RISE_STEPS logged steps' mean no higher than its
-# first's; so not before 20 logged steps) and training accuracy over those last steps is below
+# first's; so not before 20 logged steps) and training accuracy over the reward's last steps is below
 # SOLVED_ACCURACY. The bonus then outweighs the reward: the policy learns to spread its tokens, not
 # to solve, and the entropy runs on until the text garbles (Skywork-OR1, arXiv 2505.22312: a fixed
 # coefficient let the entropy explode, hence their adaptive one). Windows of fixed length: the first
@@ -94,11 +95,14 @@ ENTROPY_BLOWUP_FACTOR = 3.0
 # zoo's 0.05 controls: ~0.35 to 0.5-0.6 by step 30); the accuracy condition one whose task is solved
 # (one-shot RLVR's post-saturation phase: training accuracy near 1 while the entropy loss keeps the
 # policy exploring, Wang et al. 2025, arXiv 2504.20571).
-# Chosen on the doctor zoo's tuning seeds (100, 102, 104), development seeds 0-3 and the held-out
-# seeds 106-109, and judged on seeds 110-113 (bench_doctor). On the first, the bonus of 1 was first
-# named 14-54 steps before its reward collapsed (at steps 55-76); by the tripling alone, on the tuning
-# and held-out seeds, from 3 steps after to 54 before. None of their 62 healthy runs of 30 or 120 steps was named by it, nor at 1.5 or
-# 1.75 times; twice is kept, a margin over those and a round "doubled".
+# Chosen on the doctor zoo's tuning seeds (100, 102, 104), development seeds 0-3 and seeds 106-109,
+# and judged on seeds 110-113 (bench_doctor); the report seeds' bonus runs had been seen. On the
+# seeds it was chosen on, the bonus of 1 was first named 14-54 steps before its reward collapsed
+# (at steps 55-76); by the tripling alone, on the tuning seeds and 106-109, from 3 steps after to 54
+# before. Of their 7 healthy runs with a bonus (0.05), none was named by it, nor at 1.5 or 1.75
+# times; twice is kept, a margin over those and a round "doubled". (The development seeds' runs and
+# seeds 106-109 judged with this rule are not stored: doctor.json and results/
+# doctor_heldout_110_113.json are.)
 ENTROPY_BONUS_RISE_FACTOR = 2.0
 ENTROPY_BONUS_RISE_STEPS = 5
 

@@ -114,8 +114,10 @@ def test_the_lead_after_the_target_counts_only_collapses_past_step_20():
     f = bench.figures(records)
     assert f["median_warning_lead_steps"] == 9  # leads -3, 1, 9, 11, 38
     assert f["collapsed_after_target_runs"] == 2 and f["median_warning_lead_steps_after_target"] == 23.5  # (38+9)/2
-    # the warned ones at step 1 instead: collapses 3, 5, 47, 21, 20 -> leads 2, 4, 46, 20, 19, median 19
-    assert f["median_warning_lead_steps_if_warned_at_step_1"] == 19
+    # every collapse warned at step 1, the unwarned one too: collapses 3, 5, 47, 21, 20, 60 -> leads
+    # 2, 4, 46, 20, 19, 59, median (19 + 20) / 2
+    assert f["median_warning_lead_steps_if_warned_at_step_1"] == 19.5
+    assert (f["collapsed_runs"], f["warned_collapsed_runs"]) == (6, 5)
 
 
 def reward_rows(values, start=1):

@@ -171,6 +171,11 @@ def test_the_held_out_doctor_row_quotes_every_seed():
         "on seeds 100, 101, 103, 105: recall 93% over 30 faulty runs (3 classes), false alarms 3% of 36 "
         "healthy runs, correct cause 86%; the first warning 12 steps before the reward collapsed (median of 9 runs)"
     )
+    rec["result"]["held_out"]["warned_collapsed_runs"] = 8
+    assert "(median of the 8 warned of 9)" in readme_figures.doctor_heldout(rec)
+    rec["result"]["held_out"] = None
+    with pytest.raises(SystemExit, match="judge it with --held-out"):
+        readme_figures.doctor_heldout(rec)
 
 
 def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collapse_it_warned():
@@ -213,7 +218,8 @@ def test_the_doctor_row_quotes_the_report_half_and_says_which_side_of_the_collap
         "that collapsed after step 20"
     )
     roomy["result"]["report_half"]["median_warning_lead_steps_if_warned_at_step_1"] = 25.5
+    roomy["result"]["report_half"]["warned_collapsed_runs"] = 9
     assert readme_figures.doctor(roomy).endswith(
-        "the first warning at the step the reward collapsed (median of 9 runs; 25.5 steps before, had each been "
-        "warned at step 1), 37.5 steps before it in the 3 that collapsed after step 20"
+        "the first warning at the step the reward collapsed (median of 9 runs; at most 25.5 steps possible, a "
+        "warning at step 1 in each), 37.5 steps before it in the 3 that collapsed after step 20"
     )

@@ -207,8 +207,10 @@ def test_entropy_doubled_under_a_bonus_while_the_reward_stands_still_is_a_blowup
         ({"entropy": [0.1] * 5 + [0.12] * 10 + [0.2] * 5}, BONUS),  # 0.2 = 2 * 0.1 exactly: not above
         ({"reward_mean": [0.4] * 10 + [0.4] * 9 + [0.41]}, BONUS),  # steps 11-20 average 0.401 > 0.4: rising
         ({"accuracy": [0.4] * 10 + [0.95] * 10}, BONUS),  # steps 11-20 at 0.95: solved, the bonus explores
+        # an adaptive bonus raises the entropy to its target on purpose: entropy_coef is only its start
+        ({}, {**BONUS, "recipe.adaptive_entropy.enabled": True}),
     ],
-    ids=["no bonus", "exactly doubled", "reward rising", "solved"],
+    ids=["no bonus", "exactly doubled", "reward rising", "solved", "adaptive"],
 )
 def test_no_bonus_blowup_without_all_of_its_signs(tmp_path, changes, config):
     metrics = rows({"entropy": RISING, "reward_mean": FLAT, "accuracy": FLAT, **changes}, steps=20)
