@@ -121,7 +121,7 @@ not blind to it. Judged again with it, only the bonus's runs moved: on the repor
 warnings came 38, 24 and 9 steps before the collapse (the median lead over the 18 collapses 5.5,
 was 2; over the 9 after step 20 still 40), on the tuning seeds 35, 25 and 28 (34, -3, 0). On seeds
 110-113, which no zoo run had and no threshold was chosen on (results/doctor_heldout_110_113.json:
-the 36 toy cases, trained at 92259df, judged at 4b1b389 with --held-out; results/
+the 36 toy cases, trained at 92259df, judged at fbf56ff with --held-out; results/
 doctor_heldout_110_113_judged_92259df.json: the same runs judged by the doctor before the rule):
 recall 97 % over 72 faulty runs, false alarms 0 % of 72 healthy (1.4 % warned live: the tool toy,
 seed 112, no-signal at step 12, under either doctor), correct cause 100 %. There the tripling
