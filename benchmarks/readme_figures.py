@@ -375,9 +375,9 @@ def doctor(rec: dict) -> str:
 
 def doctor_heldout(rec: dict) -> str:
     """The zoo's cases on seeds no threshold was chosen on (bench_doctor --held-out): all of them."""
-    every_seed = sorted({run["seed"] for run in rec["result"]["runs"]})
     if not rec["result"].get("held_out"):
         raise SystemExit("bench_doctor's held-out result has no `held_out` figures: judge it with --held-out")
+    every_seed = sorted({run["seed"] for run in rec["result"]["runs"]})
     return f"on seeds {', '.join(map(str, every_seed))}: {doctor_figures(rec['result']['held_out'])}"
 
 

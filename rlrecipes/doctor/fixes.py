@@ -65,7 +65,7 @@ def setting(record: RunRecord, key: str, kind: type) -> Any:
         finite = number(value)
         return int(finite) if finite is not None and finite.is_integer() else None
     if kind is float:  # a number, not a bool; an infinite float too (an unbounded clip range)
-        return value if isinstance(value, float) and not math.isfinite(value) else number(value)
+        return value if isinstance(value, float) and math.isinf(value) else number(value)
     return value if isinstance(value, kind) else None
 
 
